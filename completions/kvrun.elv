@@ -1,0 +1,195 @@
+
+use builtin;
+use str;
+
+set edit:completion:arg-completer[kvrun] = {|@words|
+    fn spaces {|n|
+        builtin:repeat $n ' ' | str:join ''
+    }
+    fn cand {|text desc|
+        edit:complex-candidate $text &display=$text' '(spaces (- 14 (wcswidth $text)))$desc
+    }
+    var command = 'kvrun'
+    for word $words[1..-1] {
+        if (str:has-prefix $word '-') {
+            break
+        }
+        set command = $command';'$word
+    }
+    var completions = [
+        &'kvrun'= {
+            cand -v 'Show more diagnostics on stderr (-v: info and llama.cpp''s log, -vv: debug). KVRUN_LOG takes a tracing filter instead (e.g. KVRUN_LOG=kvrun=debug)'
+            cand --verbose 'Show more diagnostics on stderr (-v: info and llama.cpp''s log, -vv: debug). KVRUN_LOG takes a tracing filter instead (e.g. KVRUN_LOG=kvrun=debug)'
+            cand -q 'Hide progress bars and notes; errors still print'
+            cand --quiet 'Hide progress bars and notes; errors still print'
+            cand -h 'Print help (see more with ''--help'')'
+            cand --help 'Print help (see more with ''--help'')'
+            cand -V 'Print version'
+            cand --version 'Print version'
+            cand chat 'Chat interactively with a model (line mode; streams tokens as they come)'
+            cand run 'Run one prompt and print only the generated text (for scripts and agents)'
+            cand pull 'Download a model: the default model, a URL, or hf:OWNER/REPO/FILE.gguf'
+            cand models 'List the models in kvrun''s models folder'
+            cand bench 'Measure prefill and decode speed on a model (prints a table)'
+            cand completions 'Print a shell completion script'
+            cand man 'Print the man page (or write one page per subcommand with --dir)'
+            cand help 'Print this message or the help of the given subcommand(s)'
+        }
+        &'kvrun;chat'= {
+            cand --system 'A system prompt for the conversation'
+            cand -n 'Largest reply in tokens [default: until the model stops or the context is full]'
+            cand --max-tokens 'Largest reply in tokens [default: until the model stops or the context is full]'
+            cand --context-overflow 'What to do when the conversation outgrows the context: drop the oldest turns, or stop with an error [default: truncate]'
+            cand -c 'Context size in tokens [default: 8192, capped at the model''s training context]'
+            cand --ctx-size 'Context size in tokens [default: 8192, capped at the model''s training context]'
+            cand -t 'CPU threads [default: the number of cores]'
+            cand --threads 'CPU threads [default: the number of cores]'
+            cand --gpu-layers 'Layers to offload to the GPU (needs a GPU build) [default: all when built with a GPU backend, else 0]'
+            cand -b 'Largest prompt batch in tokens; batches never cross a KV page boundary [default: 256]'
+            cand --batch-size 'Largest prompt batch in tokens; batches never cross a KV page boundary [default: 256]'
+            cand --kv-type 'KV cache element type [default: f16]'
+            cand --flash-attn 'Flash attention [default: auto]'
+            cand --temp 'Temperature; 0 is greedy [default: 0.8]'
+            cand --top-k 'Keep only the K most likely tokens; 0 disables [default: 40]'
+            cand --top-p 'Nucleus sampling threshold; 1.0 disables [default: 0.95]'
+            cand --min-p 'Minimum probability relative to the top token; 0 disables [default: 0.05]'
+            cand --repeat-penalty 'Penalty for repeating recent tokens; 1.0 disables [default: 1.0]'
+            cand --seed 'Random seed [default: a fresh one per run]'
+            cand --plain 'Line mode even on a terminal'
+            cand -v 'Show more diagnostics on stderr (-v: info and llama.cpp''s log, -vv: debug). KVRUN_LOG takes a tracing filter instead (e.g. KVRUN_LOG=kvrun=debug)'
+            cand --verbose 'Show more diagnostics on stderr (-v: info and llama.cpp''s log, -vv: debug). KVRUN_LOG takes a tracing filter instead (e.g. KVRUN_LOG=kvrun=debug)'
+            cand -q 'Hide progress bars and notes; errors still print'
+            cand --quiet 'Hide progress bars and notes; errors still print'
+            cand -h 'Print help'
+            cand --help 'Print help'
+            cand -V 'Print version'
+            cand --version 'Print version'
+        }
+        &'kvrun;run'= {
+            cand -p 'The prompt text (otherwise --prompt-file, otherwise stdin)'
+            cand --prompt 'The prompt text (otherwise --prompt-file, otherwise stdin)'
+            cand --prompt-file 'Read the prompt from a file'
+            cand --system 'A system prompt (chat mode only)'
+            cand -n 'Largest number of tokens to generate; 0 only prefills [default: 256]'
+            cand --max-tokens 'Largest number of tokens to generate; 0 only prefills [default: 256]'
+            cand -c 'Context size in tokens [default: 8192, capped at the model''s training context]'
+            cand --ctx-size 'Context size in tokens [default: 8192, capped at the model''s training context]'
+            cand -t 'CPU threads [default: the number of cores]'
+            cand --threads 'CPU threads [default: the number of cores]'
+            cand --gpu-layers 'Layers to offload to the GPU (needs a GPU build) [default: all when built with a GPU backend, else 0]'
+            cand -b 'Largest prompt batch in tokens; batches never cross a KV page boundary [default: 256]'
+            cand --batch-size 'Largest prompt batch in tokens; batches never cross a KV page boundary [default: 256]'
+            cand --kv-type 'KV cache element type [default: f16]'
+            cand --flash-attn 'Flash attention [default: auto]'
+            cand --temp 'Temperature; 0 is greedy [default: 0.8]'
+            cand --top-k 'Keep only the K most likely tokens; 0 disables [default: 40]'
+            cand --top-p 'Nucleus sampling threshold; 1.0 disables [default: 0.95]'
+            cand --min-p 'Minimum probability relative to the top token; 0 disables [default: 0.05]'
+            cand --repeat-penalty 'Penalty for repeating recent tokens; 1.0 disables [default: 1.0]'
+            cand --seed 'Random seed [default: a fresh one per run]'
+            cand --raw 'Feed the text as-is (plain completion, no chat template)'
+            cand --json 'Print one JSON object (text, tokens and timings) instead of the text'
+            cand -v 'Show more diagnostics on stderr (-v: info and llama.cpp''s log, -vv: debug). KVRUN_LOG takes a tracing filter instead (e.g. KVRUN_LOG=kvrun=debug)'
+            cand --verbose 'Show more diagnostics on stderr (-v: info and llama.cpp''s log, -vv: debug). KVRUN_LOG takes a tracing filter instead (e.g. KVRUN_LOG=kvrun=debug)'
+            cand -q 'Hide progress bars and notes; errors still print'
+            cand --quiet 'Hide progress bars and notes; errors still print'
+            cand -h 'Print help'
+            cand --help 'Print help'
+            cand -V 'Print version'
+            cand --version 'Print version'
+        }
+        &'kvrun;pull'= {
+            cand --sha256 'Expected SHA-256 of the file (hex); a mismatch fails the pull and installs nothing'
+            cand --output 'File name to save as in the models folder [default: the URL''s last path segment]'
+            cand -v 'Show more diagnostics on stderr (-v: info and llama.cpp''s log, -vv: debug). KVRUN_LOG takes a tracing filter instead (e.g. KVRUN_LOG=kvrun=debug)'
+            cand --verbose 'Show more diagnostics on stderr (-v: info and llama.cpp''s log, -vv: debug). KVRUN_LOG takes a tracing filter instead (e.g. KVRUN_LOG=kvrun=debug)'
+            cand -q 'Hide progress bars and notes; errors still print'
+            cand --quiet 'Hide progress bars and notes; errors still print'
+            cand -h 'Print help'
+            cand --help 'Print help'
+            cand -V 'Print version'
+            cand --version 'Print version'
+        }
+        &'kvrun;models'= {
+            cand --json 'Print JSON instead of a table'
+            cand -v 'Show more diagnostics on stderr (-v: info and llama.cpp''s log, -vv: debug). KVRUN_LOG takes a tracing filter instead (e.g. KVRUN_LOG=kvrun=debug)'
+            cand --verbose 'Show more diagnostics on stderr (-v: info and llama.cpp''s log, -vv: debug). KVRUN_LOG takes a tracing filter instead (e.g. KVRUN_LOG=kvrun=debug)'
+            cand -q 'Hide progress bars and notes; errors still print'
+            cand --quiet 'Hide progress bars and notes; errors still print'
+            cand -h 'Print help'
+            cand --help 'Print help'
+            cand -V 'Print version'
+            cand --version 'Print version'
+        }
+        &'kvrun;bench'= {
+            cand --prompt-tokens 'Prompt lengths to measure, in tokens'
+            cand --decode-tokens 'Tokens to generate for the decode figure'
+            cand --repeat 'Repetitions per row; the table shows the median'
+            cand -c 'Context size in tokens [default: 8192, capped at the model''s training context]'
+            cand --ctx-size 'Context size in tokens [default: 8192, capped at the model''s training context]'
+            cand -t 'CPU threads [default: the number of cores]'
+            cand --threads 'CPU threads [default: the number of cores]'
+            cand --gpu-layers 'Layers to offload to the GPU (needs a GPU build) [default: all when built with a GPU backend, else 0]'
+            cand -b 'Largest prompt batch in tokens; batches never cross a KV page boundary [default: 256]'
+            cand --batch-size 'Largest prompt batch in tokens; batches never cross a KV page boundary [default: 256]'
+            cand --kv-type 'KV cache element type [default: f16]'
+            cand --flash-attn 'Flash attention [default: auto]'
+            cand -v 'Show more diagnostics on stderr (-v: info and llama.cpp''s log, -vv: debug). KVRUN_LOG takes a tracing filter instead (e.g. KVRUN_LOG=kvrun=debug)'
+            cand --verbose 'Show more diagnostics on stderr (-v: info and llama.cpp''s log, -vv: debug). KVRUN_LOG takes a tracing filter instead (e.g. KVRUN_LOG=kvrun=debug)'
+            cand -q 'Hide progress bars and notes; errors still print'
+            cand --quiet 'Hide progress bars and notes; errors still print'
+            cand -h 'Print help'
+            cand --help 'Print help'
+            cand -V 'Print version'
+            cand --version 'Print version'
+        }
+        &'kvrun;completions'= {
+            cand -v 'Show more diagnostics on stderr (-v: info and llama.cpp''s log, -vv: debug). KVRUN_LOG takes a tracing filter instead (e.g. KVRUN_LOG=kvrun=debug)'
+            cand --verbose 'Show more diagnostics on stderr (-v: info and llama.cpp''s log, -vv: debug). KVRUN_LOG takes a tracing filter instead (e.g. KVRUN_LOG=kvrun=debug)'
+            cand -q 'Hide progress bars and notes; errors still print'
+            cand --quiet 'Hide progress bars and notes; errors still print'
+            cand -h 'Print help'
+            cand --help 'Print help'
+            cand -V 'Print version'
+            cand --version 'Print version'
+        }
+        &'kvrun;man'= {
+            cand --dir 'Write kvrun.1 and one page per subcommand into this folder instead of printing'
+            cand -v 'Show more diagnostics on stderr (-v: info and llama.cpp''s log, -vv: debug). KVRUN_LOG takes a tracing filter instead (e.g. KVRUN_LOG=kvrun=debug)'
+            cand --verbose 'Show more diagnostics on stderr (-v: info and llama.cpp''s log, -vv: debug). KVRUN_LOG takes a tracing filter instead (e.g. KVRUN_LOG=kvrun=debug)'
+            cand -q 'Hide progress bars and notes; errors still print'
+            cand --quiet 'Hide progress bars and notes; errors still print'
+            cand -h 'Print help'
+            cand --help 'Print help'
+            cand -V 'Print version'
+            cand --version 'Print version'
+        }
+        &'kvrun;help'= {
+            cand chat 'Chat interactively with a model (line mode; streams tokens as they come)'
+            cand run 'Run one prompt and print only the generated text (for scripts and agents)'
+            cand pull 'Download a model: the default model, a URL, or hf:OWNER/REPO/FILE.gguf'
+            cand models 'List the models in kvrun''s models folder'
+            cand bench 'Measure prefill and decode speed on a model (prints a table)'
+            cand completions 'Print a shell completion script'
+            cand man 'Print the man page (or write one page per subcommand with --dir)'
+            cand help 'Print this message or the help of the given subcommand(s)'
+        }
+        &'kvrun;help;chat'= {
+        }
+        &'kvrun;help;run'= {
+        }
+        &'kvrun;help;pull'= {
+        }
+        &'kvrun;help;models'= {
+        }
+        &'kvrun;help;bench'= {
+        }
+        &'kvrun;help;completions'= {
+        }
+        &'kvrun;help;man'= {
+        }
+        &'kvrun;help;help'= {
+        }
+    ]
+    $completions[$command]
+}

@@ -1,0 +1,224 @@
+//! The command line: clap definitions only. Behaviour lives in `commands/`.
+
+use std::path::PathBuf;
+
+use clap::{Args, Parser, Subcommand};
+
+use crate::settings::{ContextOverflow, FlashAttn, KvType};
+
+/// Local LLM inference on GGUF models, with a persistent, paged KV cache.
+///
+/// kvrun wraps llama.cpp. Sessions keep their KV cache on disk as shared, checksummed
+/// pages, so a long agent session resumes in about a second instead of re-running prefill.
+#[derive(Debug, Parser)]
+#[command(
+    name = "kvrun",
+    version,
+    propagate_version = true,
+    max_term_width = 100
+)]
+pub struct Cli {
+    /// Show more diagnostics on stderr (-v: info and llama.cpp's log, -vv: debug).
+    /// KVRUN_LOG takes a tracing filter instead (e.g. KVRUN_LOG=kvrun=debug).
+    #[arg(short, long, global = true, action = clap::ArgAction::Count)]
+    pub verbose: u8,
+
+    /// Hide progress bars and notes; errors still print.
+    #[arg(short, long, global = true)]
+    pub quiet: bool,
+
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Chat interactively with a model (line mode; streams tokens as they come).
+    Chat(ChatArgs),
+    /// Run one prompt and print only the generated text (for scripts and agents).
+    Run(RunArgs),
+    /// Download a model: the default model, a URL, or hf:OWNER/REPO/FILE.gguf.
+    Pull(PullArgs),
+    /// List the models in kvrun's models folder.
+    Models(ModelsArgs),
+    /// Measure prefill and decode speed on a model (prints a table).
+    Bench(BenchArgs),
+    /// Print a shell completion script.
+    Completions(CompletionsArgs),
+    /// Print the man page (or write one page per subcommand with --dir).
+    Man(ManArgs),
+}
+
+/// Where the model comes from: a path, a name in the models folder, or (when omitted)
+/// KVRUN_MODEL, then the config file, then the pulled default model.
+#[derive(Debug, Args, Clone, Default)]
+pub struct ModelArg {
+    /// Model: a .gguf path or a name in the models folder [default: KVRUN_MODEL, the config
+    /// file's `model`, then the default model]
+    #[arg(value_name = "MODEL")]
+    pub model: Option<String>,
+}
+
+/// Options that shape the llama.cpp context. Every one can also be set in the config file
+/// under the same name.
+#[derive(Debug, Args, Clone, Default)]
+#[command(next_help_heading = "Engine")]
+pub struct EngineArgs {
+    /// Context size in tokens [default: 8192, capped at the model's training context]
+    #[arg(short = 'c', long, value_name = "N")]
+    pub ctx_size: Option<u32>,
+    /// CPU threads [default: the number of cores]
+    #[arg(short = 't', long, value_name = "N")]
+    pub threads: Option<u32>,
+    /// Layers to offload to the GPU (needs a GPU build) [default: all when built with a GPU
+    /// backend, else 0]
+    #[arg(long, value_name = "N")]
+    pub gpu_layers: Option<u32>,
+    /// Largest prompt batch in tokens; batches never cross a KV page boundary [default: 256]
+    #[arg(short = 'b', long, value_name = "N")]
+    pub batch_size: Option<u32>,
+    /// KV cache element type [default: f16]
+    #[arg(long, value_enum, value_name = "TYPE")]
+    pub kv_type: Option<KvType>,
+    /// Flash attention [default: auto]
+    #[arg(long, value_enum, value_name = "MODE")]
+    pub flash_attn: Option<FlashAttn>,
+}
+
+/// Sampling options. `--temp 0` is greedy and fully deterministic.
+#[derive(Debug, Args, Clone, Default)]
+#[command(next_help_heading = "Sampling")]
+pub struct SamplingArgs {
+    /// Temperature; 0 is greedy [default: 0.8]
+    #[arg(long, value_name = "T")]
+    pub temp: Option<f32>,
+    /// Keep only the K most likely tokens; 0 disables [default: 40]
+    #[arg(long, value_name = "K")]
+    pub top_k: Option<i32>,
+    /// Nucleus sampling threshold; 1.0 disables [default: 0.95]
+    #[arg(long, value_name = "P")]
+    pub top_p: Option<f32>,
+    /// Minimum probability relative to the top token; 0 disables [default: 0.05]
+    #[arg(long, value_name = "P")]
+    pub min_p: Option<f32>,
+    /// Penalty for repeating recent tokens; 1.0 disables [default: 1.0]
+    #[arg(long, value_name = "X")]
+    pub repeat_penalty: Option<f32>,
+    /// Random seed [default: a fresh one per run]
+    #[arg(long, value_name = "N")]
+    pub seed: Option<u32>,
+}
+
+#[derive(Debug, Args)]
+pub struct ChatArgs {
+    #[command(flatten)]
+    pub model: ModelArg,
+    /// Line mode even on a terminal.
+    #[arg(long)]
+    pub plain: bool,
+    /// A system prompt for the conversation.
+    #[arg(long, value_name = "TEXT")]
+    pub system: Option<String>,
+    /// Largest reply in tokens [default: until the model stops or the context is full]
+    #[arg(short = 'n', long, value_name = "N")]
+    pub max_tokens: Option<u32>,
+    /// What to do when the conversation outgrows the context: drop the oldest turns, or stop
+    /// with an error [default: truncate]
+    #[arg(long, value_enum, value_name = "MODE")]
+    pub context_overflow: Option<ContextOverflow>,
+    #[command(flatten)]
+    pub engine: EngineArgs,
+    #[command(flatten)]
+    pub sampling: SamplingArgs,
+}
+
+#[derive(Debug, Args)]
+pub struct RunArgs {
+    #[command(flatten)]
+    pub model: ModelArg,
+    /// The prompt text (otherwise --prompt-file, otherwise stdin).
+    #[arg(short = 'p', long, value_name = "TEXT", conflicts_with = "prompt_file")]
+    pub prompt: Option<String>,
+    /// Read the prompt from a file.
+    #[arg(long, value_name = "FILE")]
+    pub prompt_file: Option<PathBuf>,
+    /// Feed the text as-is (plain completion, no chat template).
+    #[arg(long)]
+    pub raw: bool,
+    /// A system prompt (chat mode only).
+    #[arg(long, value_name = "TEXT", conflicts_with = "raw")]
+    pub system: Option<String>,
+    /// Largest number of tokens to generate; 0 only prefills [default: 256]
+    #[arg(short = 'n', long, value_name = "N")]
+    pub max_tokens: Option<u32>,
+    /// Print one JSON object (text, tokens and timings) instead of the text.
+    #[arg(long)]
+    pub json: bool,
+    #[command(flatten)]
+    pub engine: EngineArgs,
+    #[command(flatten)]
+    pub sampling: SamplingArgs,
+}
+
+#[derive(Debug, Args)]
+pub struct PullArgs {
+    /// What to download: omitted for the default model, an http(s):// URL, or
+    /// hf:OWNER/REPO[@REVISION]/FILE.gguf.
+    #[arg(value_name = "SOURCE")]
+    pub source: Option<String>,
+    /// Expected SHA-256 of the file (hex); a mismatch fails the pull and installs nothing.
+    #[arg(long, value_name = "HEX")]
+    pub sha256: Option<String>,
+    /// File name to save as in the models folder [default: the URL's last path segment]
+    #[arg(long, value_name = "NAME")]
+    pub output: Option<String>,
+}
+
+#[derive(Debug, Args)]
+pub struct ModelsArgs {
+    /// Print JSON instead of a table.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct BenchArgs {
+    #[command(flatten)]
+    pub model: ModelArg,
+    /// Prompt lengths to measure, in tokens.
+    #[arg(long, value_delimiter = ',', default_values_t = [512, 2048, 8192])]
+    pub prompt_tokens: Vec<u32>,
+    /// Tokens to generate for the decode figure.
+    #[arg(long, default_value_t = 64)]
+    pub decode_tokens: u32,
+    /// Repetitions per row; the table shows the median.
+    #[arg(long, default_value_t = 1)]
+    pub repeat: u32,
+    #[command(flatten)]
+    pub engine: EngineArgs,
+}
+
+#[derive(Debug, Args)]
+pub struct CompletionsArgs {
+    /// The shell to generate completions for.
+    #[arg(value_enum)]
+    pub shell: clap_complete::Shell,
+}
+
+#[derive(Debug, Args)]
+pub struct ManArgs {
+    /// Write kvrun.1 and one page per subcommand into this folder instead of printing.
+    #[arg(long, value_name = "DIR")]
+    pub dir: Option<PathBuf>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::CommandFactory;
+
+    #[test]
+    fn cli_definition_is_consistent() {
+        Cli::command().debug_assert();
+    }
+}

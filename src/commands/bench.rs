@@ -1,0 +1,144 @@
+//! `kvrun bench`: prefill and decode speed on a model, as a table. It runs kvrun's own
+//! canonical schedule (batches that never cross a page boundary) next to llama.cpp's usual
+//! 512-token batches, so any cost kvrun adds over llama.cpp shows in one table.
+
+use std::process::ExitCode;
+use std::sync::atomic::AtomicBool;
+use std::time::Instant;
+
+use anyhow::{bail, Result};
+
+use super::{load_model, Env};
+use crate::cli::BenchArgs;
+use crate::engine::{Context, Model, Sampler, TokenId};
+use crate::sequence::{GenerateOptions, NoObserver, Sequence};
+use crate::settings::{EngineSettings, SamplingSettings, DEFAULT_PAGE_TOKENS};
+
+const BENCH_TEXT: &str = include_str!("../../assets/bench-prompt.txt");
+/// llama.cpp's default micro-batch, the baseline schedule.
+const LLAMA_DEFAULT_UBATCH: u32 = 512;
+
+struct Row {
+    schedule: &'static str,
+    prompt: usize,
+    prefill_s: f64,
+    decode_tokens: usize,
+    decode_s: f64,
+}
+
+pub fn run(env: &Env, args: BenchArgs) -> Result<ExitCode> {
+    let mut engine = EngineSettings::resolve(&args.engine, &env.config);
+    let choice = crate::models::choose(args.model.model.as_deref(), &env.config, &env.paths);
+    let (model, load_ms) = load_model(&choice, engine.gpu_layers)?;
+    let longest = args.prompt_tokens.iter().copied().max().unwrap_or(0);
+    if longest == 0 {
+        bail!("give at least one prompt length above 0");
+    }
+    engine.ctx_size = longest + args.decode_tokens + 16;
+    if engine.ctx_size > model.facts().n_ctx_train {
+        bail!(
+            "{longest} prompt tokens exceed the model's training context ({})",
+            model.facts().n_ctx_train
+        );
+    }
+    let corpus = bench_tokens(&model, longest as usize);
+    env.ui.note(format!(
+        "model {} loaded in {load_ms:.0} ms; {} threads; measuring...",
+        model.facts().description,
+        engine.threads
+    ));
+    let schedules = [
+        ("kvrun (page batches)", DEFAULT_PAGE_TOKENS),
+        ("llama.cpp ubatch 512", LLAMA_DEFAULT_UBATCH),
+    ];
+    let mut rows = Vec::new();
+    for &n in &args.prompt_tokens {
+        for (name, page) in schedules {
+            let mut samples = Vec::new();
+            for _ in 0..args.repeat.max(1) {
+                samples.push(measure(
+                    &model,
+                    &engine,
+                    page,
+                    &corpus[..n as usize],
+                    args.decode_tokens as usize,
+                    name,
+                )?);
+            }
+            samples.sort_by(|a, b| a.prefill_s.total_cmp(&b.prefill_s));
+            rows.push(samples.swap_remove(samples.len() / 2));
+        }
+    }
+    println!("| schedule | prompt tokens | prefill s | prefill tok/s | decode tok/s |");
+    println!("|---|---:|---:|---:|---:|");
+    for r in rows {
+        println!(
+            "| {} | {} | {:.2} | {:.1} | {:.1} |",
+            r.schedule,
+            r.prompt,
+            r.prefill_s,
+            r.prompt as f64 / r.prefill_s,
+            r.decode_tokens as f64 / r.decode_s.max(1e-9)
+        );
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn measure(
+    model: &Model,
+    engine: &EngineSettings,
+    page: u32,
+    prompt: &[TokenId],
+    decode_tokens: usize,
+    schedule: &'static str,
+) -> Result<Row> {
+    let mut engine = engine.clone();
+    engine.batch_size = page;
+    let mut ctx = Context::new(model, &engine, page, 1)?;
+    let mut seq = Sequence::new();
+    seq.append(prompt);
+    let started = Instant::now();
+    seq.sync(&mut ctx, true, &mut NoObserver)?;
+    let prefill_s = started.elapsed().as_secs_f64();
+    let greedy = SamplingSettings {
+        temp: 0.0,
+        top_k: 0,
+        top_p: 1.0,
+        min_p: 0.0,
+        repeat_penalty: 1.0,
+        seed: 0,
+    };
+    let mut sampler = Sampler::new(model, &greedy, seq.tokens());
+    let cancel = AtomicBool::new(false);
+    let options = GenerateOptions {
+        max_tokens: decode_tokens,
+        logprobs: None,
+    };
+    let generated = seq.generate(
+        &mut ctx,
+        &mut sampler,
+        &options,
+        &cancel,
+        &mut NoObserver,
+        &mut |_| Ok(()),
+    )?;
+    Ok(Row {
+        schedule,
+        prompt: prompt.len(),
+        prefill_s,
+        // The decode phase decodes every sampled token but the last.
+        decode_tokens: generated.tokens.len().saturating_sub(1),
+        decode_s: generated.decode_time.as_secs_f64(),
+    })
+}
+
+/// `n` tokens of English prose (the bench text, repeated).
+fn bench_tokens(model: &Model, n: usize) -> Vec<TokenId> {
+    let mut tokens = model.tokenize_prompt(BENCH_TEXT);
+    let body = model.tokenize(BENCH_TEXT, false);
+    while tokens.len() < n {
+        tokens.extend_from_slice(&body);
+    }
+    tokens.truncate(n);
+    tokens
+}

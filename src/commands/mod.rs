@@ -1,0 +1,66 @@
+//! One module per subcommand. Each takes its parsed arguments and the shared [`Env`], does
+//! its work, and returns the exit code; errors bubble up as `anyhow` with context.
+
+mod bench;
+mod chat;
+mod completions;
+mod man;
+mod models;
+mod pull;
+mod run;
+
+use std::process::ExitCode;
+use std::time::Instant;
+
+use anyhow::{Context as _, Result};
+
+use crate::cli::{Cli, Command};
+use crate::config::FileConfig;
+use crate::engine::Model;
+use crate::exit::usage;
+use crate::models::ModelChoice;
+use crate::paths::Paths;
+use crate::ui::Ui;
+
+pub use man::generated_files;
+
+/// What every command may need: folders, the config file, and how to talk to the user.
+pub struct Env {
+    pub paths: Paths,
+    pub config: FileConfig,
+    pub ui: Ui,
+}
+
+impl Env {
+    fn load(quiet: bool) -> Result<Self> {
+        let paths = Paths::resolve()?;
+        let config = FileConfig::load(&paths.config_file).map_err(|e| usage(e.to_string()))?;
+        Ok(Self {
+            paths,
+            config,
+            ui: Ui::new(quiet),
+        })
+    }
+}
+
+pub fn dispatch(cli: Cli) -> Result<ExitCode> {
+    let env = Env::load(cli.quiet)?;
+    match cli.command {
+        Command::Chat(args) => chat::run(&env, args),
+        Command::Run(args) => run::run(&env, args),
+        Command::Pull(args) => pull::run(&env, args),
+        Command::Models(args) => models::run(&env, args),
+        Command::Bench(args) => bench::run(&env, args),
+        Command::Completions(args) => completions::run(args),
+        Command::Man(args) => man::run(args),
+    }
+}
+
+/// Validates the chosen model file and loads it, returning the load time in ms.
+fn load_model(choice: &ModelChoice, gpu_layers: u32) -> Result<(Model, f64)> {
+    crate::models::validate(choice)?;
+    let started = Instant::now();
+    let model = Model::load(&choice.path, gpu_layers)
+        .with_context(|| format!("loading {}", choice.path.display()))?;
+    Ok((model, started.elapsed().as_secs_f64() * 1e3))
+}

@@ -1,0 +1,96 @@
+//! `kvrun models`: the GGUF files in the models folder, read from their headers.
+
+use std::process::ExitCode;
+
+use anyhow::Result;
+use serde::Serialize;
+
+use super::Env;
+use crate::cli::ModelsArgs;
+use crate::gguf;
+use crate::ui::human_bytes;
+
+#[derive(Serialize)]
+struct ModelRow {
+    name: String,
+    path: String,
+    size: u64,
+    architecture: Option<String>,
+    context_length: Option<u64>,
+    quantization: Option<String>,
+    /// Set when the file is not a valid GGUF model.
+    error: Option<String>,
+}
+
+pub fn run(env: &Env, args: ModelsArgs) -> Result<ExitCode> {
+    let mut rows = Vec::new();
+    if let Ok(entries) = std::fs::read_dir(&env.paths.models) {
+        let mut paths: Vec<_> = entries
+            .filter_map(|e| e.ok().map(|e| e.path()))
+            .filter(|p| p.extension().is_some_and(|e| e == "gguf") && p.is_file())
+            .collect();
+        paths.sort();
+        for path in paths {
+            let size = std::fs::metadata(&path).map(|m| m.len()).unwrap_or(0);
+            let name = path
+                .file_stem()
+                .map(|s| s.to_string_lossy().into_owned())
+                .unwrap_or_default();
+            let mut row = ModelRow {
+                name,
+                path: path.display().to_string(),
+                size,
+                architecture: None,
+                context_length: None,
+                quantization: None,
+                error: None,
+            };
+            match gguf::read_header(&path) {
+                Ok(file) => {
+                    let info = file.info();
+                    row.architecture = Some(info.architecture);
+                    row.context_length = info.context_length;
+                    row.quantization = Some(info.quantization);
+                }
+                Err(e) => row.error = Some(e.to_string()),
+            }
+            rows.push(row);
+        }
+    }
+    if args.json {
+        println!("{}", serde_json::to_string_pretty(&rows)?);
+        return Ok(ExitCode::SUCCESS);
+    }
+    if rows.is_empty() {
+        env.ui.note(format!(
+            "no models in {}; `kvrun pull` fetches the default model",
+            env.paths.models.display()
+        ));
+        return Ok(ExitCode::SUCCESS);
+    }
+    println!(
+        "{:<36} {:>10} {:<12} {:>8} {:<8}",
+        "NAME", "SIZE", "ARCH", "CONTEXT", "QUANT"
+    );
+    for row in rows {
+        let dash = || "-".to_string();
+        match row.error {
+            Some(e) => println!(
+                "{:<36} {:>10} invalid: {e}",
+                row.name,
+                human_bytes(row.size)
+            ),
+            None => println!(
+                "{:<36} {:>10} {:<12} {:>8} {:<8}",
+                row.name,
+                human_bytes(row.size),
+                row.architecture.unwrap_or_else(dash),
+                row.context_length
+                    .map(|c| c.to_string())
+                    .unwrap_or_else(dash),
+                row.quantization.unwrap_or_else(dash),
+            ),
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}

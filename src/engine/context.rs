@@ -1,0 +1,273 @@
+//! A llama.cpp context: decoding with a canonical, page-aligned batch schedule, and raw access
+//! to a sequence's KV state bytes for the paged KV manager.
+
+use std::num::NonZeroU32;
+use std::ops::ControlFlow;
+
+use llama_cpp_2::context::params::{KvCacheType, LlamaContextParams};
+use llama_cpp_2::context::LlamaContext;
+use llama_cpp_2::llama_batch::LlamaBatch;
+use llama_cpp_2::token::LlamaToken;
+use llama_cpp_2::LlamaStateSeqFlags;
+
+use super::{backend, EngineError, Model, TokenId};
+use crate::settings::{EngineSettings, FlashAttn, KvType};
+
+/// What the context was created with, after capping to the model.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ContextInfo {
+    pub n_ctx: u32,
+    /// Tokens per KV page; no decode batch crosses a page boundary.
+    pub page_tokens: u32,
+    /// Largest decode batch (a divisor-free cap at or below `page_tokens`).
+    pub n_batch: u32,
+    pub n_seq_max: u32,
+    pub kv_type: KvType,
+    pub flash_attn: FlashAttn,
+}
+
+/// Which part of a sequence's KV state to read or write.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum KvCapture {
+    /// Every cache section (full-attention and sliding-window layers).
+    Full,
+    /// Only the sliding-window section of an iSWA cache (llama.cpp's `PARTIAL_ONLY`).
+    SlidingWindowOnly,
+}
+
+impl KvCapture {
+    fn flags(self) -> LlamaStateSeqFlags {
+        match self {
+            KvCapture::Full => LlamaStateSeqFlags::empty(),
+            KvCapture::SlidingWindowOnly => LlamaStateSeqFlags::PARTIAL_ONLY,
+        }
+    }
+}
+
+pub struct Context<'m> {
+    model: &'m Model,
+    ctx: LlamaContext<'m>,
+    batch: LlamaBatch<'static>,
+    info: ContextInfo,
+    /// Batch index of the last token decoded with logits, for sampling.
+    logits_index: Option<i32>,
+}
+
+impl<'m> Context<'m> {
+    pub fn new(
+        model: &'m Model,
+        settings: &EngineSettings,
+        page_tokens: u32,
+        n_seq_max: u32,
+    ) -> Result<Self, EngineError> {
+        if settings.kv_type != KvType::F16 && settings.flash_attn == FlashAttn::Off {
+            return Err(EngineError::Unsupported(format!(
+                "--kv-type {} quantizes the V cache, which llama.cpp supports only with flash \
+                 attention; use --flash-attn on or auto",
+                settings.kv_type.as_str()
+            )));
+        }
+        let n_ctx = settings
+            .ctx_size
+            .min(model.facts().n_ctx_train.max(1))
+            .max(16);
+        let page_tokens = page_tokens.max(1);
+        let n_batch = settings.batch_size.clamp(1, page_tokens);
+        let kv = match settings.kv_type {
+            KvType::F16 => KvCacheType::F16,
+            KvType::Q8_0 => KvCacheType::Q8_0,
+            KvType::Q4_0 => KvCacheType::Q4_0,
+        };
+        let flash = match settings.flash_attn {
+            FlashAttn::On => llama_cpp_sys_2::LLAMA_FLASH_ATTN_TYPE_ENABLED,
+            FlashAttn::Off => llama_cpp_sys_2::LLAMA_FLASH_ATTN_TYPE_DISABLED,
+            FlashAttn::Auto => llama_cpp_sys_2::LLAMA_FLASH_ATTN_TYPE_AUTO,
+        };
+        let threads = settings.threads.clamp(1, 512) as i32;
+        let params = LlamaContextParams::default()
+            .with_n_ctx(NonZeroU32::new(n_ctx))
+            .with_n_batch(n_batch)
+            .with_n_ubatch(n_batch)
+            .with_n_seq_max(n_seq_max.max(1))
+            // One cell pool shared by all sequences: memory follows demand, and a sequence's
+            // blob has one stream whatever n_seq_max is.
+            .with_kv_unified(true)
+            .with_n_threads(threads)
+            .with_n_threads_batch(threads)
+            .with_type_k(kv)
+            .with_type_v(kv)
+            .with_flash_attention_policy(flash);
+        let ctx = model.llama().new_context(backend()?, params).map_err(|e| {
+            EngineError::CreateContext {
+                detail: e.to_string(),
+            }
+        })?;
+        let info = ContextInfo {
+            n_ctx: ctx.n_ctx(),
+            page_tokens,
+            n_batch,
+            n_seq_max: n_seq_max.max(1),
+            kv_type: settings.kv_type,
+            flash_attn: settings.flash_attn,
+        };
+        Ok(Self {
+            model,
+            ctx,
+            batch: LlamaBatch::new(n_batch as usize, 1),
+            info,
+            logits_index: None,
+        })
+    }
+
+    pub fn info(&self) -> &ContextInfo {
+        &self.info
+    }
+
+    pub fn model(&self) -> &'m Model {
+        self.model
+    }
+
+    /// Decodes `tokens` into sequence `seq` at positions `start_pos..`, in batches that
+    /// never cross a page boundary (the canonical schedule: the same positions always
+    /// fall into the same batch shapes, so a restored context computes what an
+    /// uninterrupted one would). Logits are kept for the final token when `logits_last`.
+    /// `after_batch(end_pos)` runs after each batch; `Break` stops early (Ctrl-C), and the
+    /// return value is the position reached.
+    pub fn decode(
+        &mut self,
+        seq: i32,
+        tokens: &[TokenId],
+        start_pos: usize,
+        logits_last: bool,
+        mut after_batch: impl FnMut(usize) -> ControlFlow<()>,
+    ) -> Result<usize, EngineError> {
+        let n_ctx = self.info.n_ctx as usize;
+        if start_pos + tokens.len() > n_ctx {
+            return Err(EngineError::ContextFull {
+                needed: start_pos + tokens.len(),
+                n_ctx,
+            });
+        }
+        if let Some(&bad) = tokens.iter().find(|&&t| !self.model.is_valid_token(t)) {
+            return Err(EngineError::BadToken(bad));
+        }
+        let page = self.info.page_tokens as usize;
+        let cap = self.info.n_batch as usize;
+        let mut pos = start_pos;
+        let end = start_pos + tokens.len();
+        while pos < end {
+            let page_end = (pos / page + 1) * page;
+            let batch_end = end.min(page_end).min(pos + cap);
+            self.batch.clear();
+            for (i, &token) in tokens[pos - start_pos..batch_end - start_pos]
+                .iter()
+                .enumerate()
+            {
+                let p = pos + i;
+                let logits = logits_last && p + 1 == end;
+                self.batch
+                    .add(LlamaToken(token), p as i32, &[seq], logits)
+                    .map_err(|e| EngineError::Decode {
+                        pos: p,
+                        detail: e.to_string(),
+                    })?;
+            }
+            self.ctx
+                .decode(&mut self.batch)
+                .map_err(|e| EngineError::Decode {
+                    pos,
+                    detail: e.to_string(),
+                })?;
+            self.logits_index = if logits_last && batch_end == end {
+                Some(self.batch.n_tokens() - 1)
+            } else {
+                None
+            };
+            pos = batch_end;
+            if after_batch(pos).is_break() {
+                break;
+            }
+        }
+        Ok(pos)
+    }
+
+    /// Logits of the last token decoded with logits.
+    pub fn logits(&self) -> Option<&[f32]> {
+        self.logits_index.map(|i| self.ctx.get_logits_ith(i))
+    }
+
+    /// Samples the next token from the last logits.
+    pub fn sample(&mut self, sampler: &mut super::Sampler) -> Option<TokenId> {
+        let idx = self.logits_index?;
+        Some(sampler.sample(&self.ctx, idx))
+    }
+
+    /// Number of positions held for `seq` (its highest position + 1; 0 when empty).
+    pub fn seq_len(&self, seq: i32) -> usize {
+        let max = self.ctx.kv_cache_seq_pos_max(seq);
+        if max < 0 {
+            0
+        } else {
+            max as usize + 1
+        }
+    }
+
+    /// Drops every cell of `seq`.
+    pub fn clear_seq(&mut self, seq: i32) {
+        let _ = self.ctx.clear_kv_cache_seq(Some(seq as u32), None, None);
+        self.logits_index = None;
+    }
+
+    /// Drops the cells of `seq` at positions `from..`.
+    pub fn truncate_seq(&mut self, seq: i32, from: usize) {
+        let _ = self
+            .ctx
+            .clear_kv_cache_seq(Some(seq as u32), Some(from as u32), None);
+        self.logits_index = None;
+    }
+
+    /// Makes `dst` share the cells of `src` at positions `p0..p1`. In a unified cache this
+    /// only tags cells (no KV bytes move), which is how a page range is read out cheaply.
+    pub fn share_range(&mut self, src: i32, dst: i32, p0: usize, p1: usize) {
+        self.ctx
+            .copy_kv_cache_seq(src, dst, Some(p0 as u32), Some(p1 as u32))
+            .ok();
+    }
+
+    /// Reads sequence `seq`'s KV state blob (llama.cpp's serialization; see `kv::blob`).
+    pub fn state_get(&self, seq: i32, what: KvCapture) -> Result<Vec<u8>, EngineError> {
+        let flags = what.flags();
+        let size = self.ctx.state_seq_get_size_ext(seq, flags);
+        if size == 0 {
+            return Err(EngineError::StateGet("llama.cpp reported no state".into()));
+        }
+        let mut bytes = vec![0u8; size];
+        // SAFETY: `bytes` holds exactly the size llama.cpp just reported for this sequence
+        // and flag set, and nothing decodes in between (we hold &self).
+        let written = unsafe {
+            self.ctx
+                .state_seq_get_data_ext(bytes.as_mut_ptr(), seq, flags)
+        };
+        if written != size {
+            return Err(EngineError::StateGet(format!(
+                "llama.cpp wrote {written} bytes, expected {size}"
+            )));
+        }
+        Ok(bytes)
+    }
+
+    /// Loads a KV state blob into sequence `seq`. The caller hands over only bytes it
+    /// assembled itself and validated against this context's layout (`kv::blob`).
+    pub fn state_set(&mut self, seq: i32, blob: &[u8], what: KvCapture) -> Result<(), EngineError> {
+        self.logits_index = None;
+        // SAFETY: `blob` was assembled by kvrun's blob codec from validated pages, for the
+        // layout this context reported; llama.cpp bounds-checks it again and clears the
+        // sequence on failure.
+        let ok = unsafe { self.ctx.state_seq_set_data_ext(blob, seq, what.flags()) };
+        if ok {
+            Ok(())
+        } else {
+            Err(EngineError::StateSet { size: blob.len() })
+        }
+    }
+}

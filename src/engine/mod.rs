@@ -1,0 +1,75 @@
+//! The llama.cpp adapter: the only module that names `llama_cpp_2` or holds `unsafe`.
+//!
+//! Everything above it speaks in kvrun's own terms: [`TokenId`]s, [`EngineSettings`],
+//! byte blobs of KV state. That keeps the token log, the paged KV manager and the UI free of
+//! FFI details, and gives one place to audit when the pinned llama.cpp changes.
+
+mod context;
+mod model;
+mod sampler;
+mod utf8;
+
+use std::sync::OnceLock;
+
+pub use context::{Context, ContextInfo, KvCapture};
+pub use model::{ChatMessage, Model, ModelFacts};
+pub use sampler::{Sampler, TokenLogprob};
+pub use utf8::Utf8Stream;
+
+/// A token id in the model's vocabulary.
+pub type TokenId = i32;
+
+#[derive(Debug, thiserror::Error)]
+pub enum EngineError {
+    #[error("llama.cpp backend failed to start: {0}")]
+    Backend(String),
+    #[error("llama.cpp could not load model {path}: {detail}")]
+    LoadModel { path: String, detail: String },
+    #[error("llama.cpp could not create a context ({detail}); try a smaller --ctx-size")]
+    CreateContext { detail: String },
+    #[error("the model has no chat template; use --raw for plain completion")]
+    NoChatTemplate,
+    #[error("applying the chat template failed: {0}")]
+    ChatTemplate(String),
+    #[error("decode failed at position {pos}: {detail}")]
+    Decode { pos: usize, detail: String },
+    #[error("the context is full: {needed} tokens needed, {n_ctx} available (raise --ctx-size)")]
+    ContextFull { needed: usize, n_ctx: usize },
+    #[error("token id {0} is outside the model's vocabulary")]
+    BadToken(TokenId),
+    #[error("reading the KV state from llama.cpp failed: {0}")]
+    StateGet(String),
+    #[error("llama.cpp refused the KV state (size {size} bytes); the sequence was cleared")]
+    StateSet { size: usize },
+    #[error("{0}")]
+    Unsupported(String),
+}
+
+static BACKEND: OnceLock<Result<llama_cpp_2::llama_backend::LlamaBackend, String>> =
+    OnceLock::new();
+
+/// Starts llama.cpp once per process and routes its log into `tracing` (silent unless
+/// `-v` or `KVRUN_LOG` enables the `llama_cpp_2` target).
+fn backend() -> Result<&'static llama_cpp_2::llama_backend::LlamaBackend, EngineError> {
+    BACKEND
+        .get_or_init(|| {
+            llama_cpp_2::send_logs_to_tracing(llama_cpp_2::LogOptions::default());
+            llama_cpp_2::llama_backend::LlamaBackend::init().map_err(|e| e.to_string())
+        })
+        .as_ref()
+        .map_err(|e| EngineError::Backend(e.clone()))
+}
+
+/// A short identification of the llama.cpp build, recorded in session manifests.
+pub fn llama_build_info() -> String {
+    format!("llama-cpp-sys-2 {}", LLAMA_CPP_SYS_VERSION)
+}
+
+/// The pinned llama-cpp-sys-2 version (see Cargo.toml); its KV blob format is kvrun's
+/// on-disk contract.
+pub const LLAMA_CPP_SYS_VERSION: &str = "0.1.161";
+
+/// Whether this build has a GPU backend compiled in.
+pub fn gpu_offload_supported() -> bool {
+    backend().map(|b| b.supports_gpu_offload()).unwrap_or(false)
+}

@@ -1,0 +1,94 @@
+//! Token sampling (llama.cpp's sampler chain) and log-probabilities.
+
+use llama_cpp_2::context::LlamaContext;
+use llama_cpp_2::sampling::LlamaSampler;
+use llama_cpp_2::token::LlamaToken;
+
+use super::TokenId;
+use crate::settings::SamplingSettings;
+
+/// How many recent tokens the repeat penalty looks at (llama.cpp's default).
+const PENALTY_LAST_N: i32 = 64;
+
+pub struct Sampler {
+    chain: LlamaSampler,
+}
+
+impl Sampler {
+    /// Builds the chain: repeat penalty, top-k, top-p, min-p, temperature, then a seeded
+    /// draw; or plain argmax when `temp` is 0, which is fully deterministic.
+    pub fn new(model: &super::Model, settings: &SamplingSettings, history: &[TokenId]) -> Self {
+        let mut stages = Vec::new();
+        if (settings.repeat_penalty - 1.0).abs() > f32::EPSILON {
+            stages.push(LlamaSampler::penalties(
+                model.facts().n_vocab,
+                PENALTY_LAST_N,
+                settings.repeat_penalty,
+                0.0,
+                0.0,
+            ));
+        }
+        if settings.is_greedy() {
+            stages.push(LlamaSampler::greedy());
+        } else {
+            if settings.top_k > 0 {
+                stages.push(LlamaSampler::top_k(settings.top_k));
+            }
+            if settings.top_p < 1.0 {
+                stages.push(LlamaSampler::top_p(settings.top_p, 1));
+            }
+            if settings.min_p > 0.0 {
+                stages.push(LlamaSampler::min_p(settings.min_p, 1));
+            }
+            stages.push(LlamaSampler::temp(settings.temp));
+            stages.push(LlamaSampler::dist(settings.seed));
+        }
+        let mut chain = LlamaSampler::chain_simple(stages);
+        // The repeat penalty needs the recent history, also after a restore.
+        let tail = &history[history.len().saturating_sub(PENALTY_LAST_N as usize)..];
+        chain.accept_many(tail.iter().map(|&t| LlamaToken(t)));
+        Self { chain }
+    }
+
+    pub(super) fn sample(&mut self, ctx: &LlamaContext<'_>, idx: i32) -> TokenId {
+        self.chain.sample(ctx, idx).0
+    }
+}
+
+/// A generated token's log-probability under the model (before sampling transforms), with
+/// the most likely alternatives.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct TokenLogprob {
+    pub token: TokenId,
+    pub logprob: f32,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub top: Vec<(TokenId, f32)>,
+}
+
+impl TokenLogprob {
+    /// Log-softmax of `logits` at `token`, plus the `top_n` best alternatives.
+    pub fn from_logits(logits: &[f32], token: TokenId, top_n: usize) -> Self {
+        let max = logits.iter().copied().fold(f32::NEG_INFINITY, f32::max);
+        let sum: f64 = logits.iter().map(|&l| f64::from(l - max).exp()).sum();
+        let log_z = f64::from(max) + sum.ln();
+        let lp = |t: usize| (f64::from(logits[t]) - log_z) as f32;
+        let logprob = logits
+            .get(token as usize)
+            .map(|_| lp(token as usize))
+            .unwrap_or(f32::NEG_INFINITY);
+        let mut top = Vec::new();
+        if top_n > 0 {
+            let mut idx: Vec<usize> = (0..logits.len()).collect();
+            let n = top_n.min(idx.len());
+            idx.select_nth_unstable_by(n - 1, |&a, &b| logits[b].total_cmp(&logits[a]));
+            idx.truncate(n);
+            idx.sort_by(|&a, &b| logits[b].total_cmp(&logits[a]));
+            top = idx.into_iter().map(|t| (t as TokenId, lp(t))).collect();
+        }
+        Self {
+            token,
+            logprob,
+            top,
+        }
+    }
+}

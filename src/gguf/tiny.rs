@@ -1,0 +1,243 @@
+//! A tiny random-weight llama-architecture model for tests: small enough to write in
+//! milliseconds, complete enough that the pinned llama.cpp loads, tokenizes, chats and
+//! generates with it (nonsense text, but through every real code path incl. the KV cache).
+//!
+//! Names, shapes and key types follow src/models/llama.cpp (`load_arch_hparams`,
+//! `load_arch_tensors`), llama-model.cpp `load_hparams` and llama-vocab.cpp `load` for
+//! an SPM ("llama") vocabulary.
+
+use std::collections::HashSet;
+use std::io;
+use std::path::Path;
+
+use super::writer::GgufWriter;
+
+/// Shape of the tiny model. Defaults: 4 layers, 256 wide, 8 query heads sharing 2 KV
+/// heads (grouped-query attention, so GQA paths are exercised), FFN 512, context 4096.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TinyLlamaSpec {
+    pub n_layer: u32,
+    pub n_embd: u32,
+    pub n_head: u32,
+    pub n_head_kv: u32,
+    pub n_ff: u32,
+    pub context_length: u32,
+    /// `tokenizer.ggml.add_space_prefix`. SPM's default (true, Llama 2 style) inserts a
+    /// "▁" at the start of the text and after every special token, so a ChatML prompt
+    /// does not detokenize back to itself. The default here is false (as Gemma's SPM
+    /// vocabulary does), which makes tokenize/detokenize round trips exact.
+    pub add_space_prefix: bool,
+    /// Seeds the weight generator; the same spec always gives a byte-identical file.
+    pub seed: u64,
+}
+
+impl Default for TinyLlamaSpec {
+    fn default() -> Self {
+        Self {
+            n_layer: 4,
+            n_embd: 256,
+            n_head: 8,
+            n_head_kv: 2,
+            n_ff: 512,
+            context_length: 4096,
+            add_space_prefix: false,
+            seed: 0x6b76_7275_6e00_0001,
+        }
+    }
+}
+
+/// Standard ChatML; contains "<|im_start|>", so llama.cpp's built-in template detection
+/// (llm_chat_detect_template) maps it to its chatml formatter.
+pub const CHATML_TEMPLATE: &str = "{% for message in messages %}{{'<|im_start|>' + message['role'] + '\\n' + message['content'] + '<|im_end|>' + '\\n'}}{% endfor %}{% if add_generation_prompt %}{{ '<|im_start|>assistant\\n' }}{% endif %}";
+
+// llama.h `enum llama_token_type`.
+const TOKEN_NORMAL: i32 = 1;
+const TOKEN_UNKNOWN: i32 = 2;
+const TOKEN_CONTROL: i32 = 3;
+const TOKEN_BYTE: i32 = 6;
+
+/// SPM's word-boundary marker (U+2581), which stands for a space in token texts.
+const SPM_SPACE: &str = "\u{2581}";
+
+#[rustfmt::skip]
+const WORDS: &[&str] = &[
+    "the", "a", "an", "and", "or", "but", "if", "is", "are", "was", "were", "be", "been", "it",
+    "in", "on", "at", "of", "to", "for", "from", "with", "by", "as", "that", "this", "these",
+    "those", "not", "no", "yes", "I", "you", "he", "she", "we", "they", "me", "my", "your",
+    "his", "her", "our", "their", "what", "which", "who", "how", "when", "where", "why", "can",
+    "will", "would", "do", "does", "did", "have", "has", "had", "all", "some", "any", "more",
+    "most", "other", "than", "then", "so", "up", "out", "over", "about", "into", "just", "like",
+    "time", "good", "new", "first", "last", "one", "two", "three", "here", "there", "Hello",
+    "hello", "world", "The", "model", "test", "cache", "token", "user", "assistant", "system",
+    "answer", "question", "please", "thanks", "ok",
+];
+
+/// Words also present without the "▁" marker: the ChatML roles follow a newline or a
+/// special token, not a space, so this keeps chat prompts short.
+const BARE_WORDS: &[&str] = &["system", "user", "assistant", "Hello", "The", "What"];
+
+/// The vocabulary: ids 0..=2 `<unk>` `<s>` `</s>`, then the 256 byte-fallback tokens
+/// `<0x00>`..`<0xFF>` (uppercase hex, which is what llama_vocab::byte_to_token looks up),
+/// then `<|im_start|>` `<|im_end|>`, then normal tokens.
+pub(crate) struct TinyVocab {
+    pub tokens: Vec<String>,
+    pub scores: Vec<f32>,
+    pub types: Vec<i32>,
+    pub eos: u32,
+}
+
+impl TinyVocab {
+    fn push(&mut self, text: String, score: f32, ty: i32) {
+        self.tokens.push(text);
+        self.scores.push(score);
+        self.types.push(ty);
+    }
+}
+
+pub(crate) fn tiny_vocab() -> TinyVocab {
+    let mut v = TinyVocab {
+        tokens: Vec::new(),
+        scores: Vec::new(),
+        types: Vec::new(),
+        eos: 0,
+    };
+    v.push("<unk>".into(), 0.0, TOKEN_UNKNOWN);
+    v.push("<s>".into(), 0.0, TOKEN_CONTROL);
+    v.push("</s>".into(), 0.0, TOKEN_CONTROL);
+    for b in 0..=255u8 {
+        v.push(format!("<0x{b:02X}>"), 0.0, TOKEN_BYTE);
+    }
+    v.push("<|im_start|>".into(), 0.0, TOKEN_CONTROL);
+    v.eos = v.tokens.len() as u32;
+    v.push("<|im_end|>".into(), 0.0, TOKEN_CONTROL);
+
+    // Normal tokens. The SPM tokenizer only merges adjacent pieces whose concatenation is
+    // itself a token, so every "▁word" needs all its prefixes ("▁w", "▁wo", ...) present
+    // to be reachable. Space is never a token of its own in SPM (it becomes "▁").
+    let mut normal: Vec<String> = vec![SPM_SPACE.to_string()];
+    normal.extend((b'!'..=b'~').map(|c| char::from(c).to_string()));
+    let words = WORDS.iter().map(|w| format!("{SPM_SPACE}{w}"));
+    for full in words.chain(BARE_WORDS.iter().map(|w| w.to_string())) {
+        let chars: Vec<char> = full.chars().collect();
+        normal.extend((2..=chars.len()).map(|n| chars[..n].iter().collect::<String>()));
+    }
+    // Token texts must be unique (llama.cpp asserts it); keep the first occurrence.
+    let mut seen = HashSet::new();
+    normal.retain(|t| seen.insert(t.clone()));
+    // SPM scores are log-probabilities: higher merges first. Rank order is enough here.
+    for (i, t) in normal.into_iter().enumerate() {
+        v.push(t, -(i as f32), TOKEN_NORMAL);
+    }
+    v
+}
+
+/// splitmix64: tiny, seedable and good enough for random weights.
+struct SplitMix64(u64);
+
+impl SplitMix64 {
+    fn next_u64(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    }
+
+    /// Uniform in [-1, 1).
+    fn uniform(&mut self) -> f32 {
+        (self.next_u64() >> 40) as f32 / (1u64 << 23) as f32 - 1.0
+    }
+
+    /// `ne0 * ne1` weights, uniform in ±1/sqrt(ne0). ggml matrices are [in, out] with the
+    /// input dimension contiguous, so ne0 is the fan-in and activations keep a sane scale.
+    fn matrix(&mut self, ne0: u32, ne1: u32) -> Vec<f32> {
+        let scale = 1.0 / (ne0 as f32).sqrt();
+        (0..u64::from(ne0) * u64::from(ne1))
+            .map(|_| self.uniform() * scale)
+            .collect()
+    }
+}
+
+fn check_spec(s: &TinyLlamaSpec) -> io::Result<()> {
+    // Zero sizes or too many layers would trip GGML_ASSERTs (process aborts) in llama.cpp.
+    let ok = (1..=512).contains(&s.n_layer)
+        && s.n_embd > 0
+        && s.n_head > 0
+        && s.n_head_kv > 0
+        && s.n_ff > 0
+        && s.context_length > 0
+        && s.n_embd % s.n_head == 0
+        && s.n_head % s.n_head_kv == 0
+        && (s.n_embd / s.n_head) % 2 == 0; // RoPE rotates pairs
+    if ok {
+        Ok(())
+    } else {
+        Err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            format!("invalid tiny llama spec: {s:?}"),
+        ))
+    }
+}
+
+/// Write the tiny model to `path` (a few MB with the default spec).
+pub fn write_tiny_llama(path: &Path, spec: &TinyLlamaSpec) -> io::Result<()> {
+    check_spec(spec)?;
+    let vocab = tiny_vocab();
+    let n_vocab = vocab.tokens.len() as u32;
+    let head_dim = spec.n_embd / spec.n_head;
+    let n_embd_kv = head_dim * spec.n_head_kv;
+    let mut w = GgufWriter::new();
+
+    w.add_str("general.architecture", "llama")
+        .add_str("general.name", "kvrun-tiny-llama")
+        // LLAMA_FTYPE_MOSTLY_F16
+        .add_u32("general.file_type", 1);
+    // llama.cpp's get_key checks types strictly: counts are u32, eps/base f32.
+    w.add_u32("llama.context_length", spec.context_length)
+        .add_u32("llama.embedding_length", spec.n_embd)
+        .add_u32("llama.block_count", spec.n_layer)
+        .add_u32("llama.feed_forward_length", spec.n_ff)
+        .add_u32("llama.attention.head_count", spec.n_head)
+        .add_u32("llama.attention.head_count_kv", spec.n_head_kv)
+        .add_u32("llama.rope.dimension_count", head_dim) // llama requires n_rot == head dim
+        .add_f32("llama.attention.layer_norm_rms_epsilon", 1e-5)
+        .add_f32("llama.rope.freq_base", 10000.0)
+        .add_u32("llama.vocab_size", n_vocab);
+    w.add_str("tokenizer.ggml.model", "llama")
+        .add_str_array("tokenizer.ggml.tokens", &vocab.tokens)
+        .add_f32_array("tokenizer.ggml.scores", &vocab.scores)
+        .add_i32_array("tokenizer.ggml.token_type", &vocab.types)
+        .add_u32("tokenizer.ggml.bos_token_id", 1)
+        .add_u32("tokenizer.ggml.eos_token_id", vocab.eos)
+        .add_u32("tokenizer.ggml.unknown_token_id", 0)
+        .add_bool("tokenizer.ggml.add_bos_token", true)
+        .add_bool("tokenizer.ggml.add_eos_token", false)
+        .add_bool("tokenizer.ggml.add_space_prefix", spec.add_space_prefix)
+        .add_str("tokenizer.chat_template", CHATML_TEMPLATE);
+
+    // Tensors, dims in ggml order [ne0, ne1]: 2-D weights F16, norm weights F32 (as
+    // convert_hf_to_gguf writes them). All are required by the llama loader except
+    // `output`, which is included so the LM head is untied.
+    let mut rng = SplitMix64(spec.seed);
+    let mut matrix = |w: &mut GgufWriter, name: String, ne0: u32, ne1: u32| {
+        w.add_tensor_f16(name, &[ne0.into(), ne1.into()], &rng.matrix(ne0, ne1));
+    };
+    let (e, f, v, kv) = (spec.n_embd, spec.n_ff, n_vocab, n_embd_kv);
+    let ones = vec![1.0f32; e as usize];
+    matrix(&mut w, "token_embd.weight".into(), e, v);
+    for i in 0..spec.n_layer {
+        let name = |t: &str| format!("blk.{i}.{t}.weight");
+        w.add_tensor_f32(name("attn_norm"), &[e.into()], &ones);
+        matrix(&mut w, name("attn_q"), e, e);
+        matrix(&mut w, name("attn_k"), e, kv);
+        matrix(&mut w, name("attn_v"), e, kv);
+        matrix(&mut w, name("attn_output"), e, e);
+        w.add_tensor_f32(name("ffn_norm"), &[e.into()], &ones);
+        matrix(&mut w, name("ffn_gate"), e, f);
+        matrix(&mut w, name("ffn_up"), e, f);
+        matrix(&mut w, name("ffn_down"), f, e);
+    }
+    w.add_tensor_f32("output_norm.weight", &[e.into()], &ones);
+    matrix(&mut w, "output.weight".into(), e, v);
+    w.write_file(path)
+}

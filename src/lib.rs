@@ -1,0 +1,28 @@
+//! kvrun: local single-user agent inference on GGUF models, with a persistent, paged KV
+//! cache. The binary (`main.rs`) is a thin shell around this library; the integration tests
+//! and benchmarks use the library directly where they need to.
+//!
+//! Map of the crate:
+//! - [`cli`]: clap definitions; [`commands`]: one module per subcommand.
+//! - [`engine`]: the llama.cpp adapter, the only place with FFI and `unsafe`.
+//! - [`sequence`]: the token log and the canonical decode schedule.
+//! - [`gguf`]: GGUF validation (before llama.cpp sees a file) and a writer for test models.
+//! - [`pull`]: model downloads.
+//! - [`settings`], [`config`], [`paths`], [`models`]: what to run with, and where things live.
+//! - [`ui`]: progress bars and terminal output for the CLI.
+
+pub mod cli;
+pub mod commands;
+pub mod config;
+pub mod engine;
+pub mod exit;
+pub mod gguf;
+pub mod kv;
+pub mod logging;
+pub mod models;
+pub mod paths;
+pub mod pull;
+pub mod sequence;
+pub mod settings;
+pub mod store;
+pub mod ui;

@@ -1,0 +1,14 @@
+//! kvrun's entry point: parse, set up logging, dispatch, map the error to an exit code.
+
+use std::process::ExitCode;
+
+use clap::Parser;
+
+fn main() -> ExitCode {
+    let cli = kvrun::cli::Cli::parse();
+    kvrun::logging::init(cli.verbose, cli.quiet);
+    match kvrun::commands::dispatch(cli) {
+        Ok(code) => code,
+        Err(err) => kvrun::exit::report(&err),
+    }
+}

@@ -1,0 +1,260 @@
+//! A live token sequence: the token log (the truth) and how much of it the KV cache in a
+//! llama.cpp context already holds.
+//!
+//! The decode schedule is canonical, so that a context restored from KV pages computes
+//! exactly what the uninterrupted one would have:
+//! - prompt tokens are decoded in batches that never cross a page boundary;
+//! - the last token of the log is decoded on its own, with logits, right before sampling;
+//! - a sampled token is appended to the log and decoded only when the next one is wanted,
+//!   so after a turn the KV holds every token but the last (the "pending" token). A restore
+//!   loads those cells and decodes the pending token, exactly as the live session would.
+
+use std::ops::{ControlFlow, Range};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+use crate::engine::{Context, EngineError, Model, Sampler, TokenId, TokenLogprob, Utf8Stream};
+
+/// The sequence id of the live session inside a context.
+pub const MAIN_SEQ: i32 = 0;
+
+/// Hooks called while the KV cache catches up with the token log.
+pub trait SyncObserver {
+    /// `done` of `total` tokens are in the KV cache. `Break` stops early (Ctrl-C).
+    fn progress(&mut self, _done: usize, _total: usize) -> ControlFlow<()> {
+        ControlFlow::Continue(())
+    }
+    /// A page (`positions`, `page_tokens` long) just filled in the context. The paged KV
+    /// manager captures it here, while its sliding-window rows are still in the window.
+    fn page_filled(
+        &mut self,
+        _ctx: &mut Context<'_>,
+        _positions: Range<usize>,
+    ) -> Result<(), EngineError> {
+        Ok(())
+    }
+}
+
+/// An observer that does nothing.
+pub struct NoObserver;
+impl SyncObserver for NoObserver {}
+
+#[derive(Debug, Clone, Default)]
+pub struct Sequence {
+    tokens: Vec<TokenId>,
+    /// Tokens of the log held in the context's KV cache, `tokens[..kv_len]`.
+    kv_len: usize,
+}
+
+/// Why generation stopped.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum StopReason {
+    EndOfGeneration,
+    MaxTokens,
+    ContextFull,
+    Cancelled,
+}
+
+#[derive(Debug, Clone)]
+pub struct GenerateOptions {
+    pub max_tokens: usize,
+    /// Record log-probabilities with this many alternatives (None: don't).
+    pub logprobs: Option<usize>,
+}
+
+#[derive(Debug, Clone)]
+pub struct Generated {
+    pub tokens: Vec<TokenId>,
+    pub text: String,
+    pub logprobs: Vec<TokenLogprob>,
+    pub stop: StopReason,
+    /// Time spent decoding after the first sampled token (the decode phase).
+    pub decode_time: Duration,
+    /// Time of the prompt catch-up that preceded sampling, if any.
+    pub prefill_time: Duration,
+    /// Tokens decoded by that catch-up.
+    pub prefilled: usize,
+}
+
+impl Sequence {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// A sequence whose first `kv_len` tokens are already in the context (after a restore).
+    pub fn restored(tokens: Vec<TokenId>, kv_len: usize) -> Self {
+        let kv_len = kv_len.min(tokens.len());
+        Self { tokens, kv_len }
+    }
+
+    pub fn tokens(&self) -> &[TokenId] {
+        &self.tokens
+    }
+
+    pub fn len(&self) -> usize {
+        self.tokens.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.tokens.is_empty()
+    }
+
+    pub fn kv_len(&self) -> usize {
+        self.kv_len
+    }
+
+    pub fn append(&mut self, tokens: &[TokenId]) {
+        self.tokens.extend_from_slice(tokens);
+    }
+
+    /// Forgets everything (the caller clears the context's cells too).
+    pub fn reset(&mut self, ctx: &mut Context<'_>) {
+        ctx.clear_seq(MAIN_SEQ);
+        self.tokens.clear();
+        self.kv_len = 0;
+    }
+
+    /// Brings the KV cache up to the log: every token but the last in page-aligned batches,
+    /// then, when `want_logits`, the last one alone with logits. Returns the number of
+    /// tokens decoded; stops early (without error) when the observer breaks.
+    pub fn sync(
+        &mut self,
+        ctx: &mut Context<'_>,
+        want_logits: bool,
+        observer: &mut dyn SyncObserver,
+    ) -> Result<usize, EngineError> {
+        let n = self.tokens.len();
+        if n == 0 {
+            return Ok(0);
+        }
+        if self.kv_len == n {
+            if !want_logits || ctx.logits().is_some() {
+                return Ok(0);
+            }
+            // The logits of the last token are gone (another decode ran): decode it again.
+            ctx.truncate_seq(MAIN_SEQ, n - 1);
+            self.kv_len = n - 1;
+        }
+        let start = self.kv_len;
+        let page = ctx.info().page_tokens as usize;
+        let total = n - start;
+        while self.kv_len + 1 < n {
+            let pos = self.kv_len;
+            let page_end = (pos / page + 1) * page;
+            let end = (n - 1).min(page_end).min(pos + ctx.info().n_batch as usize);
+            ctx.decode(MAIN_SEQ, &self.tokens[pos..end], pos, false, |_| {
+                ControlFlow::Continue(())
+            })?;
+            self.kv_len = end;
+            if end % page == 0 {
+                observer.page_filled(ctx, end - page..end)?;
+            }
+            if observer.progress(self.kv_len - start, total).is_break() {
+                return Ok(self.kv_len - start);
+            }
+        }
+        if want_logits {
+            let pos = n - 1;
+            ctx.decode(MAIN_SEQ, &self.tokens[pos..], pos, true, |_| {
+                ControlFlow::Continue(())
+            })?;
+            self.kv_len = n;
+            if n % page == 0 {
+                observer.page_filled(ctx, n - page..n)?;
+            }
+            let _ = observer.progress(total, total);
+        }
+        Ok(self.kv_len - start)
+    }
+
+    /// Samples up to `max_tokens` tokens, streaming each piece of text to `on_text`
+    /// (an `Err` from it, e.g. a closed stdout, stops generation and is returned).
+    pub fn generate(
+        &mut self,
+        ctx: &mut Context<'_>,
+        sampler: &mut Sampler,
+        options: &GenerateOptions,
+        cancel: &AtomicBool,
+        observer: &mut dyn SyncObserver,
+        on_text: &mut dyn FnMut(&str) -> std::io::Result<()>,
+    ) -> Result<Generated, GenerateError> {
+        let model: &Model = ctx.model();
+        let n_ctx = ctx.info().n_ctx as usize;
+        let mut out = Generated {
+            tokens: Vec::new(),
+            text: String::new(),
+            logprobs: Vec::new(),
+            stop: StopReason::MaxTokens,
+            decode_time: Duration::ZERO,
+            prefill_time: Duration::ZERO,
+            prefilled: 0,
+        };
+        if options.max_tokens == 0 {
+            return Ok(out);
+        }
+        let mut utf8 = Utf8Stream::default();
+        let mut piece = Vec::new();
+        let started = Instant::now();
+        out.prefilled = self.sync(ctx, true, observer)?;
+        out.prefill_time = started.elapsed();
+        if self.kv_len < self.tokens.len() {
+            out.stop = StopReason::Cancelled;
+            return Ok(out);
+        }
+        let decode_start = Instant::now();
+        loop {
+            if cancel.load(Ordering::Relaxed) {
+                out.stop = StopReason::Cancelled;
+                break;
+            }
+            let Some(token) = ctx.sample(sampler) else {
+                // No logits: only possible if the sync above was interrupted.
+                out.stop = StopReason::Cancelled;
+                break;
+            };
+            if let Some(top_n) = options.logprobs {
+                if let Some(logits) = ctx.logits() {
+                    out.logprobs
+                        .push(TokenLogprob::from_logits(logits, token, top_n));
+                }
+            }
+            self.tokens.push(token);
+            out.tokens.push(token);
+            if model.is_end_of_generation(token) {
+                out.stop = StopReason::EndOfGeneration;
+                break;
+            }
+            model.token_bytes(token, false, &mut piece);
+            let text = utf8.push(&piece);
+            if !text.is_empty() {
+                on_text(&text).map_err(GenerateError::Output)?;
+                out.text.push_str(&text);
+            }
+            if out.tokens.len() >= options.max_tokens {
+                out.stop = StopReason::MaxTokens;
+                break;
+            }
+            if self.tokens.len() > n_ctx {
+                out.stop = StopReason::ContextFull;
+                break;
+            }
+            self.sync(ctx, true, observer)?;
+        }
+        let rest = utf8.finish();
+        if !rest.is_empty() {
+            on_text(&rest).map_err(GenerateError::Output)?;
+            out.text.push_str(&rest);
+        }
+        out.decode_time = decode_start.elapsed();
+        Ok(out)
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum GenerateError {
+    #[error(transparent)]
+    Engine(#[from] EngineError),
+    #[error("writing output failed: {0}")]
+    Output(std::io::Error),
+}

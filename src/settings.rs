@@ -1,0 +1,143 @@
+//! Engine and sampling settings: the domain types behind the flags, and how the flag, the
+//! config file and the built-in default combine (a flag wins, then the config file).
+
+use serde::{Deserialize, Serialize};
+
+use crate::cli::{EngineArgs, SamplingArgs};
+use crate::config::FileConfig;
+
+/// KV cache element type. Quantized types shrink every tier's bytes; quantized V needs
+/// flash attention.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, clap::ValueEnum, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum KvType {
+    F16,
+    #[value(name = "q8_0")]
+    Q8_0,
+    #[value(name = "q4_0")]
+    Q4_0,
+}
+
+impl KvType {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            KvType::F16 => "f16",
+            KvType::Q8_0 => "q8_0",
+            KvType::Q4_0 => "q4_0",
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, clap::ValueEnum, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum FlashAttn {
+    On,
+    Off,
+    Auto,
+}
+
+impl FlashAttn {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            FlashAttn::On => "on",
+            FlashAttn::Off => "off",
+            FlashAttn::Auto => "auto",
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ContextOverflow {
+    Truncate,
+    Error,
+}
+
+pub const DEFAULT_CTX_SIZE: u32 = 8192;
+/// Tokens per KV page. Batches never cross a page boundary, which keeps the decode schedule
+/// canonical: a restored context computes what the uninterrupted one would have.
+pub const DEFAULT_PAGE_TOKENS: u32 = 256;
+
+/// Resolved engine settings: what the llama.cpp context is created with.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct EngineSettings {
+    /// Requested context size; the engine caps it at the model's training context.
+    pub ctx_size: u32,
+    pub threads: u32,
+    pub gpu_layers: u32,
+    pub batch_size: u32,
+    pub kv_type: KvType,
+    pub flash_attn: FlashAttn,
+}
+
+impl EngineSettings {
+    /// Flag, then config file, then default.
+    pub fn resolve(args: &EngineArgs, config: &FileConfig) -> Self {
+        let default_threads = std::thread::available_parallelism()
+            .map(|n| n.get() as u32)
+            .unwrap_or(4);
+        let default_gpu_layers =
+            if cfg!(any(feature = "cuda", feature = "vulkan", feature = "metal")) {
+                u32::MAX
+            } else {
+                0
+            };
+        Self {
+            ctx_size: args
+                .ctx_size
+                .or(config.ctx_size)
+                .unwrap_or(DEFAULT_CTX_SIZE),
+            threads: args.threads.or(config.threads).unwrap_or(default_threads),
+            gpu_layers: args
+                .gpu_layers
+                .or(config.gpu_layers)
+                .unwrap_or(default_gpu_layers),
+            batch_size: args
+                .batch_size
+                .or(config.batch_size)
+                .unwrap_or(DEFAULT_PAGE_TOKENS),
+            kv_type: args.kv_type.or(config.kv_type).unwrap_or(KvType::F16),
+            flash_attn: args
+                .flash_attn
+                .or(config.flash_attn)
+                .unwrap_or(FlashAttn::Auto),
+        }
+    }
+}
+
+/// Resolved sampling settings. `temp == 0` means greedy.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SamplingSettings {
+    pub temp: f32,
+    pub top_k: i32,
+    pub top_p: f32,
+    pub min_p: f32,
+    pub repeat_penalty: f32,
+    pub seed: u32,
+}
+
+impl SamplingSettings {
+    pub fn resolve(args: &SamplingArgs, config: &FileConfig) -> Self {
+        Self {
+            temp: args.temp.or(config.temp).unwrap_or(0.8),
+            top_k: args.top_k.or(config.top_k).unwrap_or(40),
+            top_p: args.top_p.or(config.top_p).unwrap_or(0.95),
+            min_p: args.min_p.or(config.min_p).unwrap_or(0.05),
+            repeat_penalty: args.repeat_penalty.or(config.repeat_penalty).unwrap_or(1.0),
+            seed: args.seed.or(config.seed).unwrap_or_else(fresh_seed),
+        }
+    }
+
+    pub fn is_greedy(&self) -> bool {
+        self.temp <= 0.0
+    }
+}
+
+fn fresh_seed() -> u32 {
+    use std::time::{SystemTime, UNIX_EPOCH};
+    let nanos = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.subsec_nanos() ^ (d.as_secs() as u32))
+        .unwrap_or(0);
+    nanos ^ std::process::id().rotate_left(16)
+}

@@ -1,0 +1,390 @@
+//! Content-addressed object store: immutable blobs (KV pages, tails) named by [`ObjectId`].
+//!
+//! # File format (version 1)
+//!
+//! ```text
+//! offset  size  field
+//!      0     8  magic b"KVROBJ\x00\x01" (last two bytes: format version)
+//!      8     1  kind: 0x03 page, 0x05 tail, 0x06 other
+//!      9     1  flags: bit 0 reserved for zstd compression; all bits 0 for now
+//!     10     6  reserved, zero
+//!     16     8  payload length, u64 little-endian
+//!     24    32  blake3 of the payload
+//!     56     8  reserved, zero
+//!     64     …  payload
+//! ```
+//!
+//! The header is not checksummed itself, yet any single flipped bit in it is caught: magic,
+//! flags and reserved bytes must match exactly, the length must match the file size, the
+//! checksum must match the payload, and the kind codes are pairwise two bits apart so one
+//! flip cannot turn a valid kind into another. A later format changes the version bytes of
+//! the magic rather than reusing reserved bytes silently.
+
+use std::collections::HashSet;
+use std::fs::{self, File};
+use std::io::{self, Read};
+use std::path::{Path, PathBuf};
+use std::time::{Duration, SystemTime};
+
+use super::atomic::write_atomic_with;
+use super::fsutil::{create_private_dir, create_private_dir_all, fsync_dir, io_err};
+use super::lock::StoreLock;
+use super::walk::{Entries, Entry};
+use super::{ObjectId, Result, StoreError};
+
+pub const MAGIC: [u8; 8] = *b"KVROBJ\x00\x01";
+pub const HEADER_LEN: usize = 64;
+/// Reserved: payload is zstd-compressed. Not produced or accepted by this version.
+pub const FLAG_ZSTD: u8 = 0x01;
+/// Name of the store lock file inside the store root (not an object, skipped by iteration).
+pub const STORE_LOCK_FILE: &str = ".lock";
+/// Stray temp files younger than this may belong to a writer still running.
+const TEMP_GRACE: Duration = Duration::from_secs(60);
+
+/// What an object holds; stored in the header so a misfiled blob is detected.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[repr(u8)]
+pub enum ObjectKind {
+    /// A full KV page.
+    Page = 0x03,
+    /// The partial page at the end of a session.
+    Tail = 0x05,
+    Other = 0x06,
+}
+
+impl ObjectKind {
+    pub fn from_byte(b: u8) -> Option<Self> {
+        match b {
+            0x03 => Some(Self::Page),
+            0x05 => Some(Self::Tail),
+            0x06 => Some(Self::Other),
+            _ => None,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PutOutcome {
+    /// Bytes written to disk (header included); 0 when the object was already present.
+    pub written_bytes: u64,
+    pub already_present: bool,
+}
+
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct GcReport {
+    /// Objects deleted because they were not in the live set.
+    pub removed: u64,
+    /// Objects kept.
+    pub kept: u64,
+    /// Stray temp files (older than a minute) deleted.
+    pub temp_removed: u64,
+    /// File bytes freed by both kinds of deletion.
+    pub bytes_freed: u64,
+}
+
+struct Header {
+    kind: ObjectKind,
+    payload_len: u64,
+    checksum: [u8; 32],
+}
+
+impl Header {
+    fn encode(&self) -> [u8; HEADER_LEN] {
+        let mut h = [0u8; HEADER_LEN];
+        h[0..8].copy_from_slice(&MAGIC);
+        h[8] = self.kind as u8;
+        h[16..24].copy_from_slice(&self.payload_len.to_le_bytes());
+        h[24..56].copy_from_slice(&self.checksum);
+        h
+    }
+
+    /// Validates everything that can be checked without the payload; the error is the
+    /// `detail` of a [`StoreError::Corrupt`].
+    fn decode(h: &[u8; HEADER_LEN], file_len: u64) -> Result<Header, String> {
+        if h[0..8] != MAGIC {
+            return Err(if h[0..6] == MAGIC[0..6] {
+                format!("unsupported format version {:02x}{:02x}", h[6], h[7])
+            } else {
+                "bad magic (not a kvrun object)".to_string()
+            });
+        }
+        let kind =
+            ObjectKind::from_byte(h[8]).ok_or_else(|| format!("unknown kind 0x{:02x}", h[8]))?;
+        if h[9] != 0 {
+            return Err(format!(
+                "unsupported flags 0x{:02x} (compressed objects need a newer kvrun)",
+                h[9]
+            ));
+        }
+        if h[10..16].iter().chain(&h[56..64]).any(|&b| b != 0) {
+            return Err("reserved header bytes are not zero".to_string());
+        }
+        let payload_len = u64::from_le_bytes(h[16..24].try_into().expect("8 bytes"));
+        if Some(file_len) != payload_len.checked_add(HEADER_LEN as u64) {
+            return Err(format!(
+                "header says {payload_len} payload bytes but the file holds {}",
+                file_len.saturating_sub(HEADER_LEN as u64)
+            ));
+        }
+        let checksum = h[24..56].try_into().expect("32 bytes");
+        Ok(Header {
+            kind,
+            payload_len,
+            checksum,
+        })
+    }
+}
+
+/// Objects under one root directory, fanned out as `root/ab/cdef…`.
+#[derive(Debug, Clone)]
+pub struct ObjectStore {
+    root: PathBuf,
+}
+
+impl ObjectStore {
+    /// Opens (creating with mode 0700 if needed) the store rooted at `root`.
+    pub fn open(root: impl Into<PathBuf>) -> Result<Self> {
+        let root = root.into();
+        create_private_dir_all(&root)?;
+        Ok(Self { root })
+    }
+
+    pub fn root(&self) -> &Path {
+        &self.root
+    }
+
+    pub fn object_path(&self, id: &ObjectId) -> PathBuf {
+        let hex = id.to_hex();
+        self.root.join(&hex[..2]).join(&hex[2..])
+    }
+
+    /// Path of the shared/exclusive lock guarding gc against savers.
+    pub fn lock_path(&self) -> PathBuf {
+        self.root.join(STORE_LOCK_FILE)
+    }
+
+    /// Blocking shared lock, held by savers while they write objects and their manifest.
+    pub fn lock_shared(&self) -> Result<StoreLock> {
+        StoreLock::shared(self.lock_path())
+    }
+
+    /// Blocking exclusive lock, held by gc from computing the live set to the last delete.
+    pub fn lock_exclusive(&self) -> Result<StoreLock> {
+        StoreLock::exclusive(self.lock_path())
+    }
+
+    /// Stores `payload` under `id` unless an object with a valid header is already there
+    /// (objects are immutable; a damaged one is replaced). The write is atomic and durable
+    /// when this returns, so a manifest naming `id` may be written next.
+    pub fn put(&self, id: &ObjectId, kind: ObjectKind, payload: &[u8]) -> Result<PutOutcome> {
+        let path = self.object_path(id);
+        if Self::has_valid_header(&path) {
+            return Ok(PutOutcome {
+                written_bytes: 0,
+                already_present: true,
+            });
+        }
+        let dir = path.parent().expect("object path has a fan-out parent");
+        if create_private_dir(dir)? {
+            // The new fan-out directory must itself survive a crash.
+            fsync_dir(&self.root)?;
+        }
+        let header = Header {
+            kind,
+            payload_len: payload.len() as u64,
+            checksum: *blake3::hash(payload).as_bytes(),
+        }
+        .encode();
+        write_atomic_with(&path, |w| {
+            w.write_all(&header)?;
+            w.write_all(payload)
+        })?;
+        Ok(PutOutcome {
+            written_bytes: (HEADER_LEN + payload.len()) as u64,
+            already_present: false,
+        })
+    }
+
+    fn has_valid_header(path: &Path) -> bool {
+        let Ok(mut file) = File::open(path) else {
+            return false;
+        };
+        let Ok(len) = file.metadata().map(|m| m.len()) else {
+            return false;
+        };
+        let mut h = [0u8; HEADER_LEN];
+        file.read_exact(&mut h).is_ok() && Header::decode(&h, len).is_ok()
+    }
+
+    /// Reads and verifies an object. See [`Self::read_into`].
+    pub fn get(&self, id: &ObjectId) -> Result<Vec<u8>> {
+        let mut buf = Vec::new();
+        self.read_into(id, &mut buf)?;
+        Ok(buf)
+    }
+
+    /// Reads the payload of `id` into `buf` (cleared first; its allocation is reused) and
+    /// returns the object's kind. The payload arrives in one large `read` straight into the
+    /// buffer's spare capacity (no zero-fill), then blake3 checks it.
+    pub fn read_into(&self, id: &ObjectId, buf: &mut Vec<u8>) -> Result<ObjectKind> {
+        buf.clear();
+        let path = self.object_path(id);
+        let corrupt = |detail: String| StoreError::Corrupt { id: *id, detail };
+        let mut file = match File::open(&path) {
+            Ok(f) => f,
+            Err(e) if e.kind() == io::ErrorKind::NotFound => {
+                return Err(StoreError::Missing { id: *id })
+            }
+            Err(e) => return Err(io_err(&path, e)),
+        };
+        let file_len = file.metadata().map_err(|e| io_err(&path, e))?.len();
+        let mut h = [0u8; HEADER_LEN];
+        match file.read_exact(&mut h) {
+            Ok(()) => {}
+            Err(e) if e.kind() == io::ErrorKind::UnexpectedEof => {
+                return Err(corrupt(format!(
+                    "truncated header: file is {file_len} bytes, header needs {HEADER_LEN}"
+                )))
+            }
+            Err(e) => return Err(io_err(&path, e)),
+        }
+        let header = Header::decode(&h, file_len).map_err(corrupt)?;
+        // The size was checked against the file's length, so this reservation is bounded
+        // by real data, never by a corrupt length field.
+        let want = usize::try_from(header.payload_len)
+            .map_err(|_| corrupt("payload too large for this platform".to_string()))?;
+        buf.try_reserve_exact(want)
+            .map_err(|_| corrupt(format!("cannot allocate {want} bytes")))?;
+        // File::read_to_end sizes its read from the remaining file length: one syscall for
+        // the payload plus a tiny EOF probe.
+        file.read_to_end(buf).map_err(|e| io_err(&path, e))?;
+        if buf.len() != want {
+            let got = buf.len();
+            buf.clear();
+            return Err(corrupt(format!(
+                "payload is {got} bytes, header says {want}"
+            )));
+        }
+        if blake3::hash(buf).as_bytes() != &header.checksum {
+            buf.clear();
+            return Err(corrupt("payload checksum mismatch".to_string()));
+        }
+        Ok(header.kind)
+    }
+
+    /// Whether a file for `id` exists (its content is not verified).
+    pub fn contains(&self, id: &ObjectId) -> Result<bool> {
+        let path = self.object_path(id);
+        match fs::symlink_metadata(&path) {
+            Ok(_) => Ok(true),
+            Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(false),
+            Err(e) => Err(io_err(&path, e)),
+        }
+    }
+
+    /// Deletes `id`; `Ok(false)` if it was not there. The directory is not fsynced: an
+    /// unreferenced object resurrected by a crash is harmless and the next gc takes it.
+    pub fn remove(&self, id: &ObjectId) -> Result<bool> {
+        let path = self.object_path(id);
+        match fs::remove_file(&path) {
+            Ok(()) => Ok(true),
+            Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(false),
+            Err(e) => Err(io_err(&path, e)),
+        }
+    }
+
+    /// File size of `id` in bytes, header included.
+    pub fn size_on_disk(&self, id: &ObjectId) -> Result<u64> {
+        let path = self.object_path(id);
+        match fs::metadata(&path) {
+            Ok(m) => Ok(m.len()),
+            Err(e) if e.kind() == io::ErrorKind::NotFound => Err(StoreError::Missing { id: *id }),
+            Err(e) => Err(io_err(&path, e)),
+        }
+    }
+
+    /// Every stored object id, in directory order. Temp files, the lock file and anything
+    /// not named like an object are skipped.
+    pub fn iter(&self) -> impl Iterator<Item = Result<ObjectId>> {
+        self.entries().filter_map(|e| match e {
+            Ok(Entry { id: Some(id), .. }) => Some(Ok(id)),
+            Ok(_) => None,
+            Err(e) => Some(Err(e)),
+        })
+    }
+
+    /// `(object count, total bytes on disk)`; temp files are not counted.
+    pub fn usage(&self) -> Result<(u64, u64)> {
+        let (mut count, mut bytes) = (0u64, 0u64);
+        for entry in self.entries() {
+            let entry = entry?;
+            if entry.id.is_none() {
+                continue;
+            }
+            match fs::symlink_metadata(&entry.path) {
+                Ok(m) => {
+                    count += 1;
+                    bytes += m.len();
+                }
+                Err(e) if e.kind() == io::ErrorKind::NotFound => {}
+                Err(e) => return Err(io_err(&entry.path, e)),
+            }
+        }
+        Ok((count, bytes))
+    }
+
+    /// Deletes every object not in `live`, and temp files more than a minute old.
+    ///
+    /// The caller must hold the exclusive store lock ([`Self::lock_exclusive`]) from before
+    /// it reads the manifests that make up `live` until this returns; otherwise a saver could
+    /// publish a manifest naming an object deleted here. Empty fan-out directories are kept
+    /// (at most 256), so a concurrent `put` never loses its directory.
+    pub fn gc(&self, live: &HashSet<ObjectId>) -> Result<GcReport> {
+        let now = SystemTime::now();
+        let mut report = GcReport::default();
+        for entry in self.entries() {
+            let entry = entry?;
+            if let Some(id) = entry.id {
+                if live.contains(&id) {
+                    report.kept += 1;
+                    continue;
+                }
+            }
+            let meta = match fs::symlink_metadata(&entry.path) {
+                Ok(m) => m,
+                Err(e) if e.kind() == io::ErrorKind::NotFound => continue,
+                Err(e) => return Err(io_err(&entry.path, e)),
+            };
+            if entry.id.is_none() {
+                // A temp file: only strays older than the grace period.
+                let age = meta
+                    .modified()
+                    .ok()
+                    .and_then(|m| now.duration_since(m).ok());
+                if !meta.is_file() || age.is_none_or(|a| a < TEMP_GRACE) {
+                    continue;
+                }
+            }
+            match fs::remove_file(&entry.path) {
+                Ok(()) => {}
+                Err(e) if e.kind() == io::ErrorKind::NotFound => continue,
+                Err(e) => return Err(io_err(&entry.path, e)),
+            }
+            report.bytes_freed += meta.len();
+            if entry.id.is_some() {
+                report.removed += 1;
+            } else {
+                report.temp_removed += 1;
+            }
+        }
+        Ok(report)
+    }
+
+    fn entries(&self) -> Entries {
+        Entries::new(self.root.clone())
+    }
+}
+
+#[cfg(test)]
+#[path = "object_tests.rs"]
+mod tests;

@@ -1,0 +1,294 @@
+//! Tests for [`super::ObjectStore`] (kept apart so object.rs stays readable).
+
+use super::super::fsutil::mode_of;
+use super::super::TEMP_PREFIX;
+use super::*;
+use std::fs::OpenOptions;
+use std::os::unix::fs::FileExt;
+
+fn store() -> (tempfile::TempDir, ObjectStore) {
+    let tmp = tempfile::tempdir().unwrap();
+    let store = ObjectStore::open(tmp.path().join("kv/objects")).unwrap();
+    (tmp, store)
+}
+
+fn payload(n: usize, seed: u8) -> Vec<u8> {
+    (0..n)
+        .map(|i| (i as u8).wrapping_mul(31).wrapping_add(seed))
+        .collect()
+}
+
+fn assert_corrupt(store: &ObjectStore, id: &ObjectId, why: &str) {
+    match store.get(id) {
+        Err(StoreError::Corrupt { id: got, detail }) => {
+            assert_eq!(&got, id, "{why}");
+            let msg = StoreError::Corrupt { id: got, detail }.to_string();
+            assert!(
+                msg.contains(&id.to_string()) && !msg.contains('\n'),
+                "{why}: {msg}"
+            );
+        }
+        other => panic!("{why}: expected Corrupt, got {other:?}"),
+    }
+}
+
+#[test]
+fn round_trip_and_layout() {
+    let (_tmp, store) = store();
+    let data = payload(100_000, 1);
+    let id = ObjectId::hash_of(&data);
+    let out = store.put(&id, ObjectKind::Page, &data).unwrap();
+    assert_eq!(
+        out,
+        PutOutcome {
+            written_bytes: 100_064,
+            already_present: false
+        }
+    );
+    assert_eq!(store.get(&id).unwrap(), data);
+
+    let path = store.object_path(&id);
+    let hex = id.to_hex();
+    assert_eq!(path, store.root().join(&hex[..2]).join(&hex[2..]));
+    let raw = fs::read(&path).unwrap();
+    assert_eq!(&raw[..8], b"KVROBJ\x00\x01");
+    assert_eq!(raw[8], ObjectKind::Page as u8);
+    assert_eq!(&raw[16..24], &100_000u64.to_le_bytes());
+    assert_eq!(&raw[24..56], blake3::hash(&data).as_bytes());
+    assert_eq!(&raw[64..], &data[..]);
+
+    // Buffer reuse, kind reported, empty payload supported.
+    let mut buf = vec![9u8; 10];
+    assert_eq!(store.read_into(&id, &mut buf).unwrap(), ObjectKind::Page);
+    assert_eq!(buf, data);
+    let empty = ObjectId::chain(&[b"empty"]);
+    store.put(&empty, ObjectKind::Tail, &[]).unwrap();
+    assert_eq!(store.read_into(&empty, &mut buf).unwrap(), ObjectKind::Tail);
+    assert!(buf.is_empty());
+
+    assert!(store.contains(&id).unwrap());
+    assert_eq!(store.size_on_disk(&id).unwrap(), 100_064);
+}
+
+#[test]
+fn put_is_idempotent_and_repairs_damaged_objects() {
+    let (_tmp, store) = store();
+    let id = ObjectId::hash_of(b"x");
+    store.put(&id, ObjectKind::Other, b"first").unwrap();
+    let again = store.put(&id, ObjectKind::Other, b"different").unwrap();
+    assert!(again.already_present);
+    assert_eq!(again.written_bytes, 0);
+    assert_eq!(store.get(&id).unwrap(), b"first");
+
+    // A truncated object has no valid header any more: put rewrites it.
+    let path = store.object_path(&id);
+    OpenOptions::new()
+        .write(true)
+        .open(&path)
+        .unwrap()
+        .set_len(10)
+        .unwrap();
+    let out = store.put(&id, ObjectKind::Other, b"first").unwrap();
+    assert!(!out.already_present);
+    assert_eq!(store.get(&id).unwrap(), b"first");
+}
+
+#[test]
+fn missing_object() {
+    let (_tmp, store) = store();
+    let id = ObjectId::hash_of(b"nope");
+    let err = store.get(&id).unwrap_err();
+    assert!(matches!(err, StoreError::Missing { id: got } if got == id));
+    assert_eq!(err.to_string(), format!("object {id} is missing"));
+    assert!(!store.contains(&id).unwrap());
+    assert!(matches!(
+        store.size_on_disk(&id),
+        Err(StoreError::Missing { .. })
+    ));
+    assert!(!store.remove(&id).unwrap());
+}
+
+#[test]
+fn truncation_at_any_point_is_corrupt() {
+    let (_tmp, store) = store();
+    let data = payload(5000, 2);
+    let id = ObjectId::hash_of(&data);
+    store.put(&id, ObjectKind::Page, &data).unwrap();
+    let path = store.object_path(&id);
+    let full = fs::read(&path).unwrap();
+    for cut in [0, 1, 8, 32, 63, 64, 65, 1000, full.len() - 1] {
+        fs::write(&path, &full[..cut]).unwrap();
+        assert_corrupt(&store, &id, &format!("truncated at {cut}"));
+    }
+    // Trailing garbage is caught too.
+    let mut longer = full.clone();
+    longer.push(0);
+    fs::write(&path, &longer).unwrap();
+    assert_corrupt(&store, &id, "extended");
+    fs::write(&path, &full).unwrap();
+    assert_eq!(store.get(&id).unwrap(), data);
+}
+
+#[test]
+fn every_single_bit_flip_in_the_header_is_caught() {
+    let (_tmp, store) = store();
+    let data = payload(300, 3);
+    let id = ObjectId::hash_of(&data);
+    store.put(&id, ObjectKind::Tail, &data).unwrap();
+    let path = store.object_path(&id);
+    let file = OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open(&path)
+        .unwrap();
+    for byte in 0..HEADER_LEN as u64 {
+        let mut b = [0u8; 1];
+        file.read_exact_at(&mut b, byte).unwrap();
+        for bit in 0..8 {
+            file.write_all_at(&[b[0] ^ (1 << bit)], byte).unwrap();
+            assert_corrupt(&store, &id, &format!("header byte {byte} bit {bit}"));
+        }
+        file.write_all_at(&b, byte).unwrap();
+    }
+    assert_eq!(store.get(&id).unwrap(), data);
+}
+
+#[test]
+fn payload_bit_flips_are_caught() {
+    let (_tmp, store) = store();
+    let data = payload(70_000, 4);
+    let id = ObjectId::hash_of(&data);
+    store.put(&id, ObjectKind::Page, &data).unwrap();
+    let path = store.object_path(&id);
+    let file = OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open(&path)
+        .unwrap();
+    for off in [0u64, 1, 4095, 4096, 35_000, 69_999] {
+        let pos = HEADER_LEN as u64 + off;
+        let mut b = [0u8; 1];
+        file.read_exact_at(&mut b, pos).unwrap();
+        file.write_all_at(&[b[0] ^ 0x10], pos).unwrap();
+        let mut buf = Vec::new();
+        assert!(matches!(
+            store.read_into(&id, &mut buf),
+            Err(StoreError::Corrupt { ref detail, .. }) if detail.contains("checksum")
+        ));
+        assert!(buf.is_empty(), "no unverified bytes left in the buffer");
+        file.write_all_at(&b, pos).unwrap();
+    }
+    assert_eq!(store.get(&id).unwrap(), data);
+}
+
+#[test]
+fn iter_usage_and_remove() {
+    let (_tmp, store) = store();
+    let mut ids = Vec::new();
+    for i in 0..20u8 {
+        let id = ObjectId::chain(&[b"page", &[i]]);
+        store
+            .put(&id, ObjectKind::Page, &payload(i as usize * 10, i))
+            .unwrap();
+        ids.push(id);
+    }
+    // Noise that must be ignored: the lock file, a foreign file, a misnamed dir.
+    let _lock = store.lock_shared().unwrap();
+    fs::write(store.root().join("README"), b"hi").unwrap();
+    fs::create_dir(store.root().join("zz")).unwrap();
+    fs::write(store.root().join("zz").join("x".repeat(62)), b"hi").unwrap();
+
+    let mut listed: Vec<ObjectId> = store.iter().map(|r| r.unwrap()).collect();
+    listed.sort();
+    ids.sort();
+    assert_eq!(listed, ids);
+    let expected_bytes: u64 = (0..20u64).map(|i| 64 + i * 10).sum();
+    assert_eq!(store.usage().unwrap(), (20, expected_bytes));
+
+    assert!(store.remove(&ids[0]).unwrap());
+    assert!(!store.contains(&ids[0]).unwrap());
+    assert_eq!(store.iter().count(), 19);
+}
+
+#[test]
+fn iter_on_missing_root_is_empty() {
+    let tmp = tempfile::tempdir().unwrap();
+    let store = ObjectStore::open(tmp.path().join("objects")).unwrap();
+    fs::remove_dir(store.root()).unwrap();
+    assert_eq!(store.iter().count(), 0);
+    assert_eq!(store.usage().unwrap(), (0, 0));
+}
+
+#[test]
+fn gc_keeps_live_removes_rest_and_old_temp_files() {
+    let (_tmp, store) = store();
+    let ids: Vec<ObjectId> = (0..10u8).map(|i| ObjectId::chain(&[&[i]])).collect();
+    for id in &ids {
+        store.put(id, ObjectKind::Page, &[7u8; 100]).unwrap();
+    }
+    let live: HashSet<ObjectId> = ids.iter().step_by(2).copied().collect();
+
+    // A stray temp file from a crashed writer (old) and one from a running writer (new).
+    let fan = store.object_path(&ids[0]).parent().unwrap().to_path_buf();
+    let old_tmp = fan.join(format!("{TEMP_PREFIX}old"));
+    let new_tmp = store.root().join(format!("{TEMP_PREFIX}new"));
+    fs::write(&old_tmp, [0u8; 50]).unwrap();
+    fs::write(&new_tmp, [0u8; 50]).unwrap();
+    File::options()
+        .write(true)
+        .open(&old_tmp)
+        .unwrap()
+        .set_modified(SystemTime::now() - Duration::from_secs(120))
+        .unwrap();
+
+    let _gc_lock = store.lock_exclusive().unwrap();
+    let report = store.gc(&live).unwrap();
+    assert_eq!(
+        report,
+        GcReport {
+            removed: 5,
+            kept: 5,
+            temp_removed: 1,
+            bytes_freed: 5 * 164 + 50
+        }
+    );
+    for (i, id) in ids.iter().enumerate() {
+        assert_eq!(store.contains(id).unwrap(), i % 2 == 0, "object {i}");
+    }
+    assert!(!old_tmp.exists());
+    assert!(new_tmp.exists());
+    assert!(store.lock_path().exists(), "gc leaves the lock file alone");
+
+    // Nothing left to do.
+    let again = store.gc(&live).unwrap();
+    assert_eq!((again.removed, again.kept), (0, 5));
+}
+
+#[test]
+fn everything_created_is_private() {
+    let (tmp, store) = store();
+    let id = ObjectId::hash_of(b"p");
+    store.put(&id, ObjectKind::Page, b"p").unwrap();
+    let _l = store.lock_shared().unwrap();
+    assert_eq!(mode_of(&tmp.path().join("kv")).unwrap(), 0o700);
+    assert_eq!(mode_of(store.root()).unwrap(), 0o700);
+    let path = store.object_path(&id);
+    assert_eq!(mode_of(path.parent().unwrap()).unwrap(), 0o700);
+    assert_eq!(mode_of(&path).unwrap(), 0o600);
+    assert_eq!(mode_of(&store.lock_path()).unwrap(), 0o600);
+}
+
+#[test]
+fn put_leaves_no_temp_files() {
+    let (_tmp, store) = store();
+    let id = ObjectId::hash_of(b"t");
+    store
+        .put(&id, ObjectKind::Page, &payload(1 << 20, 5))
+        .unwrap();
+    let dir = store.object_path(&id).parent().unwrap().to_path_buf();
+    let names: Vec<_> = fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .collect();
+    assert_eq!(names.len(), 1);
+}

@@ -1,0 +1,136 @@
+//! Bad input gets a one-line error and a non-zero exit (1 runtime, 2 usage); never a
+//! panic, hang or abort.
+
+mod common;
+
+use common::*;
+
+#[test]
+fn missing_model_file() {
+    let home = Home::new();
+    let out = home.run(&["run", "/nonexistent/model.gguf", "-p", "hi"]);
+    assert_one_line_error(&out, 1, "does not exist");
+}
+
+#[test]
+fn default_model_not_pulled_says_what_to_run() {
+    let home = Home::new();
+    let out = home.run(&["run", "-p", "hi"]);
+    assert_one_line_error(&out, 1, "kvrun pull");
+}
+
+#[test]
+fn not_a_gguf_file() {
+    let home = Home::new();
+    let path = home.path().join("fake.gguf");
+    std::fs::write(&path, b"this is not a model at all, just text").unwrap();
+    let out = home.run(&["run", path_str(&path), "-p", "hi"]);
+    assert_one_line_error(&out, 1, "not a usable GGUF model");
+}
+
+#[test]
+fn truncated_and_corrupted_gguf_files_never_reach_llama_cpp() {
+    let home = Home::new();
+    let bytes = std::fs::read(tiny_model()).unwrap();
+    // Truncations through the header, the tensor table and the tensor data.
+    for cut in [3, 20, 100, 1000, 20_000, bytes.len() / 2, bytes.len() - 1] {
+        let path = home.path().join(format!("cut-{cut}.gguf"));
+        std::fs::write(&path, &bytes[..cut]).unwrap();
+        let out = home.run(&["run", path_str(&path), "-p", "hi", "-n", "1"]);
+        assert_one_line_error(&out, 1, "GGUF");
+    }
+    // A huge metadata count.
+    let mut bad = bytes.clone();
+    bad[16..24].copy_from_slice(&u64::MAX.to_le_bytes());
+    let path = home.path().join("bad-count.gguf");
+    std::fs::write(&path, &bad).unwrap();
+    let out = home.run(&["run", path_str(&path), "-p", "hi", "-n", "1"]);
+    assert_one_line_error(&out, 1, "GGUF");
+}
+
+#[test]
+fn prompt_longer_than_the_context() {
+    let home = Home::new();
+    let long = "word ".repeat(400);
+    let out = home.run(&["run", path_str(&tiny_model()), "-c", "64", "-p", &long]);
+    assert_one_line_error(&out, 1, "raise --ctx-size");
+}
+
+#[test]
+fn empty_prompt_is_a_usage_error() {
+    let home = Home::new();
+    let out = home.run(&["run", path_str(&tiny_model()), "-p", "   "]);
+    assert_one_line_error(&out, 2, "the prompt is empty");
+    let out = home.run_with_stdin(&["run", path_str(&tiny_model())], "");
+    assert_one_line_error(&out, 2, "the prompt is empty");
+}
+
+#[test]
+fn invalid_config_file_names_the_key() {
+    let home = Home::new();
+    std::fs::write(
+        home.path().join("config.toml"),
+        "ctx-size = 512\nbatch-sise = 3\n",
+    )
+    .unwrap();
+    let out = home.run(&["run", path_str(&tiny_model()), "-p", "hi"]);
+    assert_one_line_error(&out, 2, "batch-sise");
+    std::fs::write(home.path().join("config.toml"), "threads = \"lots\"\n").unwrap();
+    let out = home.run(&["models"]);
+    assert_one_line_error(&out, 2, "`threads`");
+}
+
+#[test]
+fn unknown_flag_is_a_usage_error() {
+    let home = Home::new();
+    let out = home.run(&["run", "--no-such-flag"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(stderr(&out).contains("--no-such-flag"));
+}
+
+#[test]
+fn quantized_v_without_flash_attention_is_refused() {
+    let home = Home::new();
+    let out = home.run(&[
+        "run",
+        path_str(&tiny_model()),
+        "-p",
+        "hi",
+        "--kv-type",
+        "q8_0",
+        "--flash-attn",
+        "off",
+    ]);
+    assert_one_line_error(&out, 1, "flash attention");
+}
+
+#[test]
+fn closed_stdout_exits_zero_quietly() {
+    use std::io::Read;
+    use std::process::Stdio;
+    let home = Home::new();
+    let mut child = home
+        .cmd()
+        .args([
+            "run",
+            path_str(&tiny_model()),
+            "-p",
+            "go",
+            "--temp",
+            "0",
+            "-n",
+            "400",
+        ])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Read a few bytes, then close the pipe, as `| head -c 10` does.
+    let mut stdout = child.stdout.take().unwrap();
+    let mut buf = [0u8; 10];
+    stdout.read_exact(&mut buf).unwrap();
+    drop(stdout);
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "stderr: {}", stderr(&out));
+    assert!(stderr(&out).trim().is_empty(), "stderr: {}", stderr(&out));
+}

@@ -1,0 +1,144 @@
+//! Shared helpers for the integration tests: run the real `kvrun` binary against the real
+//! default model and a tiny generated llama model, each test in its own KVRUN_HOME.
+#![allow(dead_code)]
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use std::sync::OnceLock;
+
+/// The default model (Gemma 3 270M). `KVRUN_TEST_MODEL` overrides; otherwise the place
+/// `kvrun pull` puts it (the README's test command pulls it first).
+pub fn default_model() -> PathBuf {
+    static PATH: OnceLock<PathBuf> = OnceLock::new();
+    PATH.get_or_init(|| {
+        let path = match std::env::var_os("KVRUN_TEST_MODEL") {
+            Some(p) => PathBuf::from(p),
+            None => kvrun::paths::Paths::resolve()
+                .expect("paths")
+                .models
+                .join(kvrun::pull::DEFAULT_MODEL.file_name),
+        };
+        assert!(
+            path.exists(),
+            "the default model is missing at {}; run `cargo run --release -- pull` first",
+            path.display()
+        );
+        path
+    })
+    .clone()
+}
+
+/// A tiny random-weight llama-architecture model (full attention, grouped-query heads),
+/// written once per test binary.
+pub fn tiny_model() -> PathBuf {
+    static PATH: OnceLock<PathBuf> = OnceLock::new();
+    PATH.get_or_init(|| {
+        let dir = std::env::temp_dir().join(format!("kvrun-tests-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("tiny-llama.gguf");
+        kvrun::gguf::write_tiny_llama(&path, &kvrun::gguf::TinyLlamaSpec::default()).unwrap();
+        path
+    })
+    .clone()
+}
+
+/// A fresh KVRUN_HOME for one test.
+pub struct Home {
+    pub dir: tempfile::TempDir,
+}
+
+impl Home {
+    pub fn new() -> Self {
+        Self {
+            dir: tempfile::tempdir().unwrap(),
+        }
+    }
+
+    pub fn path(&self) -> &Path {
+        self.dir.path()
+    }
+
+    /// `kvrun` with this home and no inherited KVRUN_* variables.
+    pub fn cmd(&self) -> Command {
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_kvrun"));
+        for (key, _) in std::env::vars_os() {
+            if key.to_string_lossy().starts_with("KVRUN_") {
+                cmd.env_remove(&key);
+            }
+        }
+        cmd.env("KVRUN_HOME", self.path());
+        cmd.stdin(Stdio::null());
+        cmd
+    }
+
+    pub fn run(&self, args: &[&str]) -> Output {
+        self.cmd().args(args).output().unwrap()
+    }
+
+    pub fn run_with_stdin(&self, args: &[&str], stdin: &str) -> Output {
+        use std::io::Write;
+        let mut child = self
+            .cmd()
+            .args(args)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        child
+            .stdin
+            .take()
+            .unwrap()
+            .write_all(stdin.as_bytes())
+            .unwrap();
+        child.wait_with_output().unwrap()
+    }
+}
+
+pub fn stdout(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+pub fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+/// Runs and parses `--json` output, asserting success.
+pub fn run_json(home: &Home, args: &[&str]) -> serde_json::Value {
+    let mut all = args.to_vec();
+    all.push("--json");
+    let out = home.run(&all);
+    assert!(
+        out.status.success(),
+        "kvrun {args:?} failed: {}",
+        stderr(&out)
+    );
+    serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|e| panic!("bad JSON from kvrun {args:?}: {e}: {}", stdout(&out)))
+}
+
+pub fn tokens(v: &serde_json::Value) -> Vec<i64> {
+    v["tokens"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t.as_i64().unwrap())
+        .collect()
+}
+
+pub fn path_str(p: &Path) -> &str {
+    p.to_str().unwrap()
+}
+
+/// Asserts a failure with the given exit code and a one-line error on stderr.
+pub fn assert_one_line_error(out: &Output, code: i32, needle: &str) {
+    let err = stderr(out);
+    assert_eq!(out.status.code(), Some(code), "stderr: {err}");
+    let lines: Vec<_> = err.lines().filter(|l| !l.trim().is_empty()).collect();
+    assert_eq!(lines.len(), 1, "expected one line, got: {err}");
+    assert!(
+        lines[0].contains(needle),
+        "expected {needle:?} in: {}",
+        lines[0]
+    );
+}

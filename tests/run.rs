@@ -1,0 +1,180 @@
+//! `kvrun run` on the real default model and the tiny llama model.
+
+mod common;
+
+use common::*;
+
+#[test]
+fn greedy_runs_are_deterministic_on_both_models() {
+    let home = Home::new();
+    for model in [default_model(), tiny_model()] {
+        let m = path_str(&model);
+        let args = [
+            "run",
+            m,
+            "-p",
+            "Name three colors.",
+            "--temp",
+            "0",
+            "-n",
+            "24",
+        ];
+        let a = run_json(&home, &args);
+        let b = run_json(&home, &args);
+        assert_eq!(tokens(&a), tokens(&b), "model {m}");
+        assert_eq!(a["text"], b["text"]);
+        assert_eq!(tokens(&a).len(), 24);
+    }
+}
+
+#[test]
+fn json_report_has_every_field() {
+    let home = Home::new();
+    let v = run_json(
+        &home,
+        &[
+            "run",
+            path_str(&default_model()),
+            "-p",
+            "Hi",
+            "--temp",
+            "0",
+            "-n",
+            "5",
+        ],
+    );
+    for key in [
+        "text",
+        "tokens",
+        "prompt_tokens",
+        "prefilled_tokens",
+        "generated_tokens",
+        "load_ms",
+        "prefill_ms",
+        "decode_ms",
+    ] {
+        assert!(v.get(key).is_some(), "missing {key} in {v}");
+    }
+    assert_eq!(
+        v["generated_tokens"].as_u64().unwrap(),
+        tokens(&v).len() as u64
+    );
+    assert_eq!(v["prefilled_tokens"], v["prompt_tokens"]);
+}
+
+#[test]
+fn chat_template_changes_the_tokens() {
+    let home = Home::new();
+    for model in [default_model(), tiny_model()] {
+        let m = path_str(&model);
+        let chat = run_json(&home, &["run", m, "-p", "Hello there", "-n", "0"]);
+        let raw = run_json(&home, &["run", m, "--raw", "-p", "Hello there", "-n", "0"]);
+        assert!(
+            chat["prompt_tokens"].as_u64() > raw["prompt_tokens"].as_u64(),
+            "chat {chat} raw {raw}"
+        );
+    }
+}
+
+#[test]
+fn plain_output_is_only_the_text() {
+    let home = Home::new();
+    let model = default_model();
+    let m = path_str(&model);
+    let json = run_json(
+        &home,
+        &["run", m, "-p", "Count to five.", "--temp", "0", "-n", "12"],
+    );
+    let out = home.run(&["run", m, "-p", "Count to five.", "--temp", "0", "-n", "12"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_eq!(
+        stdout(&out).trim_end(),
+        json["text"].as_str().unwrap().trim_end()
+    );
+}
+
+#[test]
+fn prefill_only_generates_nothing() {
+    let home = Home::new();
+    let v = run_json(
+        &home,
+        &["run", path_str(&tiny_model()), "-p", "abc", "-n", "0"],
+    );
+    assert_eq!(v["generated_tokens"], 0);
+    assert_eq!(v["text"], "");
+}
+
+#[test]
+fn prompt_from_stdin_and_file() {
+    let home = Home::new();
+    let model = tiny_model();
+    let m = path_str(&model);
+    let file = home.path().join("prompt.txt");
+    std::fs::write(&file, "the same words").unwrap();
+    let a = run_json(
+        &home,
+        &[
+            "run",
+            m,
+            "--prompt-file",
+            path_str(&file),
+            "--temp",
+            "0",
+            "-n",
+            "6",
+        ],
+    );
+    let out = home.run_with_stdin(
+        &["run", m, "--temp", "0", "-n", "6", "--json"],
+        "the same words",
+    );
+    assert!(out.status.success(), "{}", stderr(&out));
+    let b: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(tokens(&a), tokens(&b));
+}
+
+#[test]
+fn config_file_and_environment_precedence() {
+    let home = Home::new();
+    let tiny = tiny_model();
+    std::fs::write(
+        home.path().join("config.toml"),
+        format!("ctx-size = 512\nmodel = \"{}\"\n", path_str(&tiny)),
+    )
+    .unwrap();
+    // The config supplies both the model and the context size.
+    let v = run_json(&home, &["run", "-p", "x", "-n", "1"]);
+    assert_eq!(v["n_ctx"], 512);
+    // A flag beats the config file.
+    let v = run_json(&home, &["run", "-p", "x", "-n", "1", "-c", "1024"]);
+    assert_eq!(v["n_ctx"], 1024);
+    // KVRUN_MODEL beats the config file's model; the argument beats both.
+    let out = home
+        .cmd()
+        .env("KVRUN_MODEL", "/nonexistent/env-model.gguf")
+        .args(["run", "-p", "x", "-n", "1"])
+        .output()
+        .unwrap();
+    assert_one_line_error(&out, 1, "env-model.gguf");
+    let out = home
+        .cmd()
+        .env("KVRUN_MODEL", "/nonexistent/env-model.gguf")
+        .args(["run", path_str(&tiny), "-p", "x", "-n", "1"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+}
+
+#[test]
+fn model_names_resolve_in_the_models_folder() {
+    let home = Home::new();
+    std::fs::create_dir_all(home.path().join("models")).unwrap();
+    std::fs::copy(tiny_model(), home.path().join("models/little.gguf")).unwrap();
+    let v = run_json(&home, &["run", "little", "-p", "x", "-n", "1"]);
+    assert_eq!(v["generated_tokens"], 1);
+    let out = home.run(&["models", "--json"]);
+    let list: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(list[0]["name"], "little");
+    assert_eq!(list[0]["architecture"], "llama");
+    assert_eq!(list[0]["context_length"], 4096);
+}
