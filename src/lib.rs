@@ -23,6 +23,7 @@ pub mod models;
 pub mod paths;
 pub mod pull;
 pub mod sequence;
+pub mod session;
 pub mod settings;
 pub mod store;
 pub mod ui;

@@ -60,6 +60,25 @@ impl fmt::Debug for ObjectId {
     }
 }
 
+/// Ids travel in manifests as hex strings.
+impl serde::Serialize for ObjectId {
+    fn serialize<S: serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> std::result::Result<S::Ok, S::Error> {
+        serializer.serialize_str(&self.to_hex())
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for ObjectId {
+    fn deserialize<D: serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> std::result::Result<Self, D::Error> {
+        let text = String::deserialize(deserializer)?;
+        Self::from_hex(&text).map_err(serde::de::Error::custom)
+    }
+}
+
 impl FromStr for ObjectId {
     type Err = StoreError;
     fn from_str(s: &str) -> Result<Self> {

@@ -1,0 +1,90 @@
+//! A session's manifest: everything needed to resume it, and the only place that says which
+//! KV objects a session uses. The token log is the truth; the page lists are a cache index.
+
+use serde::{Deserialize, Serialize};
+
+use crate::engine::{ChatMessage, TokenId};
+use crate::settings::{EngineSettings, SamplingSettings};
+use crate::store::ObjectId;
+
+/// Bumped when the manifest's meaning changes incompatibly.
+pub const MANIFEST_FORMAT: u32 = 1;
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SessionManifest {
+    pub format: u32,
+    pub name: String,
+    pub created_unix: u64,
+    pub updated_unix: u64,
+    pub model: ModelIdentity,
+    pub kv: KvIdentity,
+    /// llama.cpp build that wrote the KV pages.
+    pub llama_build: String,
+    /// Engine options the session was created with; later commands reuse them unless told
+    /// otherwise.
+    pub engine: EngineSettings,
+    pub sampling: SamplingSettings,
+    /// The token log: the truth from which the KV can always be rebuilt by prefilling.
+    pub tokens: Vec<TokenId>,
+    /// Chat messages (empty for raw sessions).
+    pub messages: Vec<ChatMessage>,
+    /// Length of the chat template's rendering of `messages` when the last turn ended; new
+    /// turns tokenize only the text after it.
+    pub rendered_len: usize,
+    /// Whether this is a raw (no chat template) session.
+    pub raw: bool,
+    /// The KV snapshot; `None` when only the token log is kept.
+    pub snapshot: Option<KvSnapshot>,
+}
+
+/// Which model the KV belongs to.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ModelIdentity {
+    /// Where the model was when the session was saved (used when no model is given).
+    pub path: String,
+    /// Display name.
+    pub name: String,
+    /// Header, tensor table, file size and sampled tensor data (see `session::fingerprint`).
+    pub fingerprint: String,
+}
+
+/// The context settings that shape KV bytes. A snapshot restores only into a context whose
+/// identity matches (`n_ctx` must merely be large enough).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct KvIdentity {
+    pub kv_type: crate::settings::KvType,
+    pub flash_attn: crate::settings::FlashAttn,
+    pub n_ctx: u32,
+    pub n_seq_max: u32,
+    pub page_tokens: u32,
+    /// llama.cpp's per-section row layout (`kv::KvLayout::encode`), once known.
+    pub layout: Option<String>,
+}
+
+/// The KV cache of `tokens[..kv_len]`, as pages in the object store.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct KvSnapshot {
+    /// Tokens covered by the snapshot (the log's last token is decoded after a restore).
+    pub kv_len: usize,
+    /// Full-attention rows of each full page, in order: page `i` covers tokens
+    /// `i*page_tokens .. (i+1)*page_tokens`. Ids chain over the token prefix.
+    pub pages: Vec<ObjectId>,
+    /// Sliding-window rows of the pages a restore point needs (the last window before the
+    /// end and before the last page boundary), as (page index, object).
+    pub swa_pages: Vec<(usize, ObjectId)>,
+    /// Rows of the tokens after the last full page (`kv_len % page_tokens` of them).
+    pub tail: Option<ObjectId>,
+}
+
+impl SessionManifest {
+    /// Every object this session keeps alive.
+    pub fn referenced_objects(&self) -> impl Iterator<Item = ObjectId> + '_ {
+        self.snapshot.iter().flat_map(|s| {
+            s.pages
+                .iter()
+                .copied()
+                .chain(s.swa_pages.iter().map(|(_, id)| *id))
+                .chain(s.tail)
+        })
+    }
+}
