@@ -33,13 +33,16 @@ Register-ArgumentCompleter -Native -CommandName 'kvrun' -ScriptBlock {
             [CompletionResult]::new('run', 'run', [CompletionResultType]::ParameterValue, 'Run one prompt and print only the generated text (for scripts and agents)')
             [CompletionResult]::new('pull', 'pull', [CompletionResultType]::ParameterValue, 'Download a model: the default model, a URL, or hf:OWNER/REPO/FILE.gguf')
             [CompletionResult]::new('models', 'models', [CompletionResultType]::ParameterValue, 'List the models in kvrun''s models folder')
-            [CompletionResult]::new('bench', 'bench', [CompletionResultType]::ParameterValue, 'Measure prefill and decode speed on a model (prints a table)')
+            [CompletionResult]::new('session', 'session', [CompletionResultType]::ParameterValue, 'Save, restore, list, fork, export and import persistent sessions')
+            [CompletionResult]::new('gc', 'gc', [CompletionResultType]::ParameterValue, 'Delete KV pages that no session references any more')
+            [CompletionResult]::new('bench', 'bench', [CompletionResultType]::ParameterValue, 'Benchmarks that print tables: prefill/decode speed, session restore')
             [CompletionResult]::new('completions', 'completions', [CompletionResultType]::ParameterValue, 'Print a shell completion script')
             [CompletionResult]::new('man', 'man', [CompletionResultType]::ParameterValue, 'Print the man page (or write one page per subcommand with --dir)')
             [CompletionResult]::new('help', 'help', [CompletionResultType]::ParameterValue, 'Print this message or the help of the given subcommand(s)')
             break
         }
         'kvrun;chat' {
+            [CompletionResult]::new('--session', '--session', [CompletionResultType]::ParameterName, 'Resume or create a named session; its KV cache is saved after every turn')
             [CompletionResult]::new('--system', '--system', [CompletionResultType]::ParameterName, 'A system prompt for the conversation')
             [CompletionResult]::new('-n', '-n', [CompletionResultType]::ParameterName, 'Largest reply in tokens [default: until the model stops or the context is full]')
             [CompletionResult]::new('--max-tokens', '--max-tokens', [CompletionResultType]::ParameterName, 'Largest reply in tokens [default: until the model stops or the context is full]')
@@ -77,6 +80,8 @@ Register-ArgumentCompleter -Native -CommandName 'kvrun' -ScriptBlock {
             [CompletionResult]::new('--system', '--system', [CompletionResultType]::ParameterName, 'A system prompt (chat mode only)')
             [CompletionResult]::new('-n', '-n', [CompletionResultType]::ParameterName, 'Largest number of tokens to generate; 0 only prefills [default: 256]')
             [CompletionResult]::new('--max-tokens', '--max-tokens', [CompletionResultType]::ParameterName, 'Largest number of tokens to generate; 0 only prefills [default: 256]')
+            [CompletionResult]::new('--session', '--session', [CompletionResultType]::ParameterName, 'Resume or create a named session: restore its KV, append this turn, generate, save')
+            [CompletionResult]::new('--logprobs', '--logprobs', [CompletionResultType]::ParameterName, 'Add each generated token''s log-probability (with --json), and the N most likely alternatives')
             [CompletionResult]::new('-c', '-c', [CompletionResultType]::ParameterName, 'Context size in tokens [default: 8192, capped at the model''s training context]')
             [CompletionResult]::new('--ctx-size', '--ctx-size', [CompletionResultType]::ParameterName, 'Context size in tokens [default: 8192, capped at the model''s training context]')
             [CompletionResult]::new('-t', '-t', [CompletionResultType]::ParameterName, 'CPU threads [default: the number of cores]')
@@ -94,6 +99,7 @@ Register-ArgumentCompleter -Native -CommandName 'kvrun' -ScriptBlock {
             [CompletionResult]::new('--seed', '--seed', [CompletionResultType]::ParameterName, 'Random seed [default: a fresh one per run]')
             [CompletionResult]::new('--raw', '--raw', [CompletionResultType]::ParameterName, 'Feed the text as-is (plain completion, no chat template)')
             [CompletionResult]::new('--json', '--json', [CompletionResultType]::ParameterName, 'Print one JSON object (text, tokens and timings) instead of the text')
+            [CompletionResult]::new('--continue', '--continue', [CompletionResultType]::ParameterName, 'Add no input: generate on from where the session stands')
             [CompletionResult]::new('-v', '-v', [CompletionResultType]::ParameterName, 'Show more diagnostics on stderr (-v: info and llama.cpp''s log, -vv: debug). KVRUN_LOG takes a tracing filter instead (e.g. KVRUN_LOG=kvrun=debug)')
             [CompletionResult]::new('--verbose', '--verbose', [CompletionResultType]::ParameterName, 'Show more diagnostics on stderr (-v: info and llama.cpp''s log, -vv: debug). KVRUN_LOG takes a tracing filter instead (e.g. KVRUN_LOG=kvrun=debug)')
             [CompletionResult]::new('-q', '-q', [CompletionResultType]::ParameterName, 'Hide progress bars and notes; errors still print')
@@ -129,7 +135,213 @@ Register-ArgumentCompleter -Native -CommandName 'kvrun' -ScriptBlock {
             [CompletionResult]::new('--version', '--version', [CompletionResultType]::ParameterName, 'Print version')
             break
         }
+        'kvrun;session' {
+            [CompletionResult]::new('-v', '-v', [CompletionResultType]::ParameterName, 'Show more diagnostics on stderr (-v: info and llama.cpp''s log, -vv: debug). KVRUN_LOG takes a tracing filter instead (e.g. KVRUN_LOG=kvrun=debug)')
+            [CompletionResult]::new('--verbose', '--verbose', [CompletionResultType]::ParameterName, 'Show more diagnostics on stderr (-v: info and llama.cpp''s log, -vv: debug). KVRUN_LOG takes a tracing filter instead (e.g. KVRUN_LOG=kvrun=debug)')
+            [CompletionResult]::new('-q', '-q', [CompletionResultType]::ParameterName, 'Hide progress bars and notes; errors still print')
+            [CompletionResult]::new('--quiet', '--quiet', [CompletionResultType]::ParameterName, 'Hide progress bars and notes; errors still print')
+            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help')
+            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help')
+            [CompletionResult]::new('-V', '-V ', [CompletionResultType]::ParameterName, 'Print version')
+            [CompletionResult]::new('--version', '--version', [CompletionResultType]::ParameterName, 'Print version')
+            [CompletionResult]::new('save', 'save', [CompletionResultType]::ParameterValue, 'Prefill a document or transcript into a new or existing session and persist it')
+            [CompletionResult]::new('restore', 'restore', [CompletionResultType]::ParameterValue, 'Load a session into a context and check it (with --check), printing the timing')
+            [CompletionResult]::new('ls', 'ls', [CompletionResultType]::ParameterValue, 'List sessions')
+            [CompletionResult]::new('show', 'show', [CompletionResultType]::ParameterValue, 'Show one session: model, settings, tokens, pages and what they share')
+            [CompletionResult]::new('rm', 'rm', [CompletionResultType]::ParameterValue, 'Delete a session (pages shared with other sessions stay)')
+            [CompletionResult]::new('fork', 'fork', [CompletionResultType]::ParameterValue, 'Copy a session under a new name; instant, copies no page')
+            [CompletionResult]::new('export', 'export', [CompletionResultType]::ParameterValue, 'Write a session and its pages to one self-contained file')
+            [CompletionResult]::new('import', 'import', [CompletionResultType]::ParameterValue, 'Read a session from an exported file, validating everything first')
+            [CompletionResult]::new('help', 'help', [CompletionResultType]::ParameterValue, 'Print this message or the help of the given subcommand(s)')
+            break
+        }
+        'kvrun;session;save' {
+            [CompletionResult]::new('-f', '-f', [CompletionResultType]::ParameterName, 'The document to prefill; `-` reads stdin')
+            [CompletionResult]::new('--file', '--file', [CompletionResultType]::ParameterName, 'The document to prefill; `-` reads stdin')
+            [CompletionResult]::new('-c', '-c', [CompletionResultType]::ParameterName, 'Context size in tokens [default: 8192, capped at the model''s training context]')
+            [CompletionResult]::new('--ctx-size', '--ctx-size', [CompletionResultType]::ParameterName, 'Context size in tokens [default: 8192, capped at the model''s training context]')
+            [CompletionResult]::new('-t', '-t', [CompletionResultType]::ParameterName, 'CPU threads [default: the number of cores]')
+            [CompletionResult]::new('--threads', '--threads', [CompletionResultType]::ParameterName, 'CPU threads [default: the number of cores]')
+            [CompletionResult]::new('--gpu-layers', '--gpu-layers', [CompletionResultType]::ParameterName, 'Layers to offload to the GPU (needs a GPU build) [default: all when built with a GPU backend, else 0]')
+            [CompletionResult]::new('-b', '-b', [CompletionResultType]::ParameterName, 'Largest prompt batch in tokens; batches never cross a KV page boundary [default: 256]')
+            [CompletionResult]::new('--batch-size', '--batch-size', [CompletionResultType]::ParameterName, 'Largest prompt batch in tokens; batches never cross a KV page boundary [default: 256]')
+            [CompletionResult]::new('--kv-type', '--kv-type', [CompletionResultType]::ParameterName, 'KV cache element type [default: f16]')
+            [CompletionResult]::new('--flash-attn', '--flash-attn', [CompletionResultType]::ParameterName, 'Flash attention [default: auto]')
+            [CompletionResult]::new('--raw', '--raw', [CompletionResultType]::ParameterName, 'Feed the text as-is instead of as a user message in the chat template')
+            [CompletionResult]::new('--json', '--json', [CompletionResultType]::ParameterName, 'Print one JSON object with the counts and timings')
+            [CompletionResult]::new('-v', '-v', [CompletionResultType]::ParameterName, 'Show more diagnostics on stderr (-v: info and llama.cpp''s log, -vv: debug). KVRUN_LOG takes a tracing filter instead (e.g. KVRUN_LOG=kvrun=debug)')
+            [CompletionResult]::new('--verbose', '--verbose', [CompletionResultType]::ParameterName, 'Show more diagnostics on stderr (-v: info and llama.cpp''s log, -vv: debug). KVRUN_LOG takes a tracing filter instead (e.g. KVRUN_LOG=kvrun=debug)')
+            [CompletionResult]::new('-q', '-q', [CompletionResultType]::ParameterName, 'Hide progress bars and notes; errors still print')
+            [CompletionResult]::new('--quiet', '--quiet', [CompletionResultType]::ParameterName, 'Hide progress bars and notes; errors still print')
+            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help')
+            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help')
+            [CompletionResult]::new('-V', '-V ', [CompletionResultType]::ParameterName, 'Print version')
+            [CompletionResult]::new('--version', '--version', [CompletionResultType]::ParameterName, 'Print version')
+            break
+        }
+        'kvrun;session;restore' {
+            [CompletionResult]::new('-c', '-c', [CompletionResultType]::ParameterName, 'Context size in tokens [default: 8192, capped at the model''s training context]')
+            [CompletionResult]::new('--ctx-size', '--ctx-size', [CompletionResultType]::ParameterName, 'Context size in tokens [default: 8192, capped at the model''s training context]')
+            [CompletionResult]::new('-t', '-t', [CompletionResultType]::ParameterName, 'CPU threads [default: the number of cores]')
+            [CompletionResult]::new('--threads', '--threads', [CompletionResultType]::ParameterName, 'CPU threads [default: the number of cores]')
+            [CompletionResult]::new('--gpu-layers', '--gpu-layers', [CompletionResultType]::ParameterName, 'Layers to offload to the GPU (needs a GPU build) [default: all when built with a GPU backend, else 0]')
+            [CompletionResult]::new('-b', '-b', [CompletionResultType]::ParameterName, 'Largest prompt batch in tokens; batches never cross a KV page boundary [default: 256]')
+            [CompletionResult]::new('--batch-size', '--batch-size', [CompletionResultType]::ParameterName, 'Largest prompt batch in tokens; batches never cross a KV page boundary [default: 256]')
+            [CompletionResult]::new('--kv-type', '--kv-type', [CompletionResultType]::ParameterName, 'KV cache element type [default: f16]')
+            [CompletionResult]::new('--flash-attn', '--flash-attn', [CompletionResultType]::ParameterName, 'Flash attention [default: auto]')
+            [CompletionResult]::new('--temp', '--temp', [CompletionResultType]::ParameterName, 'Temperature; 0 is greedy [default: 0.8]')
+            [CompletionResult]::new('--top-k', '--top-k', [CompletionResultType]::ParameterName, 'Keep only the K most likely tokens; 0 disables [default: 40]')
+            [CompletionResult]::new('--top-p', '--top-p', [CompletionResultType]::ParameterName, 'Nucleus sampling threshold; 1.0 disables [default: 0.95]')
+            [CompletionResult]::new('--min-p', '--min-p', [CompletionResultType]::ParameterName, 'Minimum probability relative to the top token; 0 disables [default: 0.05]')
+            [CompletionResult]::new('--repeat-penalty', '--repeat-penalty', [CompletionResultType]::ParameterName, 'Penalty for repeating recent tokens; 1.0 disables [default: 1.0]')
+            [CompletionResult]::new('--seed', '--seed', [CompletionResultType]::ParameterName, 'Random seed [default: a fresh one per run]')
+            [CompletionResult]::new('--check', '--check', [CompletionResultType]::ParameterName, 'Load the session, verify it, print the timing and exit')
+            [CompletionResult]::new('--json', '--json', [CompletionResultType]::ParameterName, 'json')
+            [CompletionResult]::new('-v', '-v', [CompletionResultType]::ParameterName, 'Show more diagnostics on stderr (-v: info and llama.cpp''s log, -vv: debug). KVRUN_LOG takes a tracing filter instead (e.g. KVRUN_LOG=kvrun=debug)')
+            [CompletionResult]::new('--verbose', '--verbose', [CompletionResultType]::ParameterName, 'Show more diagnostics on stderr (-v: info and llama.cpp''s log, -vv: debug). KVRUN_LOG takes a tracing filter instead (e.g. KVRUN_LOG=kvrun=debug)')
+            [CompletionResult]::new('-q', '-q', [CompletionResultType]::ParameterName, 'Hide progress bars and notes; errors still print')
+            [CompletionResult]::new('--quiet', '--quiet', [CompletionResultType]::ParameterName, 'Hide progress bars and notes; errors still print')
+            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help')
+            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help')
+            [CompletionResult]::new('-V', '-V ', [CompletionResultType]::ParameterName, 'Print version')
+            [CompletionResult]::new('--version', '--version', [CompletionResultType]::ParameterName, 'Print version')
+            break
+        }
+        'kvrun;session;ls' {
+            [CompletionResult]::new('--json', '--json', [CompletionResultType]::ParameterName, 'Print JSON')
+            [CompletionResult]::new('-v', '-v', [CompletionResultType]::ParameterName, 'Show more diagnostics on stderr (-v: info and llama.cpp''s log, -vv: debug). KVRUN_LOG takes a tracing filter instead (e.g. KVRUN_LOG=kvrun=debug)')
+            [CompletionResult]::new('--verbose', '--verbose', [CompletionResultType]::ParameterName, 'Show more diagnostics on stderr (-v: info and llama.cpp''s log, -vv: debug). KVRUN_LOG takes a tracing filter instead (e.g. KVRUN_LOG=kvrun=debug)')
+            [CompletionResult]::new('-q', '-q', [CompletionResultType]::ParameterName, 'Hide progress bars and notes; errors still print')
+            [CompletionResult]::new('--quiet', '--quiet', [CompletionResultType]::ParameterName, 'Hide progress bars and notes; errors still print')
+            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help')
+            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help')
+            [CompletionResult]::new('-V', '-V ', [CompletionResultType]::ParameterName, 'Print version')
+            [CompletionResult]::new('--version', '--version', [CompletionResultType]::ParameterName, 'Print version')
+            break
+        }
+        'kvrun;session;show' {
+            [CompletionResult]::new('--json', '--json', [CompletionResultType]::ParameterName, 'Print JSON')
+            [CompletionResult]::new('-v', '-v', [CompletionResultType]::ParameterName, 'Show more diagnostics on stderr (-v: info and llama.cpp''s log, -vv: debug). KVRUN_LOG takes a tracing filter instead (e.g. KVRUN_LOG=kvrun=debug)')
+            [CompletionResult]::new('--verbose', '--verbose', [CompletionResultType]::ParameterName, 'Show more diagnostics on stderr (-v: info and llama.cpp''s log, -vv: debug). KVRUN_LOG takes a tracing filter instead (e.g. KVRUN_LOG=kvrun=debug)')
+            [CompletionResult]::new('-q', '-q', [CompletionResultType]::ParameterName, 'Hide progress bars and notes; errors still print')
+            [CompletionResult]::new('--quiet', '--quiet', [CompletionResultType]::ParameterName, 'Hide progress bars and notes; errors still print')
+            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help')
+            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help')
+            [CompletionResult]::new('-V', '-V ', [CompletionResultType]::ParameterName, 'Print version')
+            [CompletionResult]::new('--version', '--version', [CompletionResultType]::ParameterName, 'Print version')
+            break
+        }
+        'kvrun;session;rm' {
+            [CompletionResult]::new('-v', '-v', [CompletionResultType]::ParameterName, 'Show more diagnostics on stderr (-v: info and llama.cpp''s log, -vv: debug). KVRUN_LOG takes a tracing filter instead (e.g. KVRUN_LOG=kvrun=debug)')
+            [CompletionResult]::new('--verbose', '--verbose', [CompletionResultType]::ParameterName, 'Show more diagnostics on stderr (-v: info and llama.cpp''s log, -vv: debug). KVRUN_LOG takes a tracing filter instead (e.g. KVRUN_LOG=kvrun=debug)')
+            [CompletionResult]::new('-q', '-q', [CompletionResultType]::ParameterName, 'Hide progress bars and notes; errors still print')
+            [CompletionResult]::new('--quiet', '--quiet', [CompletionResultType]::ParameterName, 'Hide progress bars and notes; errors still print')
+            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help')
+            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help')
+            [CompletionResult]::new('-V', '-V ', [CompletionResultType]::ParameterName, 'Print version')
+            [CompletionResult]::new('--version', '--version', [CompletionResultType]::ParameterName, 'Print version')
+            break
+        }
+        'kvrun;session;fork' {
+            [CompletionResult]::new('-v', '-v', [CompletionResultType]::ParameterName, 'Show more diagnostics on stderr (-v: info and llama.cpp''s log, -vv: debug). KVRUN_LOG takes a tracing filter instead (e.g. KVRUN_LOG=kvrun=debug)')
+            [CompletionResult]::new('--verbose', '--verbose', [CompletionResultType]::ParameterName, 'Show more diagnostics on stderr (-v: info and llama.cpp''s log, -vv: debug). KVRUN_LOG takes a tracing filter instead (e.g. KVRUN_LOG=kvrun=debug)')
+            [CompletionResult]::new('-q', '-q', [CompletionResultType]::ParameterName, 'Hide progress bars and notes; errors still print')
+            [CompletionResult]::new('--quiet', '--quiet', [CompletionResultType]::ParameterName, 'Hide progress bars and notes; errors still print')
+            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help')
+            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help')
+            [CompletionResult]::new('-V', '-V ', [CompletionResultType]::ParameterName, 'Print version')
+            [CompletionResult]::new('--version', '--version', [CompletionResultType]::ParameterName, 'Print version')
+            break
+        }
+        'kvrun;session;export' {
+            [CompletionResult]::new('-v', '-v', [CompletionResultType]::ParameterName, 'Show more diagnostics on stderr (-v: info and llama.cpp''s log, -vv: debug). KVRUN_LOG takes a tracing filter instead (e.g. KVRUN_LOG=kvrun=debug)')
+            [CompletionResult]::new('--verbose', '--verbose', [CompletionResultType]::ParameterName, 'Show more diagnostics on stderr (-v: info and llama.cpp''s log, -vv: debug). KVRUN_LOG takes a tracing filter instead (e.g. KVRUN_LOG=kvrun=debug)')
+            [CompletionResult]::new('-q', '-q', [CompletionResultType]::ParameterName, 'Hide progress bars and notes; errors still print')
+            [CompletionResult]::new('--quiet', '--quiet', [CompletionResultType]::ParameterName, 'Hide progress bars and notes; errors still print')
+            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help')
+            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help')
+            [CompletionResult]::new('-V', '-V ', [CompletionResultType]::ParameterName, 'Print version')
+            [CompletionResult]::new('--version', '--version', [CompletionResultType]::ParameterName, 'Print version')
+            break
+        }
+        'kvrun;session;import' {
+            [CompletionResult]::new('--name', '--name', [CompletionResultType]::ParameterName, 'Import under this name instead of the exported one')
+            [CompletionResult]::new('-v', '-v', [CompletionResultType]::ParameterName, 'Show more diagnostics on stderr (-v: info and llama.cpp''s log, -vv: debug). KVRUN_LOG takes a tracing filter instead (e.g. KVRUN_LOG=kvrun=debug)')
+            [CompletionResult]::new('--verbose', '--verbose', [CompletionResultType]::ParameterName, 'Show more diagnostics on stderr (-v: info and llama.cpp''s log, -vv: debug). KVRUN_LOG takes a tracing filter instead (e.g. KVRUN_LOG=kvrun=debug)')
+            [CompletionResult]::new('-q', '-q', [CompletionResultType]::ParameterName, 'Hide progress bars and notes; errors still print')
+            [CompletionResult]::new('--quiet', '--quiet', [CompletionResultType]::ParameterName, 'Hide progress bars and notes; errors still print')
+            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help')
+            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help')
+            [CompletionResult]::new('-V', '-V ', [CompletionResultType]::ParameterName, 'Print version')
+            [CompletionResult]::new('--version', '--version', [CompletionResultType]::ParameterName, 'Print version')
+            break
+        }
+        'kvrun;session;help' {
+            [CompletionResult]::new('save', 'save', [CompletionResultType]::ParameterValue, 'Prefill a document or transcript into a new or existing session and persist it')
+            [CompletionResult]::new('restore', 'restore', [CompletionResultType]::ParameterValue, 'Load a session into a context and check it (with --check), printing the timing')
+            [CompletionResult]::new('ls', 'ls', [CompletionResultType]::ParameterValue, 'List sessions')
+            [CompletionResult]::new('show', 'show', [CompletionResultType]::ParameterValue, 'Show one session: model, settings, tokens, pages and what they share')
+            [CompletionResult]::new('rm', 'rm', [CompletionResultType]::ParameterValue, 'Delete a session (pages shared with other sessions stay)')
+            [CompletionResult]::new('fork', 'fork', [CompletionResultType]::ParameterValue, 'Copy a session under a new name; instant, copies no page')
+            [CompletionResult]::new('export', 'export', [CompletionResultType]::ParameterValue, 'Write a session and its pages to one self-contained file')
+            [CompletionResult]::new('import', 'import', [CompletionResultType]::ParameterValue, 'Read a session from an exported file, validating everything first')
+            [CompletionResult]::new('help', 'help', [CompletionResultType]::ParameterValue, 'Print this message or the help of the given subcommand(s)')
+            break
+        }
+        'kvrun;session;help;save' {
+            break
+        }
+        'kvrun;session;help;restore' {
+            break
+        }
+        'kvrun;session;help;ls' {
+            break
+        }
+        'kvrun;session;help;show' {
+            break
+        }
+        'kvrun;session;help;rm' {
+            break
+        }
+        'kvrun;session;help;fork' {
+            break
+        }
+        'kvrun;session;help;export' {
+            break
+        }
+        'kvrun;session;help;import' {
+            break
+        }
+        'kvrun;session;help;help' {
+            break
+        }
+        'kvrun;gc' {
+            [CompletionResult]::new('--json', '--json', [CompletionResultType]::ParameterName, 'Print JSON')
+            [CompletionResult]::new('-v', '-v', [CompletionResultType]::ParameterName, 'Show more diagnostics on stderr (-v: info and llama.cpp''s log, -vv: debug). KVRUN_LOG takes a tracing filter instead (e.g. KVRUN_LOG=kvrun=debug)')
+            [CompletionResult]::new('--verbose', '--verbose', [CompletionResultType]::ParameterName, 'Show more diagnostics on stderr (-v: info and llama.cpp''s log, -vv: debug). KVRUN_LOG takes a tracing filter instead (e.g. KVRUN_LOG=kvrun=debug)')
+            [CompletionResult]::new('-q', '-q', [CompletionResultType]::ParameterName, 'Hide progress bars and notes; errors still print')
+            [CompletionResult]::new('--quiet', '--quiet', [CompletionResultType]::ParameterName, 'Hide progress bars and notes; errors still print')
+            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help')
+            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help')
+            [CompletionResult]::new('-V', '-V ', [CompletionResultType]::ParameterName, 'Print version')
+            [CompletionResult]::new('--version', '--version', [CompletionResultType]::ParameterName, 'Print version')
+            break
+        }
         'kvrun;bench' {
+            [CompletionResult]::new('-v', '-v', [CompletionResultType]::ParameterName, 'Show more diagnostics on stderr (-v: info and llama.cpp''s log, -vv: debug). KVRUN_LOG takes a tracing filter instead (e.g. KVRUN_LOG=kvrun=debug)')
+            [CompletionResult]::new('--verbose', '--verbose', [CompletionResultType]::ParameterName, 'Show more diagnostics on stderr (-v: info and llama.cpp''s log, -vv: debug). KVRUN_LOG takes a tracing filter instead (e.g. KVRUN_LOG=kvrun=debug)')
+            [CompletionResult]::new('-q', '-q', [CompletionResultType]::ParameterName, 'Hide progress bars and notes; errors still print')
+            [CompletionResult]::new('--quiet', '--quiet', [CompletionResultType]::ParameterName, 'Hide progress bars and notes; errors still print')
+            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help')
+            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help')
+            [CompletionResult]::new('-V', '-V ', [CompletionResultType]::ParameterName, 'Print version')
+            [CompletionResult]::new('--version', '--version', [CompletionResultType]::ParameterName, 'Print version')
+            [CompletionResult]::new('speed', 'speed', [CompletionResultType]::ParameterValue, 'Prefill and decode tokens per second, kvrun''s schedule next to llama.cpp''s')
+            [CompletionResult]::new('restore', 'restore', [CompletionResultType]::ParameterValue, 'Session restore against cold prefill and llama.cpp''s own state files')
+            [CompletionResult]::new('help', 'help', [CompletionResultType]::ParameterValue, 'Print this message or the help of the given subcommand(s)')
+            break
+        }
+        'kvrun;bench;speed' {
             [CompletionResult]::new('--prompt-tokens', '--prompt-tokens', [CompletionResultType]::ParameterName, 'Prompt lengths to measure, in tokens')
             [CompletionResult]::new('--decode-tokens', '--decode-tokens', [CompletionResultType]::ParameterName, 'Tokens to generate for the decode figure')
             [CompletionResult]::new('--repeat', '--repeat', [CompletionResultType]::ParameterName, 'Repetitions per row; the table shows the median')
@@ -150,6 +362,44 @@ Register-ArgumentCompleter -Native -CommandName 'kvrun' -ScriptBlock {
             [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help')
             [CompletionResult]::new('-V', '-V ', [CompletionResultType]::ParameterName, 'Print version')
             [CompletionResult]::new('--version', '--version', [CompletionResultType]::ParameterName, 'Print version')
+            break
+        }
+        'kvrun;bench;restore' {
+            [CompletionResult]::new('--tokens', '--tokens', [CompletionResultType]::ParameterName, 'Session lengths to measure, in tokens')
+            [CompletionResult]::new('--share-sessions', '--share-sessions', [CompletionResultType]::ParameterName, 'Sessions in the prefix-sharing row (they share a --share-prefix-token prefix)')
+            [CompletionResult]::new('--share-prefix', '--share-prefix', [CompletionResultType]::ParameterName, 'share-prefix')
+            [CompletionResult]::new('-c', '-c', [CompletionResultType]::ParameterName, 'Context size in tokens [default: 8192, capped at the model''s training context]')
+            [CompletionResult]::new('--ctx-size', '--ctx-size', [CompletionResultType]::ParameterName, 'Context size in tokens [default: 8192, capped at the model''s training context]')
+            [CompletionResult]::new('-t', '-t', [CompletionResultType]::ParameterName, 'CPU threads [default: the number of cores]')
+            [CompletionResult]::new('--threads', '--threads', [CompletionResultType]::ParameterName, 'CPU threads [default: the number of cores]')
+            [CompletionResult]::new('--gpu-layers', '--gpu-layers', [CompletionResultType]::ParameterName, 'Layers to offload to the GPU (needs a GPU build) [default: all when built with a GPU backend, else 0]')
+            [CompletionResult]::new('-b', '-b', [CompletionResultType]::ParameterName, 'Largest prompt batch in tokens; batches never cross a KV page boundary [default: 256]')
+            [CompletionResult]::new('--batch-size', '--batch-size', [CompletionResultType]::ParameterName, 'Largest prompt batch in tokens; batches never cross a KV page boundary [default: 256]')
+            [CompletionResult]::new('--kv-type', '--kv-type', [CompletionResultType]::ParameterName, 'KV cache element type [default: f16]')
+            [CompletionResult]::new('--flash-attn', '--flash-attn', [CompletionResultType]::ParameterName, 'Flash attention [default: auto]')
+            [CompletionResult]::new('-v', '-v', [CompletionResultType]::ParameterName, 'Show more diagnostics on stderr (-v: info and llama.cpp''s log, -vv: debug). KVRUN_LOG takes a tracing filter instead (e.g. KVRUN_LOG=kvrun=debug)')
+            [CompletionResult]::new('--verbose', '--verbose', [CompletionResultType]::ParameterName, 'Show more diagnostics on stderr (-v: info and llama.cpp''s log, -vv: debug). KVRUN_LOG takes a tracing filter instead (e.g. KVRUN_LOG=kvrun=debug)')
+            [CompletionResult]::new('-q', '-q', [CompletionResultType]::ParameterName, 'Hide progress bars and notes; errors still print')
+            [CompletionResult]::new('--quiet', '--quiet', [CompletionResultType]::ParameterName, 'Hide progress bars and notes; errors still print')
+            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help')
+            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help')
+            [CompletionResult]::new('-V', '-V ', [CompletionResultType]::ParameterName, 'Print version')
+            [CompletionResult]::new('--version', '--version', [CompletionResultType]::ParameterName, 'Print version')
+            break
+        }
+        'kvrun;bench;help' {
+            [CompletionResult]::new('speed', 'speed', [CompletionResultType]::ParameterValue, 'Prefill and decode tokens per second, kvrun''s schedule next to llama.cpp''s')
+            [CompletionResult]::new('restore', 'restore', [CompletionResultType]::ParameterValue, 'Session restore against cold prefill and llama.cpp''s own state files')
+            [CompletionResult]::new('help', 'help', [CompletionResultType]::ParameterValue, 'Print this message or the help of the given subcommand(s)')
+            break
+        }
+        'kvrun;bench;help;speed' {
+            break
+        }
+        'kvrun;bench;help;restore' {
+            break
+        }
+        'kvrun;bench;help;help' {
             break
         }
         'kvrun;completions' {
@@ -180,7 +430,9 @@ Register-ArgumentCompleter -Native -CommandName 'kvrun' -ScriptBlock {
             [CompletionResult]::new('run', 'run', [CompletionResultType]::ParameterValue, 'Run one prompt and print only the generated text (for scripts and agents)')
             [CompletionResult]::new('pull', 'pull', [CompletionResultType]::ParameterValue, 'Download a model: the default model, a URL, or hf:OWNER/REPO/FILE.gguf')
             [CompletionResult]::new('models', 'models', [CompletionResultType]::ParameterValue, 'List the models in kvrun''s models folder')
-            [CompletionResult]::new('bench', 'bench', [CompletionResultType]::ParameterValue, 'Measure prefill and decode speed on a model (prints a table)')
+            [CompletionResult]::new('session', 'session', [CompletionResultType]::ParameterValue, 'Save, restore, list, fork, export and import persistent sessions')
+            [CompletionResult]::new('gc', 'gc', [CompletionResultType]::ParameterValue, 'Delete KV pages that no session references any more')
+            [CompletionResult]::new('bench', 'bench', [CompletionResultType]::ParameterValue, 'Benchmarks that print tables: prefill/decode speed, session restore')
             [CompletionResult]::new('completions', 'completions', [CompletionResultType]::ParameterValue, 'Print a shell completion script')
             [CompletionResult]::new('man', 'man', [CompletionResultType]::ParameterValue, 'Print the man page (or write one page per subcommand with --dir)')
             [CompletionResult]::new('help', 'help', [CompletionResultType]::ParameterValue, 'Print this message or the help of the given subcommand(s)')
@@ -198,7 +450,53 @@ Register-ArgumentCompleter -Native -CommandName 'kvrun' -ScriptBlock {
         'kvrun;help;models' {
             break
         }
+        'kvrun;help;session' {
+            [CompletionResult]::new('save', 'save', [CompletionResultType]::ParameterValue, 'Prefill a document or transcript into a new or existing session and persist it')
+            [CompletionResult]::new('restore', 'restore', [CompletionResultType]::ParameterValue, 'Load a session into a context and check it (with --check), printing the timing')
+            [CompletionResult]::new('ls', 'ls', [CompletionResultType]::ParameterValue, 'List sessions')
+            [CompletionResult]::new('show', 'show', [CompletionResultType]::ParameterValue, 'Show one session: model, settings, tokens, pages and what they share')
+            [CompletionResult]::new('rm', 'rm', [CompletionResultType]::ParameterValue, 'Delete a session (pages shared with other sessions stay)')
+            [CompletionResult]::new('fork', 'fork', [CompletionResultType]::ParameterValue, 'Copy a session under a new name; instant, copies no page')
+            [CompletionResult]::new('export', 'export', [CompletionResultType]::ParameterValue, 'Write a session and its pages to one self-contained file')
+            [CompletionResult]::new('import', 'import', [CompletionResultType]::ParameterValue, 'Read a session from an exported file, validating everything first')
+            break
+        }
+        'kvrun;help;session;save' {
+            break
+        }
+        'kvrun;help;session;restore' {
+            break
+        }
+        'kvrun;help;session;ls' {
+            break
+        }
+        'kvrun;help;session;show' {
+            break
+        }
+        'kvrun;help;session;rm' {
+            break
+        }
+        'kvrun;help;session;fork' {
+            break
+        }
+        'kvrun;help;session;export' {
+            break
+        }
+        'kvrun;help;session;import' {
+            break
+        }
+        'kvrun;help;gc' {
+            break
+        }
         'kvrun;help;bench' {
+            [CompletionResult]::new('speed', 'speed', [CompletionResultType]::ParameterValue, 'Prefill and decode tokens per second, kvrun''s schedule next to llama.cpp''s')
+            [CompletionResult]::new('restore', 'restore', [CompletionResultType]::ParameterValue, 'Session restore against cold prefill and llama.cpp''s own state files')
+            break
+        }
+        'kvrun;help;bench;speed' {
+            break
+        }
+        'kvrun;help;bench;restore' {
             break
         }
         'kvrun;help;completions' {

@@ -30,12 +30,15 @@ set edit:completion:arg-completer[kvrun] = {|@words|
             cand run 'Run one prompt and print only the generated text (for scripts and agents)'
             cand pull 'Download a model: the default model, a URL, or hf:OWNER/REPO/FILE.gguf'
             cand models 'List the models in kvrun''s models folder'
-            cand bench 'Measure prefill and decode speed on a model (prints a table)'
+            cand session 'Save, restore, list, fork, export and import persistent sessions'
+            cand gc 'Delete KV pages that no session references any more'
+            cand bench 'Benchmarks that print tables: prefill/decode speed, session restore'
             cand completions 'Print a shell completion script'
             cand man 'Print the man page (or write one page per subcommand with --dir)'
             cand help 'Print this message or the help of the given subcommand(s)'
         }
         &'kvrun;chat'= {
+            cand --session 'Resume or create a named session; its KV cache is saved after every turn'
             cand --system 'A system prompt for the conversation'
             cand -n 'Largest reply in tokens [default: until the model stops or the context is full]'
             cand --max-tokens 'Largest reply in tokens [default: until the model stops or the context is full]'
@@ -72,6 +75,8 @@ set edit:completion:arg-completer[kvrun] = {|@words|
             cand --system 'A system prompt (chat mode only)'
             cand -n 'Largest number of tokens to generate; 0 only prefills [default: 256]'
             cand --max-tokens 'Largest number of tokens to generate; 0 only prefills [default: 256]'
+            cand --session 'Resume or create a named session: restore its KV, append this turn, generate, save'
+            cand --logprobs 'Add each generated token''s log-probability (with --json), and the N most likely alternatives'
             cand -c 'Context size in tokens [default: 8192, capped at the model''s training context]'
             cand --ctx-size 'Context size in tokens [default: 8192, capped at the model''s training context]'
             cand -t 'CPU threads [default: the number of cores]'
@@ -89,6 +94,7 @@ set edit:completion:arg-completer[kvrun] = {|@words|
             cand --seed 'Random seed [default: a fresh one per run]'
             cand --raw 'Feed the text as-is (plain completion, no chat template)'
             cand --json 'Print one JSON object (text, tokens and timings) instead of the text'
+            cand --continue 'Add no input: generate on from where the session stands'
             cand -v 'Show more diagnostics on stderr (-v: info and llama.cpp''s log, -vv: debug). KVRUN_LOG takes a tracing filter instead (e.g. KVRUN_LOG=kvrun=debug)'
             cand --verbose 'Show more diagnostics on stderr (-v: info and llama.cpp''s log, -vv: debug). KVRUN_LOG takes a tracing filter instead (e.g. KVRUN_LOG=kvrun=debug)'
             cand -q 'Hide progress bars and notes; errors still print'
@@ -121,7 +127,192 @@ set edit:completion:arg-completer[kvrun] = {|@words|
             cand -V 'Print version'
             cand --version 'Print version'
         }
+        &'kvrun;session'= {
+            cand -v 'Show more diagnostics on stderr (-v: info and llama.cpp''s log, -vv: debug). KVRUN_LOG takes a tracing filter instead (e.g. KVRUN_LOG=kvrun=debug)'
+            cand --verbose 'Show more diagnostics on stderr (-v: info and llama.cpp''s log, -vv: debug). KVRUN_LOG takes a tracing filter instead (e.g. KVRUN_LOG=kvrun=debug)'
+            cand -q 'Hide progress bars and notes; errors still print'
+            cand --quiet 'Hide progress bars and notes; errors still print'
+            cand -h 'Print help'
+            cand --help 'Print help'
+            cand -V 'Print version'
+            cand --version 'Print version'
+            cand save 'Prefill a document or transcript into a new or existing session and persist it'
+            cand restore 'Load a session into a context and check it (with --check), printing the timing'
+            cand ls 'List sessions'
+            cand show 'Show one session: model, settings, tokens, pages and what they share'
+            cand rm 'Delete a session (pages shared with other sessions stay)'
+            cand fork 'Copy a session under a new name; instant, copies no page'
+            cand export 'Write a session and its pages to one self-contained file'
+            cand import 'Read a session from an exported file, validating everything first'
+            cand help 'Print this message or the help of the given subcommand(s)'
+        }
+        &'kvrun;session;save'= {
+            cand -f 'The document to prefill; `-` reads stdin'
+            cand --file 'The document to prefill; `-` reads stdin'
+            cand -c 'Context size in tokens [default: 8192, capped at the model''s training context]'
+            cand --ctx-size 'Context size in tokens [default: 8192, capped at the model''s training context]'
+            cand -t 'CPU threads [default: the number of cores]'
+            cand --threads 'CPU threads [default: the number of cores]'
+            cand --gpu-layers 'Layers to offload to the GPU (needs a GPU build) [default: all when built with a GPU backend, else 0]'
+            cand -b 'Largest prompt batch in tokens; batches never cross a KV page boundary [default: 256]'
+            cand --batch-size 'Largest prompt batch in tokens; batches never cross a KV page boundary [default: 256]'
+            cand --kv-type 'KV cache element type [default: f16]'
+            cand --flash-attn 'Flash attention [default: auto]'
+            cand --raw 'Feed the text as-is instead of as a user message in the chat template'
+            cand --json 'Print one JSON object with the counts and timings'
+            cand -v 'Show more diagnostics on stderr (-v: info and llama.cpp''s log, -vv: debug). KVRUN_LOG takes a tracing filter instead (e.g. KVRUN_LOG=kvrun=debug)'
+            cand --verbose 'Show more diagnostics on stderr (-v: info and llama.cpp''s log, -vv: debug). KVRUN_LOG takes a tracing filter instead (e.g. KVRUN_LOG=kvrun=debug)'
+            cand -q 'Hide progress bars and notes; errors still print'
+            cand --quiet 'Hide progress bars and notes; errors still print'
+            cand -h 'Print help'
+            cand --help 'Print help'
+            cand -V 'Print version'
+            cand --version 'Print version'
+        }
+        &'kvrun;session;restore'= {
+            cand -c 'Context size in tokens [default: 8192, capped at the model''s training context]'
+            cand --ctx-size 'Context size in tokens [default: 8192, capped at the model''s training context]'
+            cand -t 'CPU threads [default: the number of cores]'
+            cand --threads 'CPU threads [default: the number of cores]'
+            cand --gpu-layers 'Layers to offload to the GPU (needs a GPU build) [default: all when built with a GPU backend, else 0]'
+            cand -b 'Largest prompt batch in tokens; batches never cross a KV page boundary [default: 256]'
+            cand --batch-size 'Largest prompt batch in tokens; batches never cross a KV page boundary [default: 256]'
+            cand --kv-type 'KV cache element type [default: f16]'
+            cand --flash-attn 'Flash attention [default: auto]'
+            cand --temp 'Temperature; 0 is greedy [default: 0.8]'
+            cand --top-k 'Keep only the K most likely tokens; 0 disables [default: 40]'
+            cand --top-p 'Nucleus sampling threshold; 1.0 disables [default: 0.95]'
+            cand --min-p 'Minimum probability relative to the top token; 0 disables [default: 0.05]'
+            cand --repeat-penalty 'Penalty for repeating recent tokens; 1.0 disables [default: 1.0]'
+            cand --seed 'Random seed [default: a fresh one per run]'
+            cand --check 'Load the session, verify it, print the timing and exit'
+            cand --json 'json'
+            cand -v 'Show more diagnostics on stderr (-v: info and llama.cpp''s log, -vv: debug). KVRUN_LOG takes a tracing filter instead (e.g. KVRUN_LOG=kvrun=debug)'
+            cand --verbose 'Show more diagnostics on stderr (-v: info and llama.cpp''s log, -vv: debug). KVRUN_LOG takes a tracing filter instead (e.g. KVRUN_LOG=kvrun=debug)'
+            cand -q 'Hide progress bars and notes; errors still print'
+            cand --quiet 'Hide progress bars and notes; errors still print'
+            cand -h 'Print help'
+            cand --help 'Print help'
+            cand -V 'Print version'
+            cand --version 'Print version'
+        }
+        &'kvrun;session;ls'= {
+            cand --json 'Print JSON'
+            cand -v 'Show more diagnostics on stderr (-v: info and llama.cpp''s log, -vv: debug). KVRUN_LOG takes a tracing filter instead (e.g. KVRUN_LOG=kvrun=debug)'
+            cand --verbose 'Show more diagnostics on stderr (-v: info and llama.cpp''s log, -vv: debug). KVRUN_LOG takes a tracing filter instead (e.g. KVRUN_LOG=kvrun=debug)'
+            cand -q 'Hide progress bars and notes; errors still print'
+            cand --quiet 'Hide progress bars and notes; errors still print'
+            cand -h 'Print help'
+            cand --help 'Print help'
+            cand -V 'Print version'
+            cand --version 'Print version'
+        }
+        &'kvrun;session;show'= {
+            cand --json 'Print JSON'
+            cand -v 'Show more diagnostics on stderr (-v: info and llama.cpp''s log, -vv: debug). KVRUN_LOG takes a tracing filter instead (e.g. KVRUN_LOG=kvrun=debug)'
+            cand --verbose 'Show more diagnostics on stderr (-v: info and llama.cpp''s log, -vv: debug). KVRUN_LOG takes a tracing filter instead (e.g. KVRUN_LOG=kvrun=debug)'
+            cand -q 'Hide progress bars and notes; errors still print'
+            cand --quiet 'Hide progress bars and notes; errors still print'
+            cand -h 'Print help'
+            cand --help 'Print help'
+            cand -V 'Print version'
+            cand --version 'Print version'
+        }
+        &'kvrun;session;rm'= {
+            cand -v 'Show more diagnostics on stderr (-v: info and llama.cpp''s log, -vv: debug). KVRUN_LOG takes a tracing filter instead (e.g. KVRUN_LOG=kvrun=debug)'
+            cand --verbose 'Show more diagnostics on stderr (-v: info and llama.cpp''s log, -vv: debug). KVRUN_LOG takes a tracing filter instead (e.g. KVRUN_LOG=kvrun=debug)'
+            cand -q 'Hide progress bars and notes; errors still print'
+            cand --quiet 'Hide progress bars and notes; errors still print'
+            cand -h 'Print help'
+            cand --help 'Print help'
+            cand -V 'Print version'
+            cand --version 'Print version'
+        }
+        &'kvrun;session;fork'= {
+            cand -v 'Show more diagnostics on stderr (-v: info and llama.cpp''s log, -vv: debug). KVRUN_LOG takes a tracing filter instead (e.g. KVRUN_LOG=kvrun=debug)'
+            cand --verbose 'Show more diagnostics on stderr (-v: info and llama.cpp''s log, -vv: debug). KVRUN_LOG takes a tracing filter instead (e.g. KVRUN_LOG=kvrun=debug)'
+            cand -q 'Hide progress bars and notes; errors still print'
+            cand --quiet 'Hide progress bars and notes; errors still print'
+            cand -h 'Print help'
+            cand --help 'Print help'
+            cand -V 'Print version'
+            cand --version 'Print version'
+        }
+        &'kvrun;session;export'= {
+            cand -v 'Show more diagnostics on stderr (-v: info and llama.cpp''s log, -vv: debug). KVRUN_LOG takes a tracing filter instead (e.g. KVRUN_LOG=kvrun=debug)'
+            cand --verbose 'Show more diagnostics on stderr (-v: info and llama.cpp''s log, -vv: debug). KVRUN_LOG takes a tracing filter instead (e.g. KVRUN_LOG=kvrun=debug)'
+            cand -q 'Hide progress bars and notes; errors still print'
+            cand --quiet 'Hide progress bars and notes; errors still print'
+            cand -h 'Print help'
+            cand --help 'Print help'
+            cand -V 'Print version'
+            cand --version 'Print version'
+        }
+        &'kvrun;session;import'= {
+            cand --name 'Import under this name instead of the exported one'
+            cand -v 'Show more diagnostics on stderr (-v: info and llama.cpp''s log, -vv: debug). KVRUN_LOG takes a tracing filter instead (e.g. KVRUN_LOG=kvrun=debug)'
+            cand --verbose 'Show more diagnostics on stderr (-v: info and llama.cpp''s log, -vv: debug). KVRUN_LOG takes a tracing filter instead (e.g. KVRUN_LOG=kvrun=debug)'
+            cand -q 'Hide progress bars and notes; errors still print'
+            cand --quiet 'Hide progress bars and notes; errors still print'
+            cand -h 'Print help'
+            cand --help 'Print help'
+            cand -V 'Print version'
+            cand --version 'Print version'
+        }
+        &'kvrun;session;help'= {
+            cand save 'Prefill a document or transcript into a new or existing session and persist it'
+            cand restore 'Load a session into a context and check it (with --check), printing the timing'
+            cand ls 'List sessions'
+            cand show 'Show one session: model, settings, tokens, pages and what they share'
+            cand rm 'Delete a session (pages shared with other sessions stay)'
+            cand fork 'Copy a session under a new name; instant, copies no page'
+            cand export 'Write a session and its pages to one self-contained file'
+            cand import 'Read a session from an exported file, validating everything first'
+            cand help 'Print this message or the help of the given subcommand(s)'
+        }
+        &'kvrun;session;help;save'= {
+        }
+        &'kvrun;session;help;restore'= {
+        }
+        &'kvrun;session;help;ls'= {
+        }
+        &'kvrun;session;help;show'= {
+        }
+        &'kvrun;session;help;rm'= {
+        }
+        &'kvrun;session;help;fork'= {
+        }
+        &'kvrun;session;help;export'= {
+        }
+        &'kvrun;session;help;import'= {
+        }
+        &'kvrun;session;help;help'= {
+        }
+        &'kvrun;gc'= {
+            cand --json 'Print JSON'
+            cand -v 'Show more diagnostics on stderr (-v: info and llama.cpp''s log, -vv: debug). KVRUN_LOG takes a tracing filter instead (e.g. KVRUN_LOG=kvrun=debug)'
+            cand --verbose 'Show more diagnostics on stderr (-v: info and llama.cpp''s log, -vv: debug). KVRUN_LOG takes a tracing filter instead (e.g. KVRUN_LOG=kvrun=debug)'
+            cand -q 'Hide progress bars and notes; errors still print'
+            cand --quiet 'Hide progress bars and notes; errors still print'
+            cand -h 'Print help'
+            cand --help 'Print help'
+            cand -V 'Print version'
+            cand --version 'Print version'
+        }
         &'kvrun;bench'= {
+            cand -v 'Show more diagnostics on stderr (-v: info and llama.cpp''s log, -vv: debug). KVRUN_LOG takes a tracing filter instead (e.g. KVRUN_LOG=kvrun=debug)'
+            cand --verbose 'Show more diagnostics on stderr (-v: info and llama.cpp''s log, -vv: debug). KVRUN_LOG takes a tracing filter instead (e.g. KVRUN_LOG=kvrun=debug)'
+            cand -q 'Hide progress bars and notes; errors still print'
+            cand --quiet 'Hide progress bars and notes; errors still print'
+            cand -h 'Print help'
+            cand --help 'Print help'
+            cand -V 'Print version'
+            cand --version 'Print version'
+            cand speed 'Prefill and decode tokens per second, kvrun''s schedule next to llama.cpp''s'
+            cand restore 'Session restore against cold prefill and llama.cpp''s own state files'
+            cand help 'Print this message or the help of the given subcommand(s)'
+        }
+        &'kvrun;bench;speed'= {
             cand --prompt-tokens 'Prompt lengths to measure, in tokens'
             cand --decode-tokens 'Tokens to generate for the decode figure'
             cand --repeat 'Repetitions per row; the table shows the median'
@@ -142,6 +333,39 @@ set edit:completion:arg-completer[kvrun] = {|@words|
             cand --help 'Print help'
             cand -V 'Print version'
             cand --version 'Print version'
+        }
+        &'kvrun;bench;restore'= {
+            cand --tokens 'Session lengths to measure, in tokens'
+            cand --share-sessions 'Sessions in the prefix-sharing row (they share a --share-prefix-token prefix)'
+            cand --share-prefix 'share-prefix'
+            cand -c 'Context size in tokens [default: 8192, capped at the model''s training context]'
+            cand --ctx-size 'Context size in tokens [default: 8192, capped at the model''s training context]'
+            cand -t 'CPU threads [default: the number of cores]'
+            cand --threads 'CPU threads [default: the number of cores]'
+            cand --gpu-layers 'Layers to offload to the GPU (needs a GPU build) [default: all when built with a GPU backend, else 0]'
+            cand -b 'Largest prompt batch in tokens; batches never cross a KV page boundary [default: 256]'
+            cand --batch-size 'Largest prompt batch in tokens; batches never cross a KV page boundary [default: 256]'
+            cand --kv-type 'KV cache element type [default: f16]'
+            cand --flash-attn 'Flash attention [default: auto]'
+            cand -v 'Show more diagnostics on stderr (-v: info and llama.cpp''s log, -vv: debug). KVRUN_LOG takes a tracing filter instead (e.g. KVRUN_LOG=kvrun=debug)'
+            cand --verbose 'Show more diagnostics on stderr (-v: info and llama.cpp''s log, -vv: debug). KVRUN_LOG takes a tracing filter instead (e.g. KVRUN_LOG=kvrun=debug)'
+            cand -q 'Hide progress bars and notes; errors still print'
+            cand --quiet 'Hide progress bars and notes; errors still print'
+            cand -h 'Print help'
+            cand --help 'Print help'
+            cand -V 'Print version'
+            cand --version 'Print version'
+        }
+        &'kvrun;bench;help'= {
+            cand speed 'Prefill and decode tokens per second, kvrun''s schedule next to llama.cpp''s'
+            cand restore 'Session restore against cold prefill and llama.cpp''s own state files'
+            cand help 'Print this message or the help of the given subcommand(s)'
+        }
+        &'kvrun;bench;help;speed'= {
+        }
+        &'kvrun;bench;help;restore'= {
+        }
+        &'kvrun;bench;help;help'= {
         }
         &'kvrun;completions'= {
             cand -v 'Show more diagnostics on stderr (-v: info and llama.cpp''s log, -vv: debug). KVRUN_LOG takes a tracing filter instead (e.g. KVRUN_LOG=kvrun=debug)'
@@ -169,7 +393,9 @@ set edit:completion:arg-completer[kvrun] = {|@words|
             cand run 'Run one prompt and print only the generated text (for scripts and agents)'
             cand pull 'Download a model: the default model, a URL, or hf:OWNER/REPO/FILE.gguf'
             cand models 'List the models in kvrun''s models folder'
-            cand bench 'Measure prefill and decode speed on a model (prints a table)'
+            cand session 'Save, restore, list, fork, export and import persistent sessions'
+            cand gc 'Delete KV pages that no session references any more'
+            cand bench 'Benchmarks that print tables: prefill/decode speed, session restore'
             cand completions 'Print a shell completion script'
             cand man 'Print the man page (or write one page per subcommand with --dir)'
             cand help 'Print this message or the help of the given subcommand(s)'
@@ -182,7 +408,41 @@ set edit:completion:arg-completer[kvrun] = {|@words|
         }
         &'kvrun;help;models'= {
         }
+        &'kvrun;help;session'= {
+            cand save 'Prefill a document or transcript into a new or existing session and persist it'
+            cand restore 'Load a session into a context and check it (with --check), printing the timing'
+            cand ls 'List sessions'
+            cand show 'Show one session: model, settings, tokens, pages and what they share'
+            cand rm 'Delete a session (pages shared with other sessions stay)'
+            cand fork 'Copy a session under a new name; instant, copies no page'
+            cand export 'Write a session and its pages to one self-contained file'
+            cand import 'Read a session from an exported file, validating everything first'
+        }
+        &'kvrun;help;session;save'= {
+        }
+        &'kvrun;help;session;restore'= {
+        }
+        &'kvrun;help;session;ls'= {
+        }
+        &'kvrun;help;session;show'= {
+        }
+        &'kvrun;help;session;rm'= {
+        }
+        &'kvrun;help;session;fork'= {
+        }
+        &'kvrun;help;session;export'= {
+        }
+        &'kvrun;help;session;import'= {
+        }
+        &'kvrun;help;gc'= {
+        }
         &'kvrun;help;bench'= {
+            cand speed 'Prefill and decode tokens per second, kvrun''s schedule next to llama.cpp''s'
+            cand restore 'Session restore against cold prefill and llama.cpp''s own state files'
+        }
+        &'kvrun;help;bench;speed'= {
+        }
+        &'kvrun;help;bench;restore'= {
         }
         &'kvrun;help;completions'= {
         }

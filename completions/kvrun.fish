@@ -32,10 +32,13 @@ complete -c kvrun -n "__fish_kvrun_needs_command" -f -a "chat" -d 'Chat interact
 complete -c kvrun -n "__fish_kvrun_needs_command" -f -a "run" -d 'Run one prompt and print only the generated text (for scripts and agents)'
 complete -c kvrun -n "__fish_kvrun_needs_command" -f -a "pull" -d 'Download a model: the default model, a URL, or hf:OWNER/REPO/FILE.gguf'
 complete -c kvrun -n "__fish_kvrun_needs_command" -f -a "models" -d 'List the models in kvrun\'s models folder'
-complete -c kvrun -n "__fish_kvrun_needs_command" -f -a "bench" -d 'Measure prefill and decode speed on a model (prints a table)'
+complete -c kvrun -n "__fish_kvrun_needs_command" -f -a "session" -d 'Save, restore, list, fork, export and import persistent sessions'
+complete -c kvrun -n "__fish_kvrun_needs_command" -f -a "gc" -d 'Delete KV pages that no session references any more'
+complete -c kvrun -n "__fish_kvrun_needs_command" -f -a "bench" -d 'Benchmarks that print tables: prefill/decode speed, session restore'
 complete -c kvrun -n "__fish_kvrun_needs_command" -f -a "completions" -d 'Print a shell completion script'
 complete -c kvrun -n "__fish_kvrun_needs_command" -f -a "man" -d 'Print the man page (or write one page per subcommand with --dir)'
 complete -c kvrun -n "__fish_kvrun_needs_command" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
+complete -c kvrun -n "__fish_kvrun_using_subcommand chat" -l session -d 'Resume or create a named session; its KV cache is saved after every turn' -r
 complete -c kvrun -n "__fish_kvrun_using_subcommand chat" -l system -d 'A system prompt for the conversation' -r
 complete -c kvrun -n "__fish_kvrun_using_subcommand chat" -s n -l max-tokens -d 'Largest reply in tokens [default: until the model stops or the context is full]' -r
 complete -c kvrun -n "__fish_kvrun_using_subcommand chat" -l context-overflow -d 'What to do when the conversation outgrows the context: drop the oldest turns, or stop with an error [default: truncate]' -r -f -a "truncate\t''
@@ -65,6 +68,8 @@ complete -c kvrun -n "__fish_kvrun_using_subcommand run" -s p -l prompt -d 'The 
 complete -c kvrun -n "__fish_kvrun_using_subcommand run" -l prompt-file -d 'Read the prompt from a file' -r -F
 complete -c kvrun -n "__fish_kvrun_using_subcommand run" -l system -d 'A system prompt (chat mode only)' -r
 complete -c kvrun -n "__fish_kvrun_using_subcommand run" -s n -l max-tokens -d 'Largest number of tokens to generate; 0 only prefills [default: 256]' -r
+complete -c kvrun -n "__fish_kvrun_using_subcommand run" -l session -d 'Resume or create a named session: restore its KV, append this turn, generate, save' -r
+complete -c kvrun -n "__fish_kvrun_using_subcommand run" -l logprobs -d 'Add each generated token\'s log-probability (with --json), and the N most likely alternatives' -r
 complete -c kvrun -n "__fish_kvrun_using_subcommand run" -s c -l ctx-size -d 'Context size in tokens [default: 8192, capped at the model\'s training context]' -r
 complete -c kvrun -n "__fish_kvrun_using_subcommand run" -s t -l threads -d 'CPU threads [default: the number of cores]' -r
 complete -c kvrun -n "__fish_kvrun_using_subcommand run" -l gpu-layers -d 'Layers to offload to the GPU (needs a GPU build) [default: all when built with a GPU backend, else 0]' -r
@@ -83,6 +88,7 @@ complete -c kvrun -n "__fish_kvrun_using_subcommand run" -l repeat-penalty -d 'P
 complete -c kvrun -n "__fish_kvrun_using_subcommand run" -l seed -d 'Random seed [default: a fresh one per run]' -r
 complete -c kvrun -n "__fish_kvrun_using_subcommand run" -l raw -d 'Feed the text as-is (plain completion, no chat template)'
 complete -c kvrun -n "__fish_kvrun_using_subcommand run" -l json -d 'Print one JSON object (text, tokens and timings) instead of the text'
+complete -c kvrun -n "__fish_kvrun_using_subcommand run" -l continue -d 'Add no input: generate on from where the session stands'
 complete -c kvrun -n "__fish_kvrun_using_subcommand run" -s v -l verbose -d 'Show more diagnostics on stderr (-v: info and llama.cpp\'s log, -vv: debug). KVRUN_LOG takes a tracing filter instead (e.g. KVRUN_LOG=kvrun=debug)'
 complete -c kvrun -n "__fish_kvrun_using_subcommand run" -s q -l quiet -d 'Hide progress bars and notes; errors still print'
 complete -c kvrun -n "__fish_kvrun_using_subcommand run" -s h -l help -d 'Print help'
@@ -98,23 +104,143 @@ complete -c kvrun -n "__fish_kvrun_using_subcommand models" -s v -l verbose -d '
 complete -c kvrun -n "__fish_kvrun_using_subcommand models" -s q -l quiet -d 'Hide progress bars and notes; errors still print'
 complete -c kvrun -n "__fish_kvrun_using_subcommand models" -s h -l help -d 'Print help'
 complete -c kvrun -n "__fish_kvrun_using_subcommand models" -s V -l version -d 'Print version'
-complete -c kvrun -n "__fish_kvrun_using_subcommand bench" -l prompt-tokens -d 'Prompt lengths to measure, in tokens' -r
-complete -c kvrun -n "__fish_kvrun_using_subcommand bench" -l decode-tokens -d 'Tokens to generate for the decode figure' -r
-complete -c kvrun -n "__fish_kvrun_using_subcommand bench" -l repeat -d 'Repetitions per row; the table shows the median' -r
-complete -c kvrun -n "__fish_kvrun_using_subcommand bench" -s c -l ctx-size -d 'Context size in tokens [default: 8192, capped at the model\'s training context]' -r
-complete -c kvrun -n "__fish_kvrun_using_subcommand bench" -s t -l threads -d 'CPU threads [default: the number of cores]' -r
-complete -c kvrun -n "__fish_kvrun_using_subcommand bench" -l gpu-layers -d 'Layers to offload to the GPU (needs a GPU build) [default: all when built with a GPU backend, else 0]' -r
-complete -c kvrun -n "__fish_kvrun_using_subcommand bench" -s b -l batch-size -d 'Largest prompt batch in tokens; batches never cross a KV page boundary [default: 256]' -r
-complete -c kvrun -n "__fish_kvrun_using_subcommand bench" -l kv-type -d 'KV cache element type [default: f16]' -r -f -a "f16\t''
+complete -c kvrun -n "__fish_kvrun_using_subcommand session; and not __fish_seen_subcommand_from save restore ls show rm fork export import help" -s v -l verbose -d 'Show more diagnostics on stderr (-v: info and llama.cpp\'s log, -vv: debug). KVRUN_LOG takes a tracing filter instead (e.g. KVRUN_LOG=kvrun=debug)'
+complete -c kvrun -n "__fish_kvrun_using_subcommand session; and not __fish_seen_subcommand_from save restore ls show rm fork export import help" -s q -l quiet -d 'Hide progress bars and notes; errors still print'
+complete -c kvrun -n "__fish_kvrun_using_subcommand session; and not __fish_seen_subcommand_from save restore ls show rm fork export import help" -s h -l help -d 'Print help'
+complete -c kvrun -n "__fish_kvrun_using_subcommand session; and not __fish_seen_subcommand_from save restore ls show rm fork export import help" -s V -l version -d 'Print version'
+complete -c kvrun -n "__fish_kvrun_using_subcommand session; and not __fish_seen_subcommand_from save restore ls show rm fork export import help" -f -a "save" -d 'Prefill a document or transcript into a new or existing session and persist it'
+complete -c kvrun -n "__fish_kvrun_using_subcommand session; and not __fish_seen_subcommand_from save restore ls show rm fork export import help" -f -a "restore" -d 'Load a session into a context and check it (with --check), printing the timing'
+complete -c kvrun -n "__fish_kvrun_using_subcommand session; and not __fish_seen_subcommand_from save restore ls show rm fork export import help" -f -a "ls" -d 'List sessions'
+complete -c kvrun -n "__fish_kvrun_using_subcommand session; and not __fish_seen_subcommand_from save restore ls show rm fork export import help" -f -a "show" -d 'Show one session: model, settings, tokens, pages and what they share'
+complete -c kvrun -n "__fish_kvrun_using_subcommand session; and not __fish_seen_subcommand_from save restore ls show rm fork export import help" -f -a "rm" -d 'Delete a session (pages shared with other sessions stay)'
+complete -c kvrun -n "__fish_kvrun_using_subcommand session; and not __fish_seen_subcommand_from save restore ls show rm fork export import help" -f -a "fork" -d 'Copy a session under a new name; instant, copies no page'
+complete -c kvrun -n "__fish_kvrun_using_subcommand session; and not __fish_seen_subcommand_from save restore ls show rm fork export import help" -f -a "export" -d 'Write a session and its pages to one self-contained file'
+complete -c kvrun -n "__fish_kvrun_using_subcommand session; and not __fish_seen_subcommand_from save restore ls show rm fork export import help" -f -a "import" -d 'Read a session from an exported file, validating everything first'
+complete -c kvrun -n "__fish_kvrun_using_subcommand session; and not __fish_seen_subcommand_from save restore ls show rm fork export import help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
+complete -c kvrun -n "__fish_kvrun_using_subcommand session; and __fish_seen_subcommand_from save" -s f -l file -d 'The document to prefill; `-` reads stdin' -r -F
+complete -c kvrun -n "__fish_kvrun_using_subcommand session; and __fish_seen_subcommand_from save" -s c -l ctx-size -d 'Context size in tokens [default: 8192, capped at the model\'s training context]' -r
+complete -c kvrun -n "__fish_kvrun_using_subcommand session; and __fish_seen_subcommand_from save" -s t -l threads -d 'CPU threads [default: the number of cores]' -r
+complete -c kvrun -n "__fish_kvrun_using_subcommand session; and __fish_seen_subcommand_from save" -l gpu-layers -d 'Layers to offload to the GPU (needs a GPU build) [default: all when built with a GPU backend, else 0]' -r
+complete -c kvrun -n "__fish_kvrun_using_subcommand session; and __fish_seen_subcommand_from save" -s b -l batch-size -d 'Largest prompt batch in tokens; batches never cross a KV page boundary [default: 256]' -r
+complete -c kvrun -n "__fish_kvrun_using_subcommand session; and __fish_seen_subcommand_from save" -l kv-type -d 'KV cache element type [default: f16]' -r -f -a "f16\t''
 q8_0\t''
 q4_0\t''"
-complete -c kvrun -n "__fish_kvrun_using_subcommand bench" -l flash-attn -d 'Flash attention [default: auto]' -r -f -a "on\t''
+complete -c kvrun -n "__fish_kvrun_using_subcommand session; and __fish_seen_subcommand_from save" -l flash-attn -d 'Flash attention [default: auto]' -r -f -a "on\t''
 off\t''
 auto\t''"
-complete -c kvrun -n "__fish_kvrun_using_subcommand bench" -s v -l verbose -d 'Show more diagnostics on stderr (-v: info and llama.cpp\'s log, -vv: debug). KVRUN_LOG takes a tracing filter instead (e.g. KVRUN_LOG=kvrun=debug)'
-complete -c kvrun -n "__fish_kvrun_using_subcommand bench" -s q -l quiet -d 'Hide progress bars and notes; errors still print'
-complete -c kvrun -n "__fish_kvrun_using_subcommand bench" -s h -l help -d 'Print help'
-complete -c kvrun -n "__fish_kvrun_using_subcommand bench" -s V -l version -d 'Print version'
+complete -c kvrun -n "__fish_kvrun_using_subcommand session; and __fish_seen_subcommand_from save" -l raw -d 'Feed the text as-is instead of as a user message in the chat template'
+complete -c kvrun -n "__fish_kvrun_using_subcommand session; and __fish_seen_subcommand_from save" -l json -d 'Print one JSON object with the counts and timings'
+complete -c kvrun -n "__fish_kvrun_using_subcommand session; and __fish_seen_subcommand_from save" -s v -l verbose -d 'Show more diagnostics on stderr (-v: info and llama.cpp\'s log, -vv: debug). KVRUN_LOG takes a tracing filter instead (e.g. KVRUN_LOG=kvrun=debug)'
+complete -c kvrun -n "__fish_kvrun_using_subcommand session; and __fish_seen_subcommand_from save" -s q -l quiet -d 'Hide progress bars and notes; errors still print'
+complete -c kvrun -n "__fish_kvrun_using_subcommand session; and __fish_seen_subcommand_from save" -s h -l help -d 'Print help'
+complete -c kvrun -n "__fish_kvrun_using_subcommand session; and __fish_seen_subcommand_from save" -s V -l version -d 'Print version'
+complete -c kvrun -n "__fish_kvrun_using_subcommand session; and __fish_seen_subcommand_from restore" -s c -l ctx-size -d 'Context size in tokens [default: 8192, capped at the model\'s training context]' -r
+complete -c kvrun -n "__fish_kvrun_using_subcommand session; and __fish_seen_subcommand_from restore" -s t -l threads -d 'CPU threads [default: the number of cores]' -r
+complete -c kvrun -n "__fish_kvrun_using_subcommand session; and __fish_seen_subcommand_from restore" -l gpu-layers -d 'Layers to offload to the GPU (needs a GPU build) [default: all when built with a GPU backend, else 0]' -r
+complete -c kvrun -n "__fish_kvrun_using_subcommand session; and __fish_seen_subcommand_from restore" -s b -l batch-size -d 'Largest prompt batch in tokens; batches never cross a KV page boundary [default: 256]' -r
+complete -c kvrun -n "__fish_kvrun_using_subcommand session; and __fish_seen_subcommand_from restore" -l kv-type -d 'KV cache element type [default: f16]' -r -f -a "f16\t''
+q8_0\t''
+q4_0\t''"
+complete -c kvrun -n "__fish_kvrun_using_subcommand session; and __fish_seen_subcommand_from restore" -l flash-attn -d 'Flash attention [default: auto]' -r -f -a "on\t''
+off\t''
+auto\t''"
+complete -c kvrun -n "__fish_kvrun_using_subcommand session; and __fish_seen_subcommand_from restore" -l temp -d 'Temperature; 0 is greedy [default: 0.8]' -r
+complete -c kvrun -n "__fish_kvrun_using_subcommand session; and __fish_seen_subcommand_from restore" -l top-k -d 'Keep only the K most likely tokens; 0 disables [default: 40]' -r
+complete -c kvrun -n "__fish_kvrun_using_subcommand session; and __fish_seen_subcommand_from restore" -l top-p -d 'Nucleus sampling threshold; 1.0 disables [default: 0.95]' -r
+complete -c kvrun -n "__fish_kvrun_using_subcommand session; and __fish_seen_subcommand_from restore" -l min-p -d 'Minimum probability relative to the top token; 0 disables [default: 0.05]' -r
+complete -c kvrun -n "__fish_kvrun_using_subcommand session; and __fish_seen_subcommand_from restore" -l repeat-penalty -d 'Penalty for repeating recent tokens; 1.0 disables [default: 1.0]' -r
+complete -c kvrun -n "__fish_kvrun_using_subcommand session; and __fish_seen_subcommand_from restore" -l seed -d 'Random seed [default: a fresh one per run]' -r
+complete -c kvrun -n "__fish_kvrun_using_subcommand session; and __fish_seen_subcommand_from restore" -l check -d 'Load the session, verify it, print the timing and exit'
+complete -c kvrun -n "__fish_kvrun_using_subcommand session; and __fish_seen_subcommand_from restore" -l json
+complete -c kvrun -n "__fish_kvrun_using_subcommand session; and __fish_seen_subcommand_from restore" -s v -l verbose -d 'Show more diagnostics on stderr (-v: info and llama.cpp\'s log, -vv: debug). KVRUN_LOG takes a tracing filter instead (e.g. KVRUN_LOG=kvrun=debug)'
+complete -c kvrun -n "__fish_kvrun_using_subcommand session; and __fish_seen_subcommand_from restore" -s q -l quiet -d 'Hide progress bars and notes; errors still print'
+complete -c kvrun -n "__fish_kvrun_using_subcommand session; and __fish_seen_subcommand_from restore" -s h -l help -d 'Print help'
+complete -c kvrun -n "__fish_kvrun_using_subcommand session; and __fish_seen_subcommand_from restore" -s V -l version -d 'Print version'
+complete -c kvrun -n "__fish_kvrun_using_subcommand session; and __fish_seen_subcommand_from ls" -l json -d 'Print JSON'
+complete -c kvrun -n "__fish_kvrun_using_subcommand session; and __fish_seen_subcommand_from ls" -s v -l verbose -d 'Show more diagnostics on stderr (-v: info and llama.cpp\'s log, -vv: debug). KVRUN_LOG takes a tracing filter instead (e.g. KVRUN_LOG=kvrun=debug)'
+complete -c kvrun -n "__fish_kvrun_using_subcommand session; and __fish_seen_subcommand_from ls" -s q -l quiet -d 'Hide progress bars and notes; errors still print'
+complete -c kvrun -n "__fish_kvrun_using_subcommand session; and __fish_seen_subcommand_from ls" -s h -l help -d 'Print help'
+complete -c kvrun -n "__fish_kvrun_using_subcommand session; and __fish_seen_subcommand_from ls" -s V -l version -d 'Print version'
+complete -c kvrun -n "__fish_kvrun_using_subcommand session; and __fish_seen_subcommand_from show" -l json -d 'Print JSON'
+complete -c kvrun -n "__fish_kvrun_using_subcommand session; and __fish_seen_subcommand_from show" -s v -l verbose -d 'Show more diagnostics on stderr (-v: info and llama.cpp\'s log, -vv: debug). KVRUN_LOG takes a tracing filter instead (e.g. KVRUN_LOG=kvrun=debug)'
+complete -c kvrun -n "__fish_kvrun_using_subcommand session; and __fish_seen_subcommand_from show" -s q -l quiet -d 'Hide progress bars and notes; errors still print'
+complete -c kvrun -n "__fish_kvrun_using_subcommand session; and __fish_seen_subcommand_from show" -s h -l help -d 'Print help'
+complete -c kvrun -n "__fish_kvrun_using_subcommand session; and __fish_seen_subcommand_from show" -s V -l version -d 'Print version'
+complete -c kvrun -n "__fish_kvrun_using_subcommand session; and __fish_seen_subcommand_from rm" -s v -l verbose -d 'Show more diagnostics on stderr (-v: info and llama.cpp\'s log, -vv: debug). KVRUN_LOG takes a tracing filter instead (e.g. KVRUN_LOG=kvrun=debug)'
+complete -c kvrun -n "__fish_kvrun_using_subcommand session; and __fish_seen_subcommand_from rm" -s q -l quiet -d 'Hide progress bars and notes; errors still print'
+complete -c kvrun -n "__fish_kvrun_using_subcommand session; and __fish_seen_subcommand_from rm" -s h -l help -d 'Print help'
+complete -c kvrun -n "__fish_kvrun_using_subcommand session; and __fish_seen_subcommand_from rm" -s V -l version -d 'Print version'
+complete -c kvrun -n "__fish_kvrun_using_subcommand session; and __fish_seen_subcommand_from fork" -s v -l verbose -d 'Show more diagnostics on stderr (-v: info and llama.cpp\'s log, -vv: debug). KVRUN_LOG takes a tracing filter instead (e.g. KVRUN_LOG=kvrun=debug)'
+complete -c kvrun -n "__fish_kvrun_using_subcommand session; and __fish_seen_subcommand_from fork" -s q -l quiet -d 'Hide progress bars and notes; errors still print'
+complete -c kvrun -n "__fish_kvrun_using_subcommand session; and __fish_seen_subcommand_from fork" -s h -l help -d 'Print help'
+complete -c kvrun -n "__fish_kvrun_using_subcommand session; and __fish_seen_subcommand_from fork" -s V -l version -d 'Print version'
+complete -c kvrun -n "__fish_kvrun_using_subcommand session; and __fish_seen_subcommand_from export" -s v -l verbose -d 'Show more diagnostics on stderr (-v: info and llama.cpp\'s log, -vv: debug). KVRUN_LOG takes a tracing filter instead (e.g. KVRUN_LOG=kvrun=debug)'
+complete -c kvrun -n "__fish_kvrun_using_subcommand session; and __fish_seen_subcommand_from export" -s q -l quiet -d 'Hide progress bars and notes; errors still print'
+complete -c kvrun -n "__fish_kvrun_using_subcommand session; and __fish_seen_subcommand_from export" -s h -l help -d 'Print help'
+complete -c kvrun -n "__fish_kvrun_using_subcommand session; and __fish_seen_subcommand_from export" -s V -l version -d 'Print version'
+complete -c kvrun -n "__fish_kvrun_using_subcommand session; and __fish_seen_subcommand_from import" -l name -d 'Import under this name instead of the exported one' -r
+complete -c kvrun -n "__fish_kvrun_using_subcommand session; and __fish_seen_subcommand_from import" -s v -l verbose -d 'Show more diagnostics on stderr (-v: info and llama.cpp\'s log, -vv: debug). KVRUN_LOG takes a tracing filter instead (e.g. KVRUN_LOG=kvrun=debug)'
+complete -c kvrun -n "__fish_kvrun_using_subcommand session; and __fish_seen_subcommand_from import" -s q -l quiet -d 'Hide progress bars and notes; errors still print'
+complete -c kvrun -n "__fish_kvrun_using_subcommand session; and __fish_seen_subcommand_from import" -s h -l help -d 'Print help'
+complete -c kvrun -n "__fish_kvrun_using_subcommand session; and __fish_seen_subcommand_from import" -s V -l version -d 'Print version'
+complete -c kvrun -n "__fish_kvrun_using_subcommand session; and __fish_seen_subcommand_from help" -f -a "save" -d 'Prefill a document or transcript into a new or existing session and persist it'
+complete -c kvrun -n "__fish_kvrun_using_subcommand session; and __fish_seen_subcommand_from help" -f -a "restore" -d 'Load a session into a context and check it (with --check), printing the timing'
+complete -c kvrun -n "__fish_kvrun_using_subcommand session; and __fish_seen_subcommand_from help" -f -a "ls" -d 'List sessions'
+complete -c kvrun -n "__fish_kvrun_using_subcommand session; and __fish_seen_subcommand_from help" -f -a "show" -d 'Show one session: model, settings, tokens, pages and what they share'
+complete -c kvrun -n "__fish_kvrun_using_subcommand session; and __fish_seen_subcommand_from help" -f -a "rm" -d 'Delete a session (pages shared with other sessions stay)'
+complete -c kvrun -n "__fish_kvrun_using_subcommand session; and __fish_seen_subcommand_from help" -f -a "fork" -d 'Copy a session under a new name; instant, copies no page'
+complete -c kvrun -n "__fish_kvrun_using_subcommand session; and __fish_seen_subcommand_from help" -f -a "export" -d 'Write a session and its pages to one self-contained file'
+complete -c kvrun -n "__fish_kvrun_using_subcommand session; and __fish_seen_subcommand_from help" -f -a "import" -d 'Read a session from an exported file, validating everything first'
+complete -c kvrun -n "__fish_kvrun_using_subcommand session; and __fish_seen_subcommand_from help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
+complete -c kvrun -n "__fish_kvrun_using_subcommand gc" -l json -d 'Print JSON'
+complete -c kvrun -n "__fish_kvrun_using_subcommand gc" -s v -l verbose -d 'Show more diagnostics on stderr (-v: info and llama.cpp\'s log, -vv: debug). KVRUN_LOG takes a tracing filter instead (e.g. KVRUN_LOG=kvrun=debug)'
+complete -c kvrun -n "__fish_kvrun_using_subcommand gc" -s q -l quiet -d 'Hide progress bars and notes; errors still print'
+complete -c kvrun -n "__fish_kvrun_using_subcommand gc" -s h -l help -d 'Print help'
+complete -c kvrun -n "__fish_kvrun_using_subcommand gc" -s V -l version -d 'Print version'
+complete -c kvrun -n "__fish_kvrun_using_subcommand bench; and not __fish_seen_subcommand_from speed restore help" -s v -l verbose -d 'Show more diagnostics on stderr (-v: info and llama.cpp\'s log, -vv: debug). KVRUN_LOG takes a tracing filter instead (e.g. KVRUN_LOG=kvrun=debug)'
+complete -c kvrun -n "__fish_kvrun_using_subcommand bench; and not __fish_seen_subcommand_from speed restore help" -s q -l quiet -d 'Hide progress bars and notes; errors still print'
+complete -c kvrun -n "__fish_kvrun_using_subcommand bench; and not __fish_seen_subcommand_from speed restore help" -s h -l help -d 'Print help'
+complete -c kvrun -n "__fish_kvrun_using_subcommand bench; and not __fish_seen_subcommand_from speed restore help" -s V -l version -d 'Print version'
+complete -c kvrun -n "__fish_kvrun_using_subcommand bench; and not __fish_seen_subcommand_from speed restore help" -f -a "speed" -d 'Prefill and decode tokens per second, kvrun\'s schedule next to llama.cpp\'s'
+complete -c kvrun -n "__fish_kvrun_using_subcommand bench; and not __fish_seen_subcommand_from speed restore help" -f -a "restore" -d 'Session restore against cold prefill and llama.cpp\'s own state files'
+complete -c kvrun -n "__fish_kvrun_using_subcommand bench; and not __fish_seen_subcommand_from speed restore help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
+complete -c kvrun -n "__fish_kvrun_using_subcommand bench; and __fish_seen_subcommand_from speed" -l prompt-tokens -d 'Prompt lengths to measure, in tokens' -r
+complete -c kvrun -n "__fish_kvrun_using_subcommand bench; and __fish_seen_subcommand_from speed" -l decode-tokens -d 'Tokens to generate for the decode figure' -r
+complete -c kvrun -n "__fish_kvrun_using_subcommand bench; and __fish_seen_subcommand_from speed" -l repeat -d 'Repetitions per row; the table shows the median' -r
+complete -c kvrun -n "__fish_kvrun_using_subcommand bench; and __fish_seen_subcommand_from speed" -s c -l ctx-size -d 'Context size in tokens [default: 8192, capped at the model\'s training context]' -r
+complete -c kvrun -n "__fish_kvrun_using_subcommand bench; and __fish_seen_subcommand_from speed" -s t -l threads -d 'CPU threads [default: the number of cores]' -r
+complete -c kvrun -n "__fish_kvrun_using_subcommand bench; and __fish_seen_subcommand_from speed" -l gpu-layers -d 'Layers to offload to the GPU (needs a GPU build) [default: all when built with a GPU backend, else 0]' -r
+complete -c kvrun -n "__fish_kvrun_using_subcommand bench; and __fish_seen_subcommand_from speed" -s b -l batch-size -d 'Largest prompt batch in tokens; batches never cross a KV page boundary [default: 256]' -r
+complete -c kvrun -n "__fish_kvrun_using_subcommand bench; and __fish_seen_subcommand_from speed" -l kv-type -d 'KV cache element type [default: f16]' -r -f -a "f16\t''
+q8_0\t''
+q4_0\t''"
+complete -c kvrun -n "__fish_kvrun_using_subcommand bench; and __fish_seen_subcommand_from speed" -l flash-attn -d 'Flash attention [default: auto]' -r -f -a "on\t''
+off\t''
+auto\t''"
+complete -c kvrun -n "__fish_kvrun_using_subcommand bench; and __fish_seen_subcommand_from speed" -s v -l verbose -d 'Show more diagnostics on stderr (-v: info and llama.cpp\'s log, -vv: debug). KVRUN_LOG takes a tracing filter instead (e.g. KVRUN_LOG=kvrun=debug)'
+complete -c kvrun -n "__fish_kvrun_using_subcommand bench; and __fish_seen_subcommand_from speed" -s q -l quiet -d 'Hide progress bars and notes; errors still print'
+complete -c kvrun -n "__fish_kvrun_using_subcommand bench; and __fish_seen_subcommand_from speed" -s h -l help -d 'Print help'
+complete -c kvrun -n "__fish_kvrun_using_subcommand bench; and __fish_seen_subcommand_from speed" -s V -l version -d 'Print version'
+complete -c kvrun -n "__fish_kvrun_using_subcommand bench; and __fish_seen_subcommand_from restore" -l tokens -d 'Session lengths to measure, in tokens' -r
+complete -c kvrun -n "__fish_kvrun_using_subcommand bench; and __fish_seen_subcommand_from restore" -l share-sessions -d 'Sessions in the prefix-sharing row (they share a --share-prefix-token prefix)' -r
+complete -c kvrun -n "__fish_kvrun_using_subcommand bench; and __fish_seen_subcommand_from restore" -l share-prefix -r
+complete -c kvrun -n "__fish_kvrun_using_subcommand bench; and __fish_seen_subcommand_from restore" -s c -l ctx-size -d 'Context size in tokens [default: 8192, capped at the model\'s training context]' -r
+complete -c kvrun -n "__fish_kvrun_using_subcommand bench; and __fish_seen_subcommand_from restore" -s t -l threads -d 'CPU threads [default: the number of cores]' -r
+complete -c kvrun -n "__fish_kvrun_using_subcommand bench; and __fish_seen_subcommand_from restore" -l gpu-layers -d 'Layers to offload to the GPU (needs a GPU build) [default: all when built with a GPU backend, else 0]' -r
+complete -c kvrun -n "__fish_kvrun_using_subcommand bench; and __fish_seen_subcommand_from restore" -s b -l batch-size -d 'Largest prompt batch in tokens; batches never cross a KV page boundary [default: 256]' -r
+complete -c kvrun -n "__fish_kvrun_using_subcommand bench; and __fish_seen_subcommand_from restore" -l kv-type -d 'KV cache element type [default: f16]' -r -f -a "f16\t''
+q8_0\t''
+q4_0\t''"
+complete -c kvrun -n "__fish_kvrun_using_subcommand bench; and __fish_seen_subcommand_from restore" -l flash-attn -d 'Flash attention [default: auto]' -r -f -a "on\t''
+off\t''
+auto\t''"
+complete -c kvrun -n "__fish_kvrun_using_subcommand bench; and __fish_seen_subcommand_from restore" -s v -l verbose -d 'Show more diagnostics on stderr (-v: info and llama.cpp\'s log, -vv: debug). KVRUN_LOG takes a tracing filter instead (e.g. KVRUN_LOG=kvrun=debug)'
+complete -c kvrun -n "__fish_kvrun_using_subcommand bench; and __fish_seen_subcommand_from restore" -s q -l quiet -d 'Hide progress bars and notes; errors still print'
+complete -c kvrun -n "__fish_kvrun_using_subcommand bench; and __fish_seen_subcommand_from restore" -s h -l help -d 'Print help'
+complete -c kvrun -n "__fish_kvrun_using_subcommand bench; and __fish_seen_subcommand_from restore" -s V -l version -d 'Print version'
+complete -c kvrun -n "__fish_kvrun_using_subcommand bench; and __fish_seen_subcommand_from help" -f -a "speed" -d 'Prefill and decode tokens per second, kvrun\'s schedule next to llama.cpp\'s'
+complete -c kvrun -n "__fish_kvrun_using_subcommand bench; and __fish_seen_subcommand_from help" -f -a "restore" -d 'Session restore against cold prefill and llama.cpp\'s own state files'
+complete -c kvrun -n "__fish_kvrun_using_subcommand bench; and __fish_seen_subcommand_from help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
 complete -c kvrun -n "__fish_kvrun_using_subcommand completions" -s v -l verbose -d 'Show more diagnostics on stderr (-v: info and llama.cpp\'s log, -vv: debug). KVRUN_LOG takes a tracing filter instead (e.g. KVRUN_LOG=kvrun=debug)'
 complete -c kvrun -n "__fish_kvrun_using_subcommand completions" -s q -l quiet -d 'Hide progress bars and notes; errors still print'
 complete -c kvrun -n "__fish_kvrun_using_subcommand completions" -s h -l help -d 'Print help'
@@ -124,11 +250,23 @@ complete -c kvrun -n "__fish_kvrun_using_subcommand man" -s v -l verbose -d 'Sho
 complete -c kvrun -n "__fish_kvrun_using_subcommand man" -s q -l quiet -d 'Hide progress bars and notes; errors still print'
 complete -c kvrun -n "__fish_kvrun_using_subcommand man" -s h -l help -d 'Print help'
 complete -c kvrun -n "__fish_kvrun_using_subcommand man" -s V -l version -d 'Print version'
-complete -c kvrun -n "__fish_kvrun_using_subcommand help; and not __fish_seen_subcommand_from chat run pull models bench completions man help" -f -a "chat" -d 'Chat interactively with a model (line mode; streams tokens as they come)'
-complete -c kvrun -n "__fish_kvrun_using_subcommand help; and not __fish_seen_subcommand_from chat run pull models bench completions man help" -f -a "run" -d 'Run one prompt and print only the generated text (for scripts and agents)'
-complete -c kvrun -n "__fish_kvrun_using_subcommand help; and not __fish_seen_subcommand_from chat run pull models bench completions man help" -f -a "pull" -d 'Download a model: the default model, a URL, or hf:OWNER/REPO/FILE.gguf'
-complete -c kvrun -n "__fish_kvrun_using_subcommand help; and not __fish_seen_subcommand_from chat run pull models bench completions man help" -f -a "models" -d 'List the models in kvrun\'s models folder'
-complete -c kvrun -n "__fish_kvrun_using_subcommand help; and not __fish_seen_subcommand_from chat run pull models bench completions man help" -f -a "bench" -d 'Measure prefill and decode speed on a model (prints a table)'
-complete -c kvrun -n "__fish_kvrun_using_subcommand help; and not __fish_seen_subcommand_from chat run pull models bench completions man help" -f -a "completions" -d 'Print a shell completion script'
-complete -c kvrun -n "__fish_kvrun_using_subcommand help; and not __fish_seen_subcommand_from chat run pull models bench completions man help" -f -a "man" -d 'Print the man page (or write one page per subcommand with --dir)'
-complete -c kvrun -n "__fish_kvrun_using_subcommand help; and not __fish_seen_subcommand_from chat run pull models bench completions man help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
+complete -c kvrun -n "__fish_kvrun_using_subcommand help; and not __fish_seen_subcommand_from chat run pull models session gc bench completions man help" -f -a "chat" -d 'Chat interactively with a model (line mode; streams tokens as they come)'
+complete -c kvrun -n "__fish_kvrun_using_subcommand help; and not __fish_seen_subcommand_from chat run pull models session gc bench completions man help" -f -a "run" -d 'Run one prompt and print only the generated text (for scripts and agents)'
+complete -c kvrun -n "__fish_kvrun_using_subcommand help; and not __fish_seen_subcommand_from chat run pull models session gc bench completions man help" -f -a "pull" -d 'Download a model: the default model, a URL, or hf:OWNER/REPO/FILE.gguf'
+complete -c kvrun -n "__fish_kvrun_using_subcommand help; and not __fish_seen_subcommand_from chat run pull models session gc bench completions man help" -f -a "models" -d 'List the models in kvrun\'s models folder'
+complete -c kvrun -n "__fish_kvrun_using_subcommand help; and not __fish_seen_subcommand_from chat run pull models session gc bench completions man help" -f -a "session" -d 'Save, restore, list, fork, export and import persistent sessions'
+complete -c kvrun -n "__fish_kvrun_using_subcommand help; and not __fish_seen_subcommand_from chat run pull models session gc bench completions man help" -f -a "gc" -d 'Delete KV pages that no session references any more'
+complete -c kvrun -n "__fish_kvrun_using_subcommand help; and not __fish_seen_subcommand_from chat run pull models session gc bench completions man help" -f -a "bench" -d 'Benchmarks that print tables: prefill/decode speed, session restore'
+complete -c kvrun -n "__fish_kvrun_using_subcommand help; and not __fish_seen_subcommand_from chat run pull models session gc bench completions man help" -f -a "completions" -d 'Print a shell completion script'
+complete -c kvrun -n "__fish_kvrun_using_subcommand help; and not __fish_seen_subcommand_from chat run pull models session gc bench completions man help" -f -a "man" -d 'Print the man page (or write one page per subcommand with --dir)'
+complete -c kvrun -n "__fish_kvrun_using_subcommand help; and not __fish_seen_subcommand_from chat run pull models session gc bench completions man help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
+complete -c kvrun -n "__fish_kvrun_using_subcommand help; and __fish_seen_subcommand_from session" -f -a "save" -d 'Prefill a document or transcript into a new or existing session and persist it'
+complete -c kvrun -n "__fish_kvrun_using_subcommand help; and __fish_seen_subcommand_from session" -f -a "restore" -d 'Load a session into a context and check it (with --check), printing the timing'
+complete -c kvrun -n "__fish_kvrun_using_subcommand help; and __fish_seen_subcommand_from session" -f -a "ls" -d 'List sessions'
+complete -c kvrun -n "__fish_kvrun_using_subcommand help; and __fish_seen_subcommand_from session" -f -a "show" -d 'Show one session: model, settings, tokens, pages and what they share'
+complete -c kvrun -n "__fish_kvrun_using_subcommand help; and __fish_seen_subcommand_from session" -f -a "rm" -d 'Delete a session (pages shared with other sessions stay)'
+complete -c kvrun -n "__fish_kvrun_using_subcommand help; and __fish_seen_subcommand_from session" -f -a "fork" -d 'Copy a session under a new name; instant, copies no page'
+complete -c kvrun -n "__fish_kvrun_using_subcommand help; and __fish_seen_subcommand_from session" -f -a "export" -d 'Write a session and its pages to one self-contained file'
+complete -c kvrun -n "__fish_kvrun_using_subcommand help; and __fish_seen_subcommand_from session" -f -a "import" -d 'Read a session from an exported file, validating everything first'
+complete -c kvrun -n "__fish_kvrun_using_subcommand help; and __fish_seen_subcommand_from bench" -f -a "speed" -d 'Prefill and decode tokens per second, kvrun\'s schedule next to llama.cpp\'s'
+complete -c kvrun -n "__fish_kvrun_using_subcommand help; and __fish_seen_subcommand_from bench" -f -a "restore" -d 'Session restore against cold prefill and llama.cpp\'s own state files'

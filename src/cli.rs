@@ -41,8 +41,14 @@ pub enum Command {
     Pull(PullArgs),
     /// List the models in kvrun's models folder.
     Models(ModelsArgs),
-    /// Measure prefill and decode speed on a model (prints a table).
-    Bench(BenchArgs),
+    /// Save, restore, list, fork, export and import persistent sessions.
+    #[command(subcommand)]
+    Session(SessionCommand),
+    /// Delete KV pages that no session references any more.
+    Gc(GcArgs),
+    /// Benchmarks that print tables: prefill/decode speed, session restore.
+    #[command(subcommand)]
+    Bench(BenchCommand),
     /// Print a shell completion script.
     Completions(CompletionsArgs),
     /// Print the man page (or write one page per subcommand with --dir).
@@ -116,6 +122,9 @@ pub struct ChatArgs {
     /// Line mode even on a terminal.
     #[arg(long)]
     pub plain: bool,
+    /// Resume or create a named session; its KV cache is saved after every turn.
+    #[arg(long, value_name = "NAME")]
+    pub session: Option<String>,
     /// A system prompt for the conversation.
     #[arg(long, value_name = "TEXT")]
     pub system: Option<String>,
@@ -154,10 +163,127 @@ pub struct RunArgs {
     /// Print one JSON object (text, tokens and timings) instead of the text.
     #[arg(long)]
     pub json: bool,
+    /// Resume or create a named session: restore its KV, append this turn, generate, save.
+    #[arg(long, value_name = "NAME")]
+    pub session: Option<String>,
+    /// Add no input: generate on from where the session stands.
+    #[arg(long = "continue", requires = "session", conflicts_with_all = ["prompt", "prompt_file"])]
+    pub continue_: bool,
+    /// Add each generated token's log-probability (with --json), and the N most likely
+    /// alternatives.
+    #[arg(long, value_name = "N", num_args = 0..=1, default_missing_value = "0")]
+    pub logprobs: Option<usize>,
     #[command(flatten)]
     pub engine: EngineArgs,
     #[command(flatten)]
     pub sampling: SamplingArgs,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum SessionCommand {
+    /// Prefill a document or transcript into a new or existing session and persist it.
+    Save(SessionSaveArgs),
+    /// Load a session into a context and check it (with --check), printing the timing.
+    Restore(SessionRestoreArgs),
+    /// List sessions.
+    #[command(alias = "list")]
+    Ls(JsonArg),
+    /// Show one session: model, settings, tokens, pages and what they share.
+    Show(SessionShowArgs),
+    /// Delete a session (pages shared with other sessions stay).
+    Rm(SessionNameArg),
+    /// Copy a session under a new name; instant, copies no page.
+    Fork(SessionForkArgs),
+    /// Write a session and its pages to one self-contained file.
+    Export(SessionExportArgs),
+    /// Read a session from an exported file, validating everything first.
+    Import(SessionImportArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct SessionSaveArgs {
+    /// Session name (letters, digits, '.', '_' and '-').
+    pub name: String,
+    #[command(flatten)]
+    pub model: ModelArg,
+    /// The document to prefill; `-` reads stdin.
+    #[arg(long, short = 'f', value_name = "FILE")]
+    pub file: PathBuf,
+    /// Feed the text as-is instead of as a user message in the chat template.
+    #[arg(long)]
+    pub raw: bool,
+    /// Print one JSON object with the counts and timings.
+    #[arg(long)]
+    pub json: bool,
+    #[command(flatten)]
+    pub engine: EngineArgs,
+}
+
+#[derive(Debug, Args)]
+pub struct SessionRestoreArgs {
+    pub name: String,
+    #[command(flatten)]
+    pub model: ModelArg,
+    /// Load the session, verify it, print the timing and exit.
+    #[arg(long)]
+    pub check: bool,
+    #[arg(long)]
+    pub json: bool,
+    #[command(flatten)]
+    pub engine: EngineArgs,
+    #[command(flatten)]
+    pub sampling: SamplingArgs,
+}
+
+#[derive(Debug, Args)]
+pub struct JsonArg {
+    /// Print JSON.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct SessionShowArgs {
+    pub name: String,
+    /// Print JSON.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct SessionNameArg {
+    pub name: String,
+}
+
+#[derive(Debug, Args)]
+pub struct SessionForkArgs {
+    /// The session to copy.
+    pub src: String,
+    /// The new session's name.
+    pub dst: String,
+}
+
+#[derive(Debug, Args)]
+pub struct SessionExportArgs {
+    pub name: String,
+    /// The file to write.
+    pub file: PathBuf,
+}
+
+#[derive(Debug, Args)]
+pub struct SessionImportArgs {
+    /// The exported file.
+    pub file: PathBuf,
+    /// Import under this name instead of the exported one.
+    #[arg(long, value_name = "NAME")]
+    pub name: Option<String>,
+}
+
+#[derive(Debug, Args)]
+pub struct GcArgs {
+    /// Print JSON.
+    #[arg(long)]
+    pub json: bool,
 }
 
 #[derive(Debug, Args)]
@@ -179,6 +305,30 @@ pub struct ModelsArgs {
     /// Print JSON instead of a table.
     #[arg(long)]
     pub json: bool,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum BenchCommand {
+    /// Prefill and decode tokens per second, kvrun's schedule next to llama.cpp's.
+    Speed(BenchArgs),
+    /// Session restore against cold prefill and llama.cpp's own state files.
+    Restore(BenchRestoreArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct BenchRestoreArgs {
+    #[command(flatten)]
+    pub model: ModelArg,
+    /// Session lengths to measure, in tokens.
+    #[arg(long, value_delimiter = ',', default_values_t = [1024, 4096, 16384, 32000])]
+    pub tokens: Vec<u32>,
+    /// Sessions in the prefix-sharing row (they share a --share-prefix-token prefix).
+    #[arg(long, default_value_t = 10)]
+    pub share_sessions: u32,
+    #[arg(long, default_value_t = 4096)]
+    pub share_prefix: u32,
+    #[command(flatten)]
+    pub engine: EngineArgs,
 }
 
 #[derive(Debug, Args)]

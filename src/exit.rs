@@ -20,16 +20,34 @@ pub fn report(err: &anyhow::Error) -> ExitCode {
     if is_broken_pipe(err) {
         return ExitCode::SUCCESS;
     }
-    let line = format!("{err:#}").replace('\n', " ");
-    eprintln!("error: {line}");
-    if err
-        .chain()
-        .any(|e| e.downcast_ref::<UsageError>().is_some())
-    {
+    eprintln!("error: {}", one_line(err));
+    let usage = err.chain().any(|e| {
+        e.downcast_ref::<UsageError>().is_some()
+            || e.downcast_ref::<crate::session::SessionError>()
+                .is_some_and(|s| s.is_usage())
+    });
+    if usage {
         ExitCode::from(2)
     } else {
         ExitCode::FAILURE
     }
+}
+
+/// The error chain on one line, skipping causes whose text the message already carries
+/// (several error types include their source's text in their own message).
+pub fn one_line(err: &anyhow::Error) -> String {
+    let mut line = String::new();
+    for cause in err.chain() {
+        let text = cause.to_string().replace('\n', " ");
+        if line.contains(text.trim()) {
+            continue;
+        }
+        if !line.is_empty() {
+            line.push_str(": ");
+        }
+        line.push_str(text.trim());
+    }
+    line
 }
 
 /// A closed stdout (the reader went away) is not an error for a CLI.

@@ -14,6 +14,7 @@
 pub mod cli;
 pub mod commands;
 pub mod config;
+pub mod conversation;
 pub mod engine;
 pub mod exit;
 pub mod gguf;

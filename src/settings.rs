@@ -105,6 +105,20 @@ impl EngineSettings {
     }
 }
 
+impl EngineSettings {
+    /// A session's recorded settings, with any flag given now taking precedence.
+    pub fn resolve_over(args: &EngineArgs, base: &EngineSettings) -> Self {
+        Self {
+            ctx_size: args.ctx_size.unwrap_or(base.ctx_size),
+            threads: args.threads.unwrap_or(base.threads),
+            gpu_layers: args.gpu_layers.unwrap_or(base.gpu_layers),
+            batch_size: args.batch_size.unwrap_or(base.batch_size),
+            kv_type: args.kv_type.unwrap_or(base.kv_type),
+            flash_attn: args.flash_attn.unwrap_or(base.flash_attn),
+        }
+    }
+}
+
 /// Resolved sampling settings. `temp == 0` means greedy.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct SamplingSettings {
@@ -125,6 +139,18 @@ impl SamplingSettings {
             min_p: args.min_p.or(config.min_p).unwrap_or(0.05),
             repeat_penalty: args.repeat_penalty.or(config.repeat_penalty).unwrap_or(1.0),
             seed: args.seed.or(config.seed).unwrap_or_else(fresh_seed),
+        }
+    }
+
+    /// A session's recorded sampling, with any flag given now taking precedence.
+    pub fn resolve_over(args: &SamplingArgs, base: &SamplingSettings) -> Self {
+        Self {
+            temp: args.temp.unwrap_or(base.temp),
+            top_k: args.top_k.unwrap_or(base.top_k),
+            top_p: args.top_p.unwrap_or(base.top_p),
+            min_p: args.min_p.unwrap_or(base.min_p),
+            repeat_penalty: args.repeat_penalty.unwrap_or(base.repeat_penalty),
+            seed: args.seed.unwrap_or(base.seed),
         }
     }
 

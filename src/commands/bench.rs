@@ -133,7 +133,7 @@ fn measure(
 }
 
 /// `n` tokens of English prose (the bench text, repeated).
-fn bench_tokens(model: &Model, n: usize) -> Vec<TokenId> {
+pub(super) fn bench_tokens(model: &Model, n: usize) -> Vec<TokenId> {
     let mut tokens = model.tokenize_prompt(BENCH_TEXT);
     let body = model.tokenize(BENCH_TEXT, false);
     while tokens.len() < n {

@@ -1,5 +1,6 @@
 //! `kvrun chat`: an interactive conversation in line mode (a REPL). Tokens stream as they
-//! are generated; Ctrl-C stops the current reply without quitting.
+//! are generated; Ctrl-C stops the current reply without quitting. With `--session NAME`
+//! the session is restored first and saved after every turn.
 
 use std::io::{BufRead, IsTerminal, Write};
 use std::process::ExitCode;
@@ -9,31 +10,64 @@ use std::time::Duration;
 
 use anyhow::{bail, Result};
 
-use super::{load_model, Env};
+use super::run::SESSION_SEQS;
+use super::{load_model, session_setup, Env};
 use crate::cli::ChatArgs;
-use crate::engine::{ChatMessage, Context, Model, Sampler, TokenId};
+use crate::conversation::Conversation;
+use crate::engine::{Context, Sampler};
 use crate::models::ModelChoice;
-use crate::sequence::{GenerateOptions, Sequence, StopReason};
+use crate::sequence::{GenerateOptions, StopReason, SyncObserver};
+use crate::session::catalog::SessionCatalog;
+use crate::session::live::{ConversationState, LiveSession, SessionObserver};
 use crate::settings::{ContextOverflow, EngineSettings, SamplingSettings, DEFAULT_PAGE_TOKENS};
-use crate::ui::{PrefillBar, Ui};
+use crate::ui::PrefillBar;
 
 const HELP: &str = "\
 commands:
   /help    show this help
   /reset   forget the conversation and start over
   /stats   context used and the last reply's speed
+  /save    save the session now (with --session; it also saves after every turn)
   /quit    leave (Ctrl-D works too)
 Ctrl-C stops the current reply. End a line with \\ to continue on the next one.";
 
+/// Speed of the last reply, for /stats.
+#[derive(Clone, Copy)]
+struct TurnStats {
+    prefilled: usize,
+    prefill: Duration,
+    generated: usize,
+    decode: Duration,
+}
+
 pub fn run(env: &Env, args: ChatArgs) -> Result<ExitCode> {
-    let engine = EngineSettings::resolve(&args.engine, &env.config);
-    let sampling = SamplingSettings::resolve(&args.sampling, &env.config);
     let overflow = args
         .context_overflow
         .or(env.config.context_overflow)
         .unwrap_or(ContextOverflow::Truncate);
-
-    let choice = crate::models::choose(args.model.model.as_deref(), &env.config, &env.paths);
+    let catalog = match &args.session {
+        Some(_) => Some(SessionCatalog::open(&env.paths)?),
+        None => None,
+    };
+    let prepared = match (&args.session, &catalog) {
+        (Some(name), Some(catalog)) => Some(session_setup::prepare(
+            env,
+            catalog,
+            name,
+            args.model.model.as_deref(),
+            &args.engine,
+            Some(&args.sampling),
+        )?),
+        _ => None,
+    };
+    let (engine, sampling, choice) = match &prepared {
+        Some(p) => (p.engine.clone(), p.sampling.clone(), p.choice.clone()),
+        None => (
+            EngineSettings::resolve(&args.engine, &env.config),
+            SamplingSettings::resolve(&args.sampling, &env.config),
+            crate::models::choose(args.model.model.as_deref(), &env.config, &env.paths),
+        ),
+    };
     pull_default_if_missing(env, &choice)?;
     let (model, _) = load_model(&choice, engine.gpu_layers)?;
     if !model.facts().has_chat_template {
@@ -42,7 +76,32 @@ pub fn run(env: &Env, args: ChatArgs) -> Result<ExitCode> {
             choice.path.display()
         );
     }
-    let mut ctx = Context::new(&model, &engine, DEFAULT_PAGE_TOKENS, 1)?;
+    let seqs = if prepared.is_some() { SESSION_SEQS } else { 1 };
+    let mut ctx = Context::new(&model, &engine, DEFAULT_PAGE_TOKENS, seqs)?;
+    let (mut live, mut chat) = match (prepared, &catalog) {
+        (Some(p), Some(catalog)) => {
+            let mut live = session_setup::start(catalog, p, &model, &ctx)?;
+            let (chat, report) = session_setup::resume(
+                env,
+                &mut live,
+                &mut ctx,
+                &model,
+                false,
+                args.system.as_deref(),
+            )?;
+            if report.restored_tokens > 0 {
+                env.ui.note(format!(
+                    "session '{}': restored {} tokens in {:.0} ms",
+                    live.name, report.restored_tokens, report.restore_ms
+                ));
+            }
+            (Some(live), chat)
+        }
+        _ => (
+            None,
+            Conversation::new(&model, false, args.system.as_deref()),
+        ),
+    };
 
     // Ctrl-C while a reply streams stops the reply; at the prompt it quits.
     let generating = Arc::new(AtomicBool::new(false));
@@ -59,7 +118,6 @@ pub fn run(env: &Env, args: ChatArgs) -> Result<ExitCode> {
         });
     }
 
-    let mut chat = Conversation::new(&model, args.system.clone());
     let interactive = std::io::stdin().is_terminal();
     if interactive {
         env.ui.note(format!(
@@ -70,7 +128,7 @@ pub fn run(env: &Env, args: ChatArgs) -> Result<ExitCode> {
     }
     let stdin = std::io::stdin();
     let mut lines = stdin.lock().lines();
-    let mut last: Option<(usize, Duration, usize, Duration)> = None;
+    let mut last: Option<TurnStats> = None;
     loop {
         let Some(input) = read_message(&mut lines, interactive)? else {
             break;
@@ -94,6 +152,13 @@ pub fn run(env: &Env, args: ChatArgs) -> Result<ExitCode> {
                 print_stats(&ctx, &chat, last);
                 continue;
             }
+            "/save" => {
+                match &mut live {
+                    Some(live) => save(env, live, &mut ctx, &chat),
+                    None => println!("(not a session: start with --session NAME to save)"),
+                }
+                continue;
+            }
             _ if trimmed.starts_with('/') => {
                 println!("unknown command {trimmed}; /help lists the commands");
                 continue;
@@ -101,9 +166,17 @@ pub fn run(env: &Env, args: ChatArgs) -> Result<ExitCode> {
             _ => {}
         }
 
-        if let Err(e) = chat.add_user(&mut ctx, &input, overflow, env.ui) {
-            eprintln!("error: {e:#}");
-            continue;
+        match chat.add_user(&mut ctx, &input, overflow) {
+            Ok(Some(note)) => env.ui.note(note),
+            Ok(None) => {}
+            Err(e) => {
+                eprintln!("error: {e:#}");
+                continue;
+            }
+        }
+        if let Some(live) = &mut live {
+            let mut report = Default::default();
+            session_setup::reuse_prefix(env, live, &mut ctx, &mut chat, &mut report)?;
         }
         cancel.store(false, Ordering::SeqCst);
         generating.store(true, Ordering::SeqCst);
@@ -124,16 +197,28 @@ pub fn run(env: &Env, args: ChatArgs) -> Result<ExitCode> {
             out.write_all(text.as_bytes())?;
             out.flush()
         };
-        let result = chat.seq.generate(
-            &mut ctx,
-            &mut sampler,
-            &options,
-            &cancel,
-            &mut bar,
-            &mut emit,
-        );
+        let result = {
+            let mut session_observer;
+            let observer: &mut dyn SyncObserver = match &mut live {
+                Some(live) => {
+                    session_observer = SessionObserver {
+                        session: live,
+                        inner: &mut bar,
+                    };
+                    &mut session_observer
+                }
+                None => &mut bar,
+            };
+            chat.seq.generate(
+                &mut ctx,
+                &mut sampler,
+                &options,
+                &cancel,
+                observer,
+                &mut emit,
+            )
+        };
         generating.store(false, Ordering::SeqCst);
-        drop(bar);
         let generated = result?;
         println!();
         match generated.stop {
@@ -141,15 +226,35 @@ pub fn run(env: &Env, args: ChatArgs) -> Result<ExitCode> {
             StopReason::ContextFull => eprintln!("(the context is full; /reset to start over)"),
             _ => {}
         }
-        last = Some((
-            generated.prefilled,
-            generated.prefill_time,
-            generated.tokens.len(),
-            generated.decode_time,
-        ));
+        last = Some(TurnStats {
+            prefilled: generated.prefilled,
+            prefill: generated.prefill_time,
+            generated: generated.tokens.len(),
+            decode: generated.decode_time,
+        });
         chat.add_assistant(generated.text);
+        if let Some(live) = &mut live {
+            save(env, live, &mut ctx, &chat);
+        }
+    }
+    if let Some(live) = &mut live {
+        save(env, live, &mut ctx, &chat);
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// Saves the session; a failure is reported and the chat goes on (nothing is lost: the
+/// previous snapshot stays intact and the next save retries).
+fn save(env: &Env, live: &mut LiveSession<'_>, ctx: &mut Context<'_>, chat: &Conversation<'_>) {
+    let state = ConversationState {
+        messages: &chat.messages,
+        rendered_len: chat.rendered_len,
+        raw: chat.raw,
+    };
+    if let Err(e) = live.save(ctx, &chat.seq, state) {
+        env.ui
+            .warn(format!("saving session '{}' failed: {e:#}", live.name));
+    }
 }
 
 /// With nothing pulled yet, `kvrun chat` fetches the default model first.
@@ -192,159 +297,21 @@ fn read_message(
     }
 }
 
-fn print_stats(
-    ctx: &Context<'_>,
-    chat: &Conversation<'_>,
-    last: Option<(usize, Duration, usize, Duration)>,
-) {
+fn print_stats(ctx: &Context<'_>, chat: &Conversation<'_>, last: Option<TurnStats>) {
     let n_ctx = ctx.info().n_ctx as usize;
     let used = chat.seq.len();
     println!(
         "context: {used} / {n_ctx} tokens ({:.1}%)",
         100.0 * used as f64 / n_ctx.max(1) as f64
     );
-    if let Some((prefilled, prefill, generated, decode)) = last {
+    if let Some(t) = last {
         let rate = |n: usize, d: Duration| n as f64 / d.as_secs_f64().max(1e-9);
         println!(
-            "last reply: prefill {prefilled} tokens at {:.1} tok/s, decode {generated} tokens at {:.1} tok/s",
-            rate(prefilled, prefill),
-            rate(generated, decode)
+            "last reply: prefill {} tokens at {:.1} tok/s, decode {} tokens at {:.1} tok/s",
+            t.prefilled,
+            rate(t.prefilled, t.prefill),
+            t.generated,
+            rate(t.generated, t.decode)
         );
-    }
-}
-
-/// The chat messages and the token log they produced. New turns are tokenized as the
-/// template's text *after* what earlier turns produced, so earlier tokens (and their KV)
-/// are never re-tokenized or recomputed.
-struct Conversation<'m> {
-    model: &'m Model,
-    system: Option<String>,
-    messages: Vec<ChatMessage>,
-    seq: Sequence,
-    /// Length of the template's rendering of `messages` (without the assistant opener).
-    rendered_len: usize,
-}
-
-impl<'m> Conversation<'m> {
-    fn new(model: &'m Model, system: Option<String>) -> Self {
-        let mut chat = Self {
-            model,
-            system,
-            messages: Vec::new(),
-            seq: Sequence::new(),
-            rendered_len: 0,
-        };
-        chat.seed_system();
-        chat
-    }
-
-    fn seed_system(&mut self) {
-        if let Some(system) = &self.system {
-            self.messages.push(ChatMessage {
-                role: "system".into(),
-                content: system.clone(),
-            });
-        }
-    }
-
-    fn reset(&mut self, ctx: &mut Context<'_>) {
-        self.seq.reset(ctx);
-        self.messages.clear();
-        self.rendered_len = 0;
-        self.seed_system();
-    }
-
-    /// Tokens appended but not yet in the KV cache.
-    fn pending(&self) -> usize {
-        self.seq.len() - self.seq.kv_len()
-    }
-
-    fn add_user(
-        &mut self,
-        ctx: &mut Context<'_>,
-        text: &str,
-        overflow: ContextOverflow,
-        ui: Ui,
-    ) -> Result<()> {
-        self.messages.push(ChatMessage {
-            role: "user".into(),
-            content: text.into(),
-        });
-        let rendered = self.model.apply_chat_template(&self.messages, true)?;
-        let new_tokens = self.delta_tokens(&rendered);
-        let n_ctx = ctx.info().n_ctx as usize;
-        // Leave room for at least a short reply.
-        let reserve = 16.min(n_ctx / 4);
-        if self.seq.len() + new_tokens.len() + reserve <= n_ctx {
-            self.seq.append(&new_tokens);
-            return Ok(());
-        }
-        match overflow {
-            ContextOverflow::Error => {
-                self.messages.pop();
-                bail!(
-                    "this message does not fit the context ({} + {} tokens > {n_ctx}); /reset, \
-                     or restart with a larger --ctx-size or --context-overflow truncate",
-                    self.seq.len(),
-                    new_tokens.len()
-                );
-            }
-            ContextOverflow::Truncate => self.truncate_to_fit(ctx, n_ctx - reserve, ui),
-        }
-    }
-
-    /// Drops the oldest turns (keeping the system prompt) until the conversation fits, then
-    /// rebuilds the token log from the template.
-    fn truncate_to_fit(&mut self, ctx: &mut Context<'_>, budget: usize, ui: Ui) -> Result<()> {
-        let first = usize::from(self.system.is_some());
-        let mut dropped = 0;
-        loop {
-            let rendered = self.model.apply_chat_template(&self.messages, true)?;
-            let tokens = self.model.tokenize_prompt(&rendered);
-            if tokens.len() <= budget {
-                self.seq.reset(ctx);
-                self.seq.append(&tokens);
-                let without_opener = self.model.apply_chat_template(&self.messages, false)?;
-                self.rendered_len = without_opener.len();
-                if dropped > 0 {
-                    ui.note(format!(
-                        "(context full: dropped the {dropped} oldest message(s))"
-                    ));
-                }
-                return Ok(());
-            }
-            if self.messages.len() <= first + 1 {
-                self.messages.pop();
-                bail!(
-                    "this message alone ({} tokens) does not fit the context; raise --ctx-size",
-                    tokens.len()
-                );
-            }
-            self.messages.remove(first);
-            dropped += 1;
-        }
-    }
-
-    /// The tokens for the rendered conversation beyond what the log already holds.
-    fn delta_tokens(&self, rendered: &str) -> Vec<TokenId> {
-        if self.seq.is_empty() {
-            return self.model.tokenize_prompt(rendered);
-        }
-        match rendered.get(self.rendered_len..) {
-            Some(tail) if rendered.is_char_boundary(self.rendered_len) => {
-                self.model.tokenize(tail, false)
-            }
-            _ => self.model.tokenize(rendered, false),
-        }
-    }
-
-    fn add_assistant(&mut self, text: String) {
-        self.messages.push(ChatMessage {
-            role: "assistant".into(),
-            content: text,
-        });
-        if let Ok(rendered) = self.model.apply_chat_template(&self.messages, false) {
-            self.rendered_len = rendered.len();
-        }
     }
 }

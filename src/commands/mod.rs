@@ -2,12 +2,16 @@
 //! its work, and returns the exit code; errors bubble up as `anyhow` with context.
 
 mod bench;
+mod bench_restore;
 mod chat;
 mod completions;
+mod gc;
 mod man;
 mod models;
 mod pull;
 mod run;
+mod session;
+mod session_setup;
 
 use std::process::ExitCode;
 use std::time::Instant;
@@ -50,7 +54,10 @@ pub fn dispatch(cli: Cli) -> Result<ExitCode> {
         Command::Run(args) => run::run(&env, args),
         Command::Pull(args) => pull::run(&env, args),
         Command::Models(args) => models::run(&env, args),
-        Command::Bench(args) => bench::run(&env, args),
+        Command::Session(command) => session::run(&env, command),
+        Command::Gc(args) => gc::run(&env, args),
+        Command::Bench(crate::cli::BenchCommand::Speed(args)) => bench::run(&env, args),
+        Command::Bench(crate::cli::BenchCommand::Restore(args)) => bench_restore::run(&env, args),
         Command::Completions(args) => completions::run(args),
         Command::Man(args) => man::run(args),
     }

@@ -1,23 +1,30 @@
 //! `kvrun run`: one prompt in, generated text out. stdout carries only the text (or one
-//! JSON object with `--json`); everything else goes to stderr.
+//! JSON object with `--json`); everything else goes to stderr. With `--session NAME` it is
+//! the agent path: restore the session, append the turn, generate, save, exit.
 
 use std::io::{IsTerminal, Read, Write};
 use std::process::ExitCode;
 use std::sync::atomic::AtomicBool;
+use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context as _, Result};
 use serde::Serialize;
 
-use super::{load_model, Env};
+use super::{load_model, session_setup, Env};
 use crate::cli::RunArgs;
-use crate::engine::{ChatMessage, Context, Model, Sampler, TokenId};
+use crate::conversation::Conversation;
+use crate::engine::{Context, Model, Sampler, TokenId, TokenLogprob};
 use crate::exit::usage;
-use crate::sequence::{GenerateOptions, Sequence, StopReason};
-use crate::settings::{EngineSettings, SamplingSettings, DEFAULT_PAGE_TOKENS};
+use crate::sequence::{GenerateOptions, Generated, StopReason, SyncObserver};
+use crate::session::catalog::SessionCatalog;
+use crate::session::live::{ConversationState, SessionObserver};
+use crate::settings::{ContextOverflow, EngineSettings, SamplingSettings, DEFAULT_PAGE_TOKENS};
 use crate::ui::PrefillBar;
 
 /// Default reply length for `run` when -n is not given.
 const DEFAULT_MAX_TOKENS: u32 = 256;
+/// Sessions keep a scratch sequence next to the main one to read page ranges.
+pub(super) const SESSION_SEQS: u32 = 2;
 
 #[derive(Serialize)]
 struct RunReport {
@@ -31,76 +38,210 @@ struct RunReport {
     load_ms: f64,
     prefill_ms: f64,
     decode_ms: f64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    logprobs: Option<Vec<TokenLogprob>>,
+    #[serde(flatten, skip_serializing_if = "Option::is_none")]
+    session: Option<SessionFields>,
+}
+
+#[derive(Serialize)]
+struct SessionFields {
+    session: String,
+    session_tokens: usize,
+    restored_tokens: usize,
+    reused_tokens: usize,
+    restore_ms: f64,
+    save_ms: f64,
 }
 
 pub fn run(env: &Env, args: RunArgs) -> Result<ExitCode> {
-    let prompt = read_prompt(&args)?;
+    match args.session.clone() {
+        Some(name) => run_session(env, &args, &name),
+        None => run_plain(env, &args),
+    }
+}
+
+fn run_plain(env: &Env, args: &RunArgs) -> Result<ExitCode> {
+    let prompt = read_prompt(args)?;
     let engine = EngineSettings::resolve(&args.engine, &env.config);
     let sampling = SamplingSettings::resolve(&args.sampling, &env.config);
-    let max_tokens = args.max_tokens.unwrap_or(DEFAULT_MAX_TOKENS) as usize;
-
     let choice = crate::models::choose(args.model.model.as_deref(), &env.config, &env.paths);
     let (model, load_ms) = load_model(&choice, engine.gpu_layers)?;
     let mut ctx = Context::new(&model, &engine, DEFAULT_PAGE_TOKENS, 1)?;
 
-    let tokens = prompt_tokens(&model, &prompt, args.raw, args.system.as_deref())?;
-    check_fits(&tokens, &ctx, &model)?;
+    let mut conversation = Conversation::new(&model, args.raw, args.system.as_deref());
+    let tokens = conversation.user_turn_tokens(&prompt)?;
+    check_fits(tokens.len(), &ctx, &model)?;
+    conversation.seq.append(&tokens);
 
-    let mut seq = Sequence::new();
-    seq.append(&tokens);
     let cancel = AtomicBool::new(false);
     let mut bar = PrefillBar::new(env.ui, tokens.len(), &cancel);
-    let mut sampler = Sampler::new(&model, &sampling, seq.tokens());
+    let generated = generate(
+        args,
+        &model,
+        &mut ctx,
+        &mut conversation,
+        &sampling,
+        &cancel,
+        &mut bar,
+    )?;
+    drop(bar);
+    finish(env, args, &ctx, tokens.len(), load_ms, generated, None)
+}
+
+fn run_session(env: &Env, args: &RunArgs, name: &str) -> Result<ExitCode> {
+    let catalog = SessionCatalog::open(&env.paths)?;
+    let prepared = session_setup::prepare(
+        env,
+        &catalog,
+        name,
+        args.model.model.as_deref(),
+        &args.engine,
+        Some(&args.sampling),
+    )?;
+    let prompt = if args.continue_ {
+        None
+    } else {
+        Some(read_prompt(args)?)
+    };
+    let (engine, sampling) = (prepared.engine.clone(), prepared.sampling.clone());
+    let (model, load_ms) = load_model(&prepared.choice, engine.gpu_layers)?;
+    let mut ctx = Context::new(&model, &engine, DEFAULT_PAGE_TOKENS, SESSION_SEQS)?;
+    let mut live = session_setup::start(&catalog, prepared, &model, &ctx)?;
+    let (mut conversation, mut restore) = session_setup::resume(
+        env,
+        &mut live,
+        &mut ctx,
+        &model,
+        args.raw,
+        args.system.as_deref(),
+    )?;
+
+    let added = match &prompt {
+        Some(text) => {
+            let before = conversation.seq.len();
+            conversation
+                .add_user(&mut ctx, text, ContextOverflow::Error)
+                .with_context(|| format!("session '{name}'"))?;
+            conversation.seq.len() - before
+        }
+        None if conversation.seq.is_empty() => {
+            return Err(usage(format!(
+                "session '{name}' is empty; --continue needs something to continue from"
+            )))
+        }
+        None => 0,
+    };
+    session_setup::reuse_prefix(env, &mut live, &mut ctx, &mut conversation, &mut restore)?;
+
+    let cancel = AtomicBool::new(false);
+    let mut bar = PrefillBar::new(env.ui, conversation.pending(), &cancel);
+    let generated = {
+        let mut observer = SessionObserver {
+            session: &mut live,
+            inner: &mut bar,
+        };
+        generate(
+            args,
+            &model,
+            &mut ctx,
+            &mut conversation,
+            &sampling,
+            &cancel,
+            &mut observer,
+        )?
+    };
+    drop(bar);
+    conversation.add_assistant(generated.text.clone());
+    let saved = live.save(
+        &mut ctx,
+        &conversation.seq,
+        ConversationState {
+            messages: &conversation.messages,
+            rendered_len: conversation.rendered_len,
+            raw: conversation.raw,
+        },
+    )?;
+    let fields = SessionFields {
+        session: name.to_string(),
+        session_tokens: conversation.seq.len(),
+        restored_tokens: restore.restored_tokens,
+        reused_tokens: restore.reused_tokens,
+        restore_ms: restore.restore_ms,
+        save_ms: saved.save_ms,
+    };
+    finish(env, args, &ctx, added, load_ms, generated, Some(fields))
+}
+
+/// Generates the reply, streaming it to stdout unless `--json`.
+fn generate(
+    args: &RunArgs,
+    model: &Model,
+    ctx: &mut Context<'_>,
+    conversation: &mut Conversation<'_>,
+    sampling: &SamplingSettings,
+    cancel: &AtomicBool,
+    observer: &mut dyn SyncObserver,
+) -> Result<Generated> {
+    let max_tokens = args.max_tokens.unwrap_or(DEFAULT_MAX_TOKENS) as usize;
+    let mut sampler = Sampler::new(model, sampling, conversation.seq.tokens());
     let stdout = std::io::stdout();
-    let mut out = stdout.lock();
     let json = args.json;
     let mut emit = |text: &str| -> std::io::Result<()> {
         if json {
             return Ok(());
         }
+        let mut out = stdout.lock();
         out.write_all(text.as_bytes())?;
         out.flush()
     };
-
-    let generated = if max_tokens == 0 {
-        let started = std::time::Instant::now();
-        let prefilled = seq.sync(&mut ctx, true, &mut bar)?;
-        crate::sequence::Generated {
+    if max_tokens == 0 {
+        let started = Instant::now();
+        let prefilled = conversation.seq.sync(ctx, true, observer)?;
+        return Ok(Generated {
             tokens: Vec::new(),
             text: String::new(),
             logprobs: Vec::new(),
             stop: StopReason::MaxTokens,
-            decode_time: std::time::Duration::ZERO,
+            decode_time: Duration::ZERO,
             prefill_time: started.elapsed(),
             prefilled,
-        }
-    } else {
-        let options = GenerateOptions {
-            max_tokens,
-            logprobs: None,
-        };
-        seq.generate(
-            &mut ctx,
-            &mut sampler,
-            &options,
-            &cancel,
-            &mut bar,
-            &mut emit,
-        )?
+        });
+    }
+    let options = GenerateOptions {
+        max_tokens,
+        logprobs: args.logprobs,
     };
+    Ok(conversation
+        .seq
+        .generate(ctx, &mut sampler, &options, cancel, observer, &mut emit)?)
+}
 
-    if json {
+fn finish(
+    env: &Env,
+    args: &RunArgs,
+    ctx: &Context<'_>,
+    prompt_tokens: usize,
+    load_ms: f64,
+    generated: Generated,
+    session: Option<SessionFields>,
+) -> Result<ExitCode> {
+    let stdout = std::io::stdout();
+    let mut out = stdout.lock();
+    if args.json {
         let report = RunReport {
-            text: generated.text,
+            text: generated.text.clone(),
             generated_tokens: generated.tokens.len(),
-            tokens: generated.tokens,
-            prompt_tokens: tokens.len(),
+            tokens: generated.tokens.clone(),
+            prompt_tokens,
             prefilled_tokens: generated.prefilled,
             stop_reason: generated.stop,
             n_ctx: ctx.info().n_ctx,
             load_ms,
             prefill_ms: generated.prefill_time.as_secs_f64() * 1e3,
             decode_ms: generated.decode_time.as_secs_f64() * 1e3,
+            logprobs: args.logprobs.map(|_| generated.logprobs.clone()),
+            session,
         };
         serde_json::to_writer(&mut out, &report)?;
         writeln!(out)?;
@@ -123,18 +264,7 @@ fn read_prompt(args: &RunArgs) -> Result<String> {
         std::fs::read_to_string(file)
             .with_context(|| format!("reading prompt file {}", file.display()))?
     } else {
-        let stdin = std::io::stdin();
-        if stdin.is_terminal() {
-            return Err(usage(
-                "no prompt: pass -p TEXT, --prompt-file FILE, or pipe the prompt on stdin",
-            ));
-        }
-        let mut text = String::new();
-        stdin
-            .lock()
-            .read_to_string(&mut text)
-            .context("reading the prompt from stdin")?;
-        text
+        read_stdin("no prompt: pass -p TEXT, --prompt-file FILE, or pipe the prompt on stdin")?
     };
     if text.trim().is_empty() {
         return Err(usage("the prompt is empty"));
@@ -142,40 +272,28 @@ fn read_prompt(args: &RunArgs) -> Result<String> {
     Ok(text)
 }
 
-/// Tokens for one prompt: as-is with `--raw`, else through the model's chat template.
-pub(super) fn prompt_tokens(
-    model: &Model,
-    prompt: &str,
-    raw: bool,
-    system: Option<&str>,
-) -> Result<Vec<TokenId>> {
-    if raw {
-        return Ok(model.tokenize_prompt(prompt));
+/// All of stdin; a usage error when stdin is a terminal (nothing was piped).
+pub(super) fn read_stdin(when_terminal: &str) -> Result<String> {
+    let stdin = std::io::stdin();
+    if stdin.is_terminal() {
+        return Err(usage(when_terminal));
     }
-    let mut messages = Vec::new();
-    if let Some(system) = system {
-        messages.push(ChatMessage {
-            role: "system".into(),
-            content: system.into(),
-        });
-    }
-    messages.push(ChatMessage {
-        role: "user".into(),
-        content: prompt.into(),
-    });
-    let text = model.apply_chat_template(&messages, true)?;
-    Ok(model.tokenize_prompt(&text))
+    let mut text = String::new();
+    stdin
+        .lock()
+        .read_to_string(&mut text)
+        .context("reading stdin")?;
+    Ok(text)
 }
 
 /// A prompt that cannot fit the context is refused up front, naming both sizes.
-pub(super) fn check_fits(tokens: &[TokenId], ctx: &Context<'_>, model: &Model) -> Result<()> {
+pub(super) fn check_fits(tokens: usize, ctx: &Context<'_>, model: &Model) -> Result<()> {
     let n_ctx = ctx.info().n_ctx as usize;
-    if tokens.len() > n_ctx {
+    if tokens > n_ctx {
         let train = model.facts().n_ctx_train;
         bail!(
-            "the prompt is {} tokens but the context holds {n_ctx}; raise --ctx-size (this \
-             model supports up to {train})",
-            tokens.len()
+            "the prompt is {tokens} tokens but the context holds {n_ctx}; raise --ctx-size (this \
+             model supports up to {train})"
         );
     }
     Ok(())

@@ -218,6 +218,19 @@ impl<'m> Context<'m> {
         self.logits_index = None;
     }
 
+    /// Drops a helper sequence's claim on its cells. Unlike [`Self::clear_seq`] this keeps
+    /// the main sequence's logits: a scratch sequence never decodes.
+    pub fn release_seq(&mut self, seq: i32) {
+        let _ = self.ctx.clear_kv_cache_seq(Some(seq as u32), None, None);
+    }
+
+    /// Empties the whole cache; the next cells are placed from slot 0 again, as in a fresh
+    /// context (restores rely on that to land cells where an uninterrupted run had them).
+    pub fn clear_all(&mut self) {
+        self.ctx.clear_kv_cache();
+        self.logits_index = None;
+    }
+
     /// Drops the cells of `seq` at positions `from..`.
     pub fn truncate_seq(&mut self, seq: i32, from: usize) {
         let _ = self
@@ -232,6 +245,35 @@ impl<'m> Context<'m> {
         self.ctx
             .copy_kv_cache_seq(src, dst, Some(p0 as u32), Some(p1 as u32))
             .ok();
+    }
+
+    /// llama.cpp's own one-file sequence save (`llama_state_seq_save_file`). kvrun does not
+    /// use it for sessions; the restore benchmark measures it as the baseline.
+    pub fn llama_seq_save_file(
+        &self,
+        path: &std::path::Path,
+        seq: i32,
+        tokens: &[TokenId],
+    ) -> Result<usize, EngineError> {
+        let tokens: Vec<LlamaToken> = tokens.iter().map(|&t| LlamaToken(t)).collect();
+        self.ctx
+            .state_seq_save_file(path, seq, &tokens)
+            .map_err(|e| EngineError::StateGet(e.to_string()))
+    }
+
+    /// llama.cpp's own one-file sequence load (baseline for the restore benchmark).
+    pub fn llama_seq_load_file(
+        &mut self,
+        path: &std::path::Path,
+        seq: i32,
+        max_tokens: usize,
+    ) -> Result<Vec<TokenId>, EngineError> {
+        self.logits_index = None;
+        let (tokens, _) = self
+            .ctx
+            .state_seq_load_file(path, seq, max_tokens)
+            .map_err(|e| EngineError::StateGet(e.to_string()))?;
+        Ok(tokens.into_iter().map(|t| t.0).collect())
     }
 
     /// Reads sequence `seq`'s KV state blob (llama.cpp's serialization; see `kv::blob`).

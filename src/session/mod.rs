@@ -1,6 +1,24 @@
 //! Persistent sessions: a manifest (token log, chat messages, settings, and the KV pages that
 //! cache them) per named session, over the shared content-addressed object store.
+//!
+//! - [`manifest`]: what a session records; [`catalog`]: the sessions folder (locks, list,
+//!   fork, rm, gc); [`export`]: one-file export and validated import.
+//! - [`live`]: a session bound to a live context (capture, save, restore, prefix reuse);
+//!   [`capture`]: reading page rows out of llama.cpp and putting them back.
+//! - [`identity`]: model fingerprints and the KV settings that shape page bytes.
 
+pub mod capture;
+pub mod catalog;
+pub mod error;
+pub mod export;
+pub mod identity;
+pub mod live;
 pub mod manifest;
+mod manifest_file;
+#[cfg(test)]
+mod test_support;
 
+pub use catalog::{validate_name, RemoveReport, SessionCatalog, SessionSummary};
+pub use error::SessionError;
+pub use export::{export, import, ExportReport};
 pub use manifest::{KvIdentity, KvSnapshot, ModelIdentity, SessionManifest, MANIFEST_FORMAT};

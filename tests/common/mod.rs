@@ -142,3 +142,30 @@ pub fn assert_one_line_error(out: &Output, code: i32, needle: &str) {
         lines[0]
     );
 }
+
+pub mod inproc;
+
+/// Log-probabilities from a `--json --logprobs` report.
+pub fn logprobs(v: &serde_json::Value) -> Vec<f32> {
+    v["logprobs"]
+        .as_array()
+        .expect("logprobs")
+        .iter()
+        .map(|l| l["logprob"].as_f64().unwrap() as f32)
+        .collect()
+}
+
+/// Largest absolute difference between two log-probability lists of equal length.
+pub fn max_diff(a: &[f32], b: &[f32]) -> f32 {
+    assert_eq!(a.len(), b.len());
+    a.iter()
+        .zip(b)
+        .map(|(x, y)| (x - y).abs())
+        .fold(0.0, f32::max)
+}
+
+/// A few thousand characters of prose for long prompts.
+pub fn long_text(copies: usize) -> String {
+    let text = include_str!("../../assets/bench-prompt.txt");
+    text.repeat(copies)
+}

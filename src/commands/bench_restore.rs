@@ -1,0 +1,359 @@
+//! `kvrun bench restore`: what a persisted session buys, as a table.
+//!
+//! For each session length it measures, on one model: the cold prefill; kvrun's snapshot
+//! (bytes, full save time); a restore plus first token in a fresh process; the incremental
+//! save after a short turn; and, in the same run, llama.cpp's own one-file
+//! `llama_state_seq_save_file` / `load_file` on the same session as the baseline. A last
+//! table shows prefix sharing: N sessions with a common prefix store its pages once.
+
+use std::io::Read;
+use std::path::{Path, PathBuf};
+use std::process::{Command, ExitCode};
+use std::time::Instant;
+
+use anyhow::{bail, Context as _, Result};
+
+use super::bench::bench_tokens;
+use super::run::SESSION_SEQS;
+use super::{load_model, Env};
+use crate::cli::BenchRestoreArgs;
+use crate::engine::{Context, Model, TokenId};
+use crate::paths::Paths;
+use crate::sequence::{NoObserver, Sequence};
+use crate::session::catalog::SessionCatalog;
+use crate::session::identity::{kv_identity, model_identity};
+use crate::session::live::{ConversationState, LiveSession, SessionObserver};
+use crate::settings::{EngineSettings, SamplingSettings, DEFAULT_PAGE_TOKENS};
+
+struct Row {
+    tokens: usize,
+    prefill_s: f64,
+    save_ms: f64,
+    snapshot_bytes: u64,
+    restore_ms: f64,
+    first_token_ms: f64,
+    incremental_save_ms: f64,
+    read_mb_s: f64,
+    llama_save_ms: f64,
+    llama_load_ms: f64,
+    llama_bytes: u64,
+}
+
+pub fn run(env: &Env, args: BenchRestoreArgs) -> Result<ExitCode> {
+    let mut engine = EngineSettings::resolve(&args.engine, &env.config);
+    let choice = crate::models::choose(args.model.model.as_deref(), &env.config, &env.paths);
+    let (model, _) = load_model(&choice, engine.gpu_layers)?;
+    let longest = args.tokens.iter().copied().max().unwrap_or(0) as usize;
+    let train = model.facts().n_ctx_train as usize;
+    if longest + 64 > train {
+        bail!("{longest} tokens do not fit the model's context ({train}); pass smaller --tokens");
+    }
+    engine.ctx_size = (longest + 256).min(train) as u32;
+    let work = tempfile::Builder::new()
+        .prefix("kvrun-bench-")
+        .tempdir_in(std::env::temp_dir())
+        .context("creating the benchmark folder")?;
+    env.ui.note(format!(
+        "benchmarking {} with {} threads in {} ...",
+        model.facts().description,
+        engine.threads,
+        work.path().display()
+    ));
+    let corpus = bench_tokens(&model, longest);
+    let mut rows = Vec::new();
+    for &n in &args.tokens {
+        let home = work.path().join(format!("home-{n}"));
+        rows.push(measure_length(
+            env,
+            &model,
+            &choice.path,
+            &engine,
+            &home,
+            &corpus[..n as usize],
+        )?);
+    }
+    print_restore_table(&rows);
+    println!();
+    // Prefix sharing on this model and on a tiny full-attention model.
+    let tiny = work.path().join("tiny-llama.gguf");
+    crate::gguf::write_tiny_llama(&tiny, &crate::gguf::TinyLlamaSpec::default())?;
+    println!(
+        "| model | sessions | shared prefix | one session on disk | all sessions on disk | ratio |"
+    );
+    println!("|---|---:|---:|---:|---:|---:|");
+    for path in [choice.path.clone(), tiny] {
+        let choice = crate::models::ModelChoice {
+            path: path.clone(),
+            source: crate::models::ModelSource::Argument,
+        };
+        let (m, _) = load_model(&choice, engine.gpu_layers)?;
+        let home = work.path().join(format!("share-{}", m.facts().description));
+        let (one, all) = measure_sharing(&m, &path, &engine, &home, &args)?;
+        println!(
+            "| {} | {} | {} | {} | {} | {:.2}x |",
+            m.facts().description,
+            args.share_sessions,
+            args.share_prefix,
+            crate::ui::human_bytes(one),
+            crate::ui::human_bytes(all),
+            all as f64 / one.max(1) as f64
+        );
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn print_restore_table(rows: &[Row]) {
+    println!(
+        "| tokens | cold prefill s | kvrun snapshot | kvrun save ms | restore ms (fresh process) \
+         | restore + first token ms | speedup vs prefill | incremental save ms | restore MB/s \
+         | file read MB/s | llama.cpp file | llama.cpp save ms | llama.cpp load ms |"
+    );
+    println!("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
+    for r in rows {
+        let first = r.restore_ms + r.first_token_ms;
+        println!(
+            "| {} | {:.2} | {} | {:.1} | {:.1} | {:.1} | {:.0}x | {:.1} | {:.0} | {:.0} | {} | {:.1} | {:.1} |",
+            r.tokens,
+            r.prefill_s,
+            crate::ui::human_bytes(r.snapshot_bytes),
+            r.save_ms,
+            r.restore_ms,
+            first,
+            r.prefill_s * 1e3 / first.max(1e-9),
+            r.incremental_save_ms,
+            r.snapshot_bytes as f64 / 1e6 / (r.restore_ms / 1e3).max(1e-9),
+            r.read_mb_s,
+            crate::ui::human_bytes(r.llama_bytes),
+            r.llama_save_ms,
+            r.llama_load_ms
+        );
+    }
+}
+
+/// Prefills `tokens` into a new raw session under `home` and saves it.
+fn prefill_session(
+    model: &Model,
+    model_path: &Path,
+    ctx: &mut Context<'_>,
+    catalog: &SessionCatalog,
+    name: &str,
+    engine: &EngineSettings,
+    tokens: &[TokenId],
+) -> Result<(f64, f64)> {
+    let lock = catalog.lock(name)?;
+    let greedy = SamplingSettings {
+        temp: 0.0,
+        top_k: 0,
+        top_p: 1.0,
+        min_p: 0.0,
+        repeat_penalty: 1.0,
+        seed: 0,
+    };
+    let mut live = LiveSession::new(
+        catalog,
+        name,
+        lock,
+        None,
+        model_identity(model_path, &model.facts().description)?,
+        kv_identity(ctx.info()),
+        engine.clone(),
+        greedy,
+        model.facts().n_swa,
+    );
+    let mut seq = Sequence::new();
+    seq.append(tokens);
+    let mut restore = live.reuse_prefix(ctx, &mut seq)?;
+    restore.warnings.clear();
+    let started = Instant::now();
+    {
+        let mut observer = SessionObserver {
+            session: &mut live,
+            inner: &mut NoObserver,
+        };
+        seq.sync(ctx, false, &mut observer)?;
+    }
+    let prefill_s = started.elapsed().as_secs_f64();
+    let saved = live.save(
+        ctx,
+        &seq,
+        ConversationState {
+            messages: &[],
+            rendered_len: 0,
+            raw: true,
+        },
+    )?;
+    Ok((prefill_s, saved.save_ms))
+}
+
+fn measure_length(
+    env: &Env,
+    model: &Model,
+    model_path: &Path,
+    engine: &EngineSettings,
+    home: &Path,
+    tokens: &[TokenId],
+) -> Result<Row> {
+    let paths = Paths::under(home);
+    let catalog = SessionCatalog::open(&paths)?;
+    let mut ctx = Context::new(model, engine, DEFAULT_PAGE_TOKENS, SESSION_SEQS)?;
+    env.ui
+        .note(format!("{} tokens: prefilling ...", tokens.len()));
+    let (prefill_s, save_ms) = prefill_session(
+        model, model_path, &mut ctx, &catalog, "bench", engine, tokens,
+    )?;
+
+    // llama.cpp's own single-file save and load of the same sequence.
+    let llama_file = home.join("llama-seq.bin");
+    let kv_len = tokens.len() - 1;
+    let started = Instant::now();
+    ctx.llama_seq_save_file(&llama_file, 0, &tokens[..kv_len])?;
+    let llama_save_ms = started.elapsed().as_secs_f64() * 1e3;
+    let llama_bytes = std::fs::metadata(&llama_file)?.len();
+    drop(ctx);
+    let mut fresh = Context::new(model, engine, DEFAULT_PAGE_TOKENS, SESSION_SEQS)?;
+    let started = Instant::now();
+    fresh.llama_seq_load_file(&llama_file, 0, tokens.len())?;
+    let llama_load_ms = started.elapsed().as_secs_f64() * 1e3;
+    drop(fresh);
+
+    // kvrun's snapshot: its bytes, and how fast the disk reads them back.
+    let manifest = catalog.read_manifest("bench")?;
+    let files: Vec<PathBuf> = manifest
+        .referenced_objects()
+        .map(|id| catalog.store().object_path(&id))
+        .collect();
+    let snapshot_bytes: u64 = files
+        .iter()
+        .map(|f| std::fs::metadata(f).map(|m| m.len()).unwrap_or(0))
+        .sum::<u64>()
+        + std::fs::metadata(catalog.manifest_path("bench"))?.len();
+    // Both reads start from a cold page cache when the system allows dropping it (root on
+    // Linux), so the restore is compared with what the disk itself delivers.
+    drop_page_cache();
+    let read_mb_s = read_speed(&files)?;
+    env.ui.note(format!(
+        "{} tokens: restoring in a fresh process ...",
+        tokens.len()
+    ));
+    if !drop_page_cache() {
+        env.ui
+            .note("(cannot drop the page cache here: restore figures are from a warm cache)");
+    }
+    let check = child_json(
+        home,
+        &["session", "restore", "bench", "--check", "--json"],
+        engine,
+    )?;
+    let turn = child_json(
+        home,
+        &[
+            "run",
+            "--session",
+            "bench",
+            "--raw",
+            "-p",
+            " And one more short line.",
+            "-n",
+            "4",
+            "--temp",
+            "0",
+            "--json",
+        ],
+        engine,
+    )?;
+    Ok(Row {
+        tokens: tokens.len(),
+        prefill_s,
+        save_ms,
+        snapshot_bytes,
+        restore_ms: check["restore_ms"].as_f64().unwrap_or(f64::NAN),
+        first_token_ms: check["first_token_ms"].as_f64().unwrap_or(f64::NAN),
+        incremental_save_ms: turn["save_ms"].as_f64().unwrap_or(f64::NAN),
+        read_mb_s,
+        llama_save_ms,
+        llama_load_ms,
+        llama_bytes,
+    })
+}
+
+/// Empties the OS page cache (Linux, root only). Returns whether it worked.
+fn drop_page_cache() -> bool {
+    // Flush dirty pages first (std has no sync(2)), then drop the clean ones.
+    let _ = Command::new("sync").status();
+    std::fs::write("/proc/sys/vm/drop_caches", "3").is_ok()
+}
+
+/// Sequential read speed of the snapshot's files, the `dd` figure for the same bytes.
+fn read_speed(files: &[PathBuf]) -> Result<f64> {
+    let mut buf = vec![0u8; 1 << 20];
+    let mut total = 0u64;
+    let started = Instant::now();
+    for f in files {
+        let mut file = std::fs::File::open(f)?;
+        loop {
+            let n = file.read(&mut buf)?;
+            if n == 0 {
+                break;
+            }
+            total += n as u64;
+        }
+    }
+    Ok(total as f64 / 1e6 / started.elapsed().as_secs_f64().max(1e-9))
+}
+
+/// Runs kvrun in a fresh process against `home` and parses its `--json` output.
+fn child_json(home: &Path, args: &[&str], engine: &EngineSettings) -> Result<serde_json::Value> {
+    let exe = std::env::current_exe().context("locating the kvrun binary")?;
+    let out = Command::new(exe)
+        .env("KVRUN_HOME", home)
+        .args(args)
+        .args(["-t", &engine.threads.to_string()])
+        .output()?;
+    if !out.status.success() {
+        bail!(
+            "kvrun {} failed: {}",
+            args.join(" "),
+            String::from_utf8_lossy(&out.stderr).trim()
+        );
+    }
+    Ok(serde_json::from_slice(&out.stdout)?)
+}
+
+/// Bytes on disk for one session with the prefix, and for all of them.
+fn measure_sharing(
+    model: &Model,
+    model_path: &Path,
+    engine: &EngineSettings,
+    home: &Path,
+    args: &BenchRestoreArgs,
+) -> Result<(u64, u64)> {
+    let paths = Paths::under(home);
+    let catalog = SessionCatalog::open(&paths)?;
+    let prefix = bench_tokens(model, args.share_prefix as usize);
+    let mut engine = engine.clone();
+    engine.ctx_size = (args.share_prefix + 512).min(model.facts().n_ctx_train);
+    let mut one = 0;
+    for i in 0..args.share_sessions.max(1) {
+        let mut tokens = prefix.clone();
+        // A distinct suffix per session, like sub-agents given different tasks.
+        let suffix = model.tokenize(
+            &format!(" Task {i}: summarise part {i} of the text above."),
+            false,
+        );
+        tokens.extend_from_slice(&suffix);
+        let mut ctx = Context::new(model, &engine, DEFAULT_PAGE_TOKENS, SESSION_SEQS)?;
+        prefill_session(
+            model,
+            model_path,
+            &mut ctx,
+            &catalog,
+            &format!("s{i}"),
+            &engine,
+            &tokens,
+        )?;
+        if i == 0 {
+            one = catalog.store().usage()?.1;
+        }
+    }
+    Ok((one, catalog.store().usage()?.1))
+}

@@ -1,0 +1,370 @@
+//! `kvrun session save|restore|ls|show|rm|fork|export|import`.
+
+use std::io::Write;
+use std::process::ExitCode;
+use std::sync::atomic::AtomicBool;
+use std::time::Instant;
+
+use anyhow::{bail, Context as _, Result};
+use serde::Serialize;
+
+use super::run::{read_stdin, SESSION_SEQS};
+use super::{load_model, session_setup, Env};
+use crate::cli::{
+    ChatArgs, JsonArg, ModelArg, SessionCommand, SessionExportArgs, SessionForkArgs,
+    SessionImportArgs, SessionNameArg, SessionRestoreArgs, SessionSaveArgs, SessionShowArgs,
+};
+use crate::engine::{Context, Sampler};
+use crate::exit::usage;
+use crate::sequence::NoObserver;
+use crate::session::catalog::SessionCatalog;
+use crate::session::export;
+use crate::session::live::{ConversationState, SessionObserver};
+use crate::settings::{ContextOverflow, DEFAULT_PAGE_TOKENS};
+use crate::ui::{human_bytes, PrefillBar};
+
+pub fn run(env: &Env, command: SessionCommand) -> Result<ExitCode> {
+    match command {
+        SessionCommand::Save(args) => save(env, args),
+        SessionCommand::Restore(args) => restore(env, args),
+        SessionCommand::Ls(args) => list(env, args),
+        SessionCommand::Show(args) => show(env, args),
+        SessionCommand::Rm(args) => remove(env, args),
+        SessionCommand::Fork(args) => fork(env, args),
+        SessionCommand::Export(args) => export_session(env, args),
+        SessionCommand::Import(args) => import_session(env, args),
+    }
+}
+
+#[derive(Serialize)]
+struct SaveReportJson {
+    session: String,
+    tokens: usize,
+    prefilled_tokens: usize,
+    restored_tokens: usize,
+    reused_tokens: usize,
+    prefill_ms: f64,
+    save_ms: f64,
+    objects_written: usize,
+    bytes_written: u64,
+}
+
+fn save(env: &Env, args: SessionSaveArgs) -> Result<ExitCode> {
+    let text = if args.file.as_os_str() == "-" {
+        read_stdin("--file - reads stdin, but nothing was piped")?
+    } else {
+        std::fs::read_to_string(&args.file)
+            .with_context(|| format!("reading {}", args.file.display()))?
+    };
+    if text.trim().is_empty() {
+        return Err(usage("the document is empty"));
+    }
+    let catalog = SessionCatalog::open(&env.paths)?;
+    let prepared = session_setup::prepare(
+        env,
+        &catalog,
+        &args.name,
+        args.model.model.as_deref(),
+        &args.engine,
+        None,
+    )?;
+    let engine = prepared.engine.clone();
+    let (model, _) = load_model(&prepared.choice, engine.gpu_layers)?;
+    let mut ctx = Context::new(&model, &engine, DEFAULT_PAGE_TOKENS, SESSION_SEQS)?;
+    let mut live = session_setup::start(&catalog, prepared, &model, &ctx)?;
+    let (mut conversation, mut restore) =
+        session_setup::resume(env, &mut live, &mut ctx, &model, args.raw, None)?;
+    conversation
+        .add_user(&mut ctx, &text, ContextOverflow::Error)
+        .with_context(|| format!("session '{}'", args.name))?;
+    session_setup::reuse_prefix(env, &mut live, &mut ctx, &mut conversation, &mut restore)?;
+
+    let cancel = AtomicBool::new(false);
+    let mut bar = PrefillBar::new(env.ui, conversation.pending(), &cancel);
+    let started = Instant::now();
+    let prefilled = {
+        let mut observer = SessionObserver {
+            session: &mut live,
+            inner: &mut bar,
+        };
+        // Everything but the last token: it stays pending and is decoded, with logits,
+        // when the session next generates (the canonical schedule).
+        conversation.seq.sync(&mut ctx, false, &mut observer)?
+    };
+    let prefill_ms = started.elapsed().as_secs_f64() * 1e3;
+    drop(bar);
+    let saved = live.save(
+        &mut ctx,
+        &conversation.seq,
+        ConversationState {
+            messages: &conversation.messages,
+            rendered_len: conversation.rendered_len,
+            raw: conversation.raw,
+        },
+    )?;
+    let report = SaveReportJson {
+        session: args.name.clone(),
+        tokens: conversation.seq.len(),
+        prefilled_tokens: prefilled,
+        restored_tokens: restore.restored_tokens,
+        reused_tokens: restore.reused_tokens,
+        prefill_ms,
+        save_ms: saved.save_ms,
+        objects_written: saved.objects_written,
+        bytes_written: saved.bytes_written,
+    };
+    if args.json {
+        println!("{}", serde_json::to_string(&report)?);
+    } else {
+        env.ui.note(format!(
+            "session '{}': {} tokens ({} prefilled in {:.0} ms, {} reused); saved {} in {:.0} ms",
+            report.session,
+            report.tokens,
+            report.prefilled_tokens,
+            report.prefill_ms,
+            report.reused_tokens,
+            human_bytes(report.bytes_written),
+            report.save_ms
+        ));
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+#[derive(Serialize)]
+struct CheckReport {
+    session: String,
+    tokens: usize,
+    restored_tokens: usize,
+    restore_ms: f64,
+    first_token_ms: f64,
+    load_ms: f64,
+    warnings: Vec<String>,
+}
+
+fn restore(env: &Env, args: SessionRestoreArgs) -> Result<ExitCode> {
+    if !args.check {
+        // Restoring to use it is chatting in it.
+        let chat = ChatArgs {
+            model: ModelArg {
+                model: args.model.model,
+            },
+            plain: false,
+            session: Some(args.name),
+            system: None,
+            max_tokens: None,
+            context_overflow: None,
+            engine: args.engine,
+            sampling: args.sampling,
+        };
+        return super::chat::run(env, chat);
+    }
+    let catalog = SessionCatalog::open(&env.paths)?;
+    let prepared = session_setup::prepare(
+        env,
+        &catalog,
+        &args.name,
+        args.model.model.as_deref(),
+        &args.engine,
+        Some(&args.sampling),
+    )?;
+    if prepared.manifest.is_none() {
+        bail!(
+            "no session named '{}'; `kvrun session ls` lists them",
+            args.name
+        );
+    }
+    let (engine, sampling) = (prepared.engine.clone(), prepared.sampling.clone());
+    let started = Instant::now();
+    let (model, _) = load_model(&prepared.choice, engine.gpu_layers)?;
+    let mut ctx = Context::new(&model, &engine, DEFAULT_PAGE_TOKENS, SESSION_SEQS)?;
+    // The weights are memory-mapped and fault in on first use; one throw-away forward pass
+    // makes "model load" mean loaded, so the figures below are the restore's own.
+    let first = prepared
+        .manifest
+        .as_ref()
+        .and_then(|m| m.tokens.first().copied());
+    crate::session::capture::probe_layout(&mut ctx, model.facts().n_swa, first.unwrap_or(0))?;
+    let load_ms = started.elapsed().as_secs_f64() * 1e3;
+    let mut live = session_setup::start(&catalog, prepared, &model, &ctx)?;
+    let (mut seq, report) = live.restore(&mut ctx)?;
+    // Time to first token: decode what is pending and sample once.
+    let started = Instant::now();
+    if !seq.is_empty() {
+        seq.sync(&mut ctx, true, &mut NoObserver)?;
+        let mut sampler = Sampler::new(&model, &sampling, seq.tokens());
+        ctx.sample(&mut sampler);
+    }
+    let check = CheckReport {
+        session: args.name.clone(),
+        tokens: seq.len(),
+        restored_tokens: report.restored_tokens,
+        restore_ms: report.restore_ms,
+        first_token_ms: started.elapsed().as_secs_f64() * 1e3,
+        load_ms,
+        warnings: report.warnings.clone(),
+    };
+    if args.json {
+        println!("{}", serde_json::to_string(&check)?);
+    } else {
+        println!(
+            "session '{}': {} tokens, {} restored from pages in {:.1} ms; first token after \
+             {:.1} ms (model load {:.0} ms)",
+            check.session,
+            check.tokens,
+            check.restored_tokens,
+            check.restore_ms,
+            check.first_token_ms,
+            check.load_ms
+        );
+    }
+    if let Some(first) = report.warnings.first() {
+        bail!("{first}");
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn list(env: &Env, args: JsonArg) -> Result<ExitCode> {
+    let catalog = SessionCatalog::open(&env.paths)?;
+    let sessions = catalog.list()?;
+    if args.json {
+        println!("{}", serde_json::to_string_pretty(&sessions)?);
+        return Ok(ExitCode::SUCCESS);
+    }
+    if sessions.is_empty() {
+        env.ui
+            .note("no sessions yet; `kvrun chat --session NAME` starts one");
+        return Ok(ExitCode::SUCCESS);
+    }
+    let mut out = std::io::stdout().lock();
+    writeln!(
+        out,
+        "{:<24} {:>8} {:>8} {:>10} {:>10}  MODEL",
+        "NAME", "TOKENS", "KV", "DISK", "SHARED"
+    )?;
+    for s in sessions {
+        match &s.error {
+            Some(e) => writeln!(out, "{:<24} unreadable: {e}", s.name)?,
+            None => writeln!(
+                out,
+                "{:<24} {:>8} {:>8} {:>10} {:>10}  {}",
+                s.name,
+                s.tokens,
+                s.kv_tokens,
+                human_bytes(s.bytes),
+                human_bytes(s.shared_bytes),
+                s.model
+            )?,
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn show(env: &Env, args: SessionShowArgs) -> Result<ExitCode> {
+    let catalog = SessionCatalog::open(&env.paths)?;
+    let manifest = catalog.read_manifest(&args.name)?;
+    if args.json {
+        let mut value = serde_json::to_value(&manifest)?;
+        // The token log can be long; show its size rather than every id.
+        if let Some(obj) = value.as_object_mut() {
+            obj.insert("tokens".into(), serde_json::json!(manifest.tokens.len()));
+        }
+        println!("{}", serde_json::to_string_pretty(&value)?);
+        return Ok(ExitCode::SUCCESS);
+    }
+    let refs = catalog.refcounts()?;
+    let mut out = std::io::stdout().lock();
+    writeln!(out, "session   {}", manifest.name)?;
+    writeln!(
+        out,
+        "model     {} ({})",
+        manifest.model.name, manifest.model.path
+    )?;
+    writeln!(
+        out,
+        "kv        {}, flash attention {}, {}-token pages, context {}",
+        manifest.kv.kv_type.as_str(),
+        manifest.kv.flash_attn.as_str(),
+        manifest.kv.page_tokens,
+        manifest.kv.n_ctx
+    )?;
+    writeln!(
+        out,
+        "log       {} tokens, {} messages ({})",
+        manifest.tokens.len(),
+        manifest.messages.len(),
+        if manifest.raw { "raw" } else { "chat" }
+    )?;
+    match &manifest.snapshot {
+        Some(s) => {
+            let shared = s
+                .pages
+                .iter()
+                .filter(|id| refs.get(id).copied().unwrap_or(0) > 1)
+                .count();
+            writeln!(
+                out,
+                "snapshot  {} tokens: {} pages ({} shared with other sessions), {} window pages, {}",
+                s.kv_len,
+                s.pages.len(),
+                shared,
+                s.swa_pages.len(),
+                if s.tail.is_some() { "a tail" } else { "no tail" }
+            )?;
+        }
+        None => writeln!(out, "snapshot  none (the log is prefilled on restore)")?,
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn remove(env: &Env, args: SessionNameArg) -> Result<ExitCode> {
+    let catalog = SessionCatalog::open(&env.paths)?;
+    let report = catalog.remove(&args.name)?;
+    match report.gc {
+        Ok(gc) => env.ui.note(format!(
+            "removed session '{}' ({} objects no longer used, {} freed)",
+            args.name,
+            gc.removed,
+            human_bytes(gc.bytes_freed)
+        )),
+        Err(e) => env.ui.warn(format!(
+            "removed session '{}', but collecting its pages failed ({e}); `kvrun gc` retries",
+            args.name
+        )),
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn fork(env: &Env, args: SessionForkArgs) -> Result<ExitCode> {
+    let catalog = SessionCatalog::open(&env.paths)?;
+    crate::session::catalog::validate_name(&args.dst).map_err(|e| usage(e.to_string()))?;
+    catalog.fork(&args.src, &args.dst)?;
+    env.ui
+        .note(format!("forked '{}' into '{}'", args.src, args.dst));
+    Ok(ExitCode::SUCCESS)
+}
+
+fn export_session(env: &Env, args: SessionExportArgs) -> Result<ExitCode> {
+    let catalog = SessionCatalog::open(&env.paths)?;
+    let report = export::export(&catalog, &args.name, &args.file)?;
+    env.ui.note(format!(
+        "exported '{}' to {} ({} objects, {})",
+        args.name,
+        args.file.display(),
+        report.objects,
+        human_bytes(report.bytes)
+    ));
+    Ok(ExitCode::SUCCESS)
+}
+
+fn import_session(env: &Env, args: SessionImportArgs) -> Result<ExitCode> {
+    let catalog = SessionCatalog::open(&env.paths)?;
+    if let Some(name) = &args.name {
+        crate::session::catalog::validate_name(name).map_err(|e| usage(e.to_string()))?;
+    }
+    let name = export::import(&catalog, &args.file, args.name.as_deref())?;
+    env.ui.note(format!(
+        "imported session '{name}' from {}",
+        args.file.display()
+    ));
+    Ok(ExitCode::SUCCESS)
+}

@@ -1,0 +1,155 @@
+//! Opening a named session for `run`, `chat` and `session save|restore`: lock it, read its
+//! manifest, settle the settings (flags given now beat what the session recorded), then
+//! restore its KV cache into a fresh context.
+
+use anyhow::{Context as _, Result};
+
+use super::Env;
+use crate::cli::{EngineArgs, SamplingArgs};
+use crate::conversation::Conversation;
+use crate::engine::{Context, Model};
+use crate::exit::usage;
+use crate::models::{ModelChoice, ModelSource};
+use crate::session::catalog::SessionCatalog;
+use crate::session::error::SessionError;
+use crate::session::identity::{kv_identity, model_identity};
+use crate::session::live::{LiveSession, RestoreReport};
+use crate::session::SessionManifest;
+use crate::settings::{EngineSettings, SamplingSettings};
+use crate::store::SessionLock;
+
+/// A locked session and the settings to open it with.
+pub struct Prepared {
+    pub name: String,
+    pub manifest: Option<SessionManifest>,
+    pub lock: SessionLock,
+    pub engine: EngineSettings,
+    pub sampling: SamplingSettings,
+    pub choice: ModelChoice,
+}
+
+/// Locks session `name` and decides the model and settings.
+pub fn prepare(
+    env: &Env,
+    catalog: &SessionCatalog,
+    name: &str,
+    model_arg: Option<&str>,
+    engine_args: &EngineArgs,
+    sampling_args: Option<&SamplingArgs>,
+) -> Result<Prepared> {
+    crate::session::catalog::validate_name(name).map_err(|e| usage(e.to_string()))?;
+    let lock = catalog.lock(name)?;
+    let manifest = match catalog.read_manifest(name) {
+        Ok(m) => Some(m),
+        Err(SessionError::NotFound { .. }) => None,
+        Err(e) => return Err(e.into()),
+    };
+    let default_sampling = SamplingArgs::default();
+    let sampling_args = sampling_args.unwrap_or(&default_sampling);
+    let (mut engine, sampling) = match &manifest {
+        Some(m) => (
+            EngineSettings::resolve_over(engine_args, &m.engine),
+            SamplingSettings::resolve_over(sampling_args, &m.sampling),
+        ),
+        None => (
+            EngineSettings::resolve(engine_args, &env.config),
+            SamplingSettings::resolve(sampling_args, &env.config),
+        ),
+    };
+    if let Some(m) = &manifest {
+        // A resumed session needs room for what it already holds.
+        if engine_args.ctx_size.is_none() {
+            engine.ctx_size = engine.ctx_size.max(m.tokens.len() as u32 + 1);
+        }
+    }
+    let choice = match (model_arg, &manifest) {
+        (None, Some(m)) if std::path::Path::new(&m.model.path).exists() => ModelChoice {
+            path: m.model.path.clone().into(),
+            source: ModelSource::Argument,
+        },
+        _ => crate::models::choose(model_arg, &env.config, &env.paths),
+    };
+    Ok(Prepared {
+        name: name.to_string(),
+        manifest,
+        lock,
+        engine,
+        sampling,
+        choice,
+    })
+}
+
+/// Binds the prepared session to a loaded model and its context.
+pub fn start<'c>(
+    catalog: &'c SessionCatalog,
+    prepared: Prepared,
+    model: &Model,
+    ctx: &Context<'_>,
+) -> Result<LiveSession<'c>> {
+    let identity = model_identity(&prepared.choice.path, &model.facts().description)
+        .context("fingerprinting the model")?;
+    Ok(LiveSession::new(
+        catalog,
+        &prepared.name,
+        prepared.lock,
+        prepared.manifest,
+        identity,
+        kv_identity(ctx.info()),
+        prepared.engine,
+        prepared.sampling,
+        model.facts().n_swa,
+    ))
+}
+
+/// Restores the session's KV and rebuilds its conversation (or starts a new one).
+pub fn resume<'m>(
+    env: &Env,
+    live: &mut LiveSession<'_>,
+    ctx: &mut Context<'_>,
+    model: &'m Model,
+    raw: bool,
+    system: Option<&str>,
+) -> Result<(Conversation<'m>, RestoreReport)> {
+    let Some(saved) = live.saved().cloned() else {
+        return Ok((
+            Conversation::new(model, raw, system),
+            RestoreReport::default(),
+        ));
+    };
+    if raw != saved.raw && !saved.tokens.is_empty() {
+        env.ui.note(format!(
+            "session '{}' is a {} session; continuing it as one",
+            live.name,
+            if saved.raw { "raw" } else { "chat" }
+        ));
+    }
+    let (seq, report) = live.restore(ctx)?;
+    for w in &report.warnings {
+        env.ui.warn(w);
+    }
+    Ok((
+        Conversation::resumed(model, saved.raw, saved.messages, saved.rendered_len, seq),
+        report,
+    ))
+}
+
+/// For a log whose cache is empty, restores the longest stored page chain it begins with.
+pub fn reuse_prefix(
+    env: &Env,
+    live: &mut LiveSession<'_>,
+    ctx: &mut Context<'_>,
+    conversation: &mut Conversation<'_>,
+    report: &mut RestoreReport,
+) -> Result<()> {
+    if conversation.seq.kv_len() > 0 {
+        return Ok(());
+    }
+    let reuse = live.reuse_prefix(ctx, &mut conversation.seq)?;
+    for w in &reuse.warnings {
+        env.ui.warn(w);
+    }
+    report.restored_tokens += reuse.restored_tokens;
+    report.reused_tokens += reuse.reused_tokens;
+    report.restore_ms += reuse.restore_ms;
+    Ok(())
+}

@@ -1,0 +1,177 @@
+//! A conversation: chat messages (or raw text) and the token log they produce.
+//!
+//! New turns are tokenized as the chat template's text *after* what earlier turns rendered,
+//! so earlier tokens, and the KV cache that holds them, are never re-tokenized or recomputed.
+
+use anyhow::{bail, Result};
+
+use crate::engine::{ChatMessage, Context, Model, TokenId};
+use crate::sequence::Sequence;
+use crate::settings::ContextOverflow;
+
+pub struct Conversation<'m> {
+    model: &'m Model,
+    pub messages: Vec<ChatMessage>,
+    pub seq: Sequence,
+    /// Length of the template's rendering of `messages` (without the assistant opener).
+    pub rendered_len: usize,
+    /// Plain text, no chat template.
+    pub raw: bool,
+}
+
+impl<'m> Conversation<'m> {
+    pub fn new(model: &'m Model, raw: bool, system: Option<&str>) -> Self {
+        let mut messages = Vec::new();
+        if let Some(system) = system {
+            messages.push(ChatMessage {
+                role: "system".into(),
+                content: system.into(),
+            });
+        }
+        Self {
+            model,
+            messages,
+            seq: Sequence::new(),
+            rendered_len: 0,
+            raw,
+        }
+    }
+
+    /// A conversation resumed from a saved session.
+    pub fn resumed(
+        model: &'m Model,
+        raw: bool,
+        messages: Vec<ChatMessage>,
+        rendered_len: usize,
+        seq: Sequence,
+    ) -> Self {
+        Self {
+            model,
+            messages,
+            seq,
+            rendered_len,
+            raw,
+        }
+    }
+
+    /// Tokens appended but not yet in the KV cache.
+    pub fn pending(&self) -> usize {
+        self.seq.len() - self.seq.kv_len()
+    }
+
+    /// Forgets everything but the system prompt.
+    pub fn reset(&mut self, ctx: &mut Context<'_>) {
+        self.seq.reset(ctx);
+        self.messages.retain(|m| m.role == "system");
+        self.messages.truncate(1);
+        self.rendered_len = 0;
+    }
+
+    /// The tokens a user turn adds (nothing is appended yet).
+    pub fn user_turn_tokens(&mut self, text: &str) -> Result<Vec<TokenId>> {
+        if self.raw {
+            return Ok(if self.seq.is_empty() {
+                self.model.tokenize_prompt(text)
+            } else {
+                self.model.tokenize(text, false)
+            });
+        }
+        self.messages.push(ChatMessage {
+            role: "user".into(),
+            content: text.into(),
+        });
+        let rendered = match self.model.apply_chat_template(&self.messages, true) {
+            Ok(r) => r,
+            Err(e) => {
+                self.messages.pop();
+                return Err(e.into());
+            }
+        };
+        Ok(self.delta_tokens(&rendered))
+    }
+
+    /// Adds a user turn, handling a context overflow as asked.
+    pub fn add_user(
+        &mut self,
+        ctx: &mut Context<'_>,
+        text: &str,
+        overflow: ContextOverflow,
+    ) -> Result<Option<String>> {
+        let new_tokens = self.user_turn_tokens(text)?;
+        let n_ctx = ctx.info().n_ctx as usize;
+        // Leave room for at least a short reply.
+        let reserve = 16.min(n_ctx / 4);
+        if self.seq.len() + new_tokens.len() + reserve <= n_ctx {
+            self.seq.append(&new_tokens);
+            return Ok(None);
+        }
+        match (overflow, self.raw) {
+            (ContextOverflow::Error, _) | (_, true) => {
+                if !self.raw {
+                    self.messages.pop();
+                }
+                bail!(
+                    "this message does not fit the context ({} + {} tokens > {n_ctx}); /reset, \
+                     or use a larger --ctx-size or --context-overflow truncate",
+                    self.seq.len(),
+                    new_tokens.len()
+                );
+            }
+            (ContextOverflow::Truncate, false) => self.truncate_to_fit(ctx, n_ctx - reserve),
+        }
+    }
+
+    /// Drops the oldest turns (keeping the system prompt) until the conversation fits, then
+    /// rebuilds the token log from the template. Returns a note for the user.
+    fn truncate_to_fit(&mut self, ctx: &mut Context<'_>, budget: usize) -> Result<Option<String>> {
+        let first = usize::from(self.messages.first().is_some_and(|m| m.role == "system"));
+        let mut dropped = 0;
+        loop {
+            let rendered = self.model.apply_chat_template(&self.messages, true)?;
+            let tokens = self.model.tokenize_prompt(&rendered);
+            if tokens.len() <= budget {
+                self.seq.reset(ctx);
+                self.seq.append(&tokens);
+                let without_opener = self.model.apply_chat_template(&self.messages, false)?;
+                self.rendered_len = without_opener.len();
+                return Ok((dropped > 0)
+                    .then(|| format!("(context full: dropped the {dropped} oldest message(s))")));
+            }
+            if self.messages.len() <= first + 1 {
+                self.messages.pop();
+                bail!(
+                    "this message alone ({} tokens) does not fit the context; raise --ctx-size",
+                    tokens.len()
+                );
+            }
+            self.messages.remove(first);
+            dropped += 1;
+        }
+    }
+
+    /// The tokens for the rendered conversation beyond what the log already holds.
+    fn delta_tokens(&self, rendered: &str) -> Vec<TokenId> {
+        if self.seq.is_empty() {
+            return self.model.tokenize_prompt(rendered);
+        }
+        match rendered.get(self.rendered_len..) {
+            Some(tail) => self.model.tokenize(tail, false),
+            // The template re-rendered earlier turns differently: fall back to the whole.
+            None => self.model.tokenize(rendered, false),
+        }
+    }
+
+    /// Records the model's reply.
+    pub fn add_assistant(&mut self, text: String) {
+        if self.raw {
+            return;
+        }
+        self.messages.push(ChatMessage {
+            role: "assistant".into(),
+            content: text,
+        });
+        if let Ok(rendered) = self.model.apply_chat_template(&self.messages, false) {
+            self.rendered_len = rendered.len();
+        }
+    }
+}

@@ -1,0 +1,149 @@
+//! Page identities and the tail record.
+//!
+//! A page's id is a hash chained over the model fingerprint, the KV settings, the parent
+//! page's id and the page's token ids (the prefix-caching scheme of vLLM and LMCache): two
+//! sessions whose token prefixes agree name their pages identically, so a page is stored once
+//! and found again by a new session that starts the same way.
+
+use crate::engine::TokenId;
+use crate::store::{IdChain, ObjectId};
+
+use super::KvError;
+
+/// The part of every page id that is not tokens: which model, which KV settings.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PageKey {
+    root: ObjectId,
+}
+
+impl PageKey {
+    /// `kv_settings` is a stable description of everything that changes the KV bytes
+    /// (cache type, flash attention, page size, llama.cpp build).
+    pub fn new(model_fingerprint: &str, kv_settings: &str) -> Self {
+        let root = IdChain::new()
+            .part(b"kvrun page chain v1")
+            .part(model_fingerprint.as_bytes())
+            .part(kv_settings.as_bytes())
+            .finish();
+        Self { root }
+    }
+
+    /// Extends `ids` to name every full page of `tokens` (reusing the ids already there).
+    pub fn extend_ids(&self, tokens: &[TokenId], page_tokens: usize, ids: &mut Vec<ObjectId>) {
+        let full = tokens.len() / page_tokens;
+        while ids.len() < full {
+            let i = ids.len();
+            let parent = ids.last().copied().unwrap_or(self.root);
+            let page: Vec<u32> = tokens[i * page_tokens..(i + 1) * page_tokens]
+                .iter()
+                .map(|&t| t as u32)
+                .collect();
+            let id = IdChain::new()
+                .part(parent.as_bytes())
+                .part_u32s(&page)
+                .finish();
+            ids.push(id);
+        }
+    }
+
+    /// The object holding a page's sliding-window rows.
+    pub fn swa_id(page: &ObjectId) -> ObjectId {
+        IdChain::new()
+            .part(b"swa rows")
+            .part(page.as_bytes())
+            .finish()
+    }
+}
+
+/// Rows of the tokens after the last full page: full-attention rows and, for iSWA models,
+/// the sliding-window rows of the same tokens. Rewritten at every save (it is small: fewer
+/// than one page of tokens).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TailRecord {
+    pub n_cells: u32,
+    pub base: Vec<u8>,
+    pub swa: Vec<u8>,
+}
+
+const TAIL_MAGIC: &[u8; 8] = b"KVRTAIL1";
+
+impl TailRecord {
+    pub fn encode(&self) -> Vec<u8> {
+        let mut out = Vec::with_capacity(24 + self.base.len() + self.swa.len());
+        out.extend_from_slice(TAIL_MAGIC);
+        out.extend_from_slice(&self.n_cells.to_le_bytes());
+        out.extend_from_slice(&(self.base.len() as u64).to_le_bytes());
+        out.extend_from_slice(&self.base);
+        out.extend_from_slice(&self.swa);
+        out
+    }
+
+    /// Decodes and checks the sizes against the layout's bytes per token.
+    pub fn decode(
+        bytes: &[u8],
+        base_per_cell: usize,
+        swa_per_cell: usize,
+    ) -> Result<Self, KvError> {
+        let bad = |what: &str| KvError::Record(format!("tail record: {what}"));
+        if bytes.len() < 20 || &bytes[..8] != TAIL_MAGIC {
+            return Err(bad("bad magic"));
+        }
+        let n_cells = u32::from_le_bytes(bytes[8..12].try_into().map_err(|_| bad("header"))?);
+        let base_len = u64::from_le_bytes(bytes[12..20].try_into().map_err(|_| bad("header"))?);
+        let rest = &bytes[20..];
+        let expect_base = (n_cells as usize).checked_mul(base_per_cell);
+        let expect_swa = (n_cells as usize).checked_mul(swa_per_cell);
+        match (expect_base, expect_swa) {
+            (Some(b), Some(s)) if b as u64 == base_len && b.checked_add(s) == Some(rest.len()) => {
+                Ok(Self {
+                    n_cells,
+                    base: rest[..b].to_vec(),
+                    swa: rest[b..].to_vec(),
+                })
+            }
+            _ => Err(bad("sizes do not match the KV layout")),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn page_ids_chain_over_the_prefix() {
+        let key = PageKey::new("model", "f16");
+        let a: Vec<TokenId> = (0..40).collect();
+        let mut b = a.clone();
+        b[25] = 999;
+        let (mut ia, mut ib) = (Vec::new(), Vec::new());
+        key.extend_ids(&a, 10, &mut ia);
+        key.extend_ids(&b, 10, &mut ib);
+        assert_eq!(ia.len(), 4);
+        assert_eq!(ia[..2], ib[..2]);
+        // A change in page 2 changes it and every page after it.
+        assert_ne!(ia[2], ib[2]);
+        assert_ne!(ia[3], ib[3]);
+        // Another model or setting names every page differently.
+        let mut ic = Vec::new();
+        PageKey::new("model", "q8_0").extend_ids(&a, 10, &mut ic);
+        assert_ne!(ia[0], ic[0]);
+        assert_ne!(PageKey::swa_id(&ia[0]), ia[0]);
+    }
+
+    #[test]
+    fn tail_round_trip_and_size_checks() {
+        let tail = TailRecord {
+            n_cells: 3,
+            base: vec![1; 12],
+            swa: vec![2; 6],
+        };
+        let bytes = tail.encode();
+        assert_eq!(TailRecord::decode(&bytes, 4, 2).unwrap(), tail);
+        assert!(TailRecord::decode(&bytes, 4, 3).is_err());
+        assert!(TailRecord::decode(&bytes[..bytes.len() - 1], 4, 2).is_err());
+        for cut in 0..20 {
+            assert!(TailRecord::decode(&bytes[..cut], 4, 2).is_err());
+        }
+    }
+}

@@ -1,0 +1,199 @@
+//! Reading page rows out of a live context, and putting assembled pages back.
+//!
+//! Rows are read through a scratch sequence: the page range is shared into it (in a
+//! unified cache that only tags cells, no KV bytes move) and that sequence's state is read,
+//! which serializes just those cells. This keeps a save O(new tokens), not O(context).
+
+use std::ops::Range;
+
+use anyhow::{anyhow, bail, Context as _, Result};
+
+use crate::engine::{Context, KvCapture};
+use crate::kv::blob::{self, CellMeta, Section, SectionParts};
+use crate::kv::layout::{concat_cells, slice_cells};
+use crate::kv::KvLayout;
+use crate::sequence::MAIN_SEQ;
+
+/// The sequence used to read page ranges.
+pub const SCRATCH_SEQ: i32 = 1;
+
+/// One section's rows for a contiguous run of positions, in position order.
+pub struct SectionRows {
+    pub layout: blob::SectionLayout,
+    pub first_pos: usize,
+    pub count: usize,
+    pub rows: Vec<u8>,
+}
+
+impl SectionRows {
+    /// Rows of `range`, if this capture holds all of them.
+    pub fn slice(&self, range: Range<usize>) -> Option<Vec<u8>> {
+        if range.start < self.first_pos || range.end > self.first_pos + self.count {
+            return None;
+        }
+        Some(slice_cells(
+            &self.layout,
+            &self.rows,
+            self.count,
+            range.start - self.first_pos..range.end - self.first_pos,
+        ))
+    }
+}
+
+/// Rows read from the context: the full-attention section and, for iSWA models, the
+/// sliding-window section.
+pub struct CapturedRows {
+    pub base: Option<SectionRows>,
+    pub swa: Option<SectionRows>,
+}
+
+/// Reads the rows of `positions` of the main sequence. With `swa_only`, only the sliding
+/// window section is read (the cheap per-page capture during prefill).
+pub fn capture(
+    ctx: &mut Context<'_>,
+    n_swa: u32,
+    positions: Range<usize>,
+    swa_only: bool,
+) -> Result<CapturedRows> {
+    ctx.share_range(MAIN_SEQ, SCRATCH_SEQ, positions.start, positions.end);
+    let what = if swa_only {
+        KvCapture::SlidingWindowOnly
+    } else {
+        KvCapture::Full
+    };
+    let bytes = ctx.state_get(SCRATCH_SEQ, what);
+    ctx.release_seq(SCRATCH_SEQ);
+    let bytes = bytes?;
+    let mut shape = KvLayout::shape_for(n_swa);
+    if swa_only {
+        shape.sections = 1;
+    }
+    let state = blob::parse(&bytes, &shape).context("reading llama.cpp's KV state")?;
+    let mut rows = Vec::new();
+    for section in &state.sections {
+        let layout = section
+            .layout
+            .clone()
+            .ok_or_else(|| anyhow!("llama.cpp returned no cells for positions {positions:?}"))?;
+        let (data, first_pos, count) = rows_in_position_order(section, &layout)?;
+        rows.push(SectionRows {
+            layout,
+            first_pos,
+            count,
+            rows: data,
+        });
+    }
+    let mut rows = rows.into_iter();
+    Ok(if swa_only {
+        CapturedRows {
+            base: None,
+            swa: rows.next(),
+        }
+    } else {
+        CapturedRows {
+            base: rows.next(),
+            swa: rows.next(),
+        }
+    })
+}
+
+/// The section's rows ordered by position (cells come in cache-slot order, and a
+/// sliding-window cache is a ring). Positions must be contiguous.
+fn rows_in_position_order(
+    section: &Section<'_>,
+    layout: &blob::SectionLayout,
+) -> Result<(Vec<u8>, usize, usize)> {
+    let mut order: Vec<usize> = (0..section.cells.len()).collect();
+    order.sort_by_key(|&i| section.cells[i].pos);
+    let Some(&first) = order.first() else {
+        return Ok((Vec::new(), 0, 0));
+    };
+    let first_pos = section.cells[first].pos;
+    for (k, &i) in order.iter().enumerate() {
+        if section.cells[i].pos != first_pos + k as i32 {
+            bail!("the KV cells of the sequence are not contiguous in position");
+        }
+    }
+    // Runs of consecutive slots holding consecutive positions.
+    let mut parts: Vec<(Vec<u8>, usize)> = Vec::new();
+    let mut run_start = 0;
+    for k in 1..=order.len() {
+        if k == order.len() || order[k] != order[k - 1] + 1 {
+            let cells = order[run_start]..order[k - 1] + 1;
+            parts.push((section.rows_for_cells(cells.clone())?, cells.len()));
+            run_start = k;
+        }
+    }
+    let rows = if parts.len() == 1 {
+        parts.pop().map(|(rows, _)| rows).unwrap_or_default()
+    } else {
+        let refs: Vec<(&[u8], usize)> = parts.iter().map(|(r, n)| (r.as_slice(), *n)).collect();
+        concat_cells(layout, &refs)
+    };
+    Ok((rows, first_pos.max(0) as usize, order.len()))
+}
+
+/// One section to restore: the positions it holds and their rows, as consecutive chunks.
+pub struct RestoreSection<'a> {
+    pub first_pos: usize,
+    pub count: usize,
+    pub chunks: Vec<&'a [u8]>,
+}
+
+/// Assembles a blob from validated pages and loads it into the (empty) main sequence.
+pub fn restore_into(
+    ctx: &mut Context<'_>,
+    layout: &KvLayout,
+    sections: &[RestoreSection<'_>],
+) -> Result<()> {
+    if sections.len() != layout.sections.len() {
+        return Err(anyhow!(
+            "internal: restore sections do not match the layout"
+        ));
+    }
+    let metas: Vec<Vec<CellMeta>> = sections
+        .iter()
+        .map(|s| {
+            (s.first_pos..s.first_pos + s.count)
+                .map(|pos| CellMeta {
+                    pos: pos as i32,
+                    seq_id: MAIN_SEQ,
+                    ext: None,
+                })
+                .collect()
+        })
+        .collect();
+    let parts: Vec<SectionParts<'_>> = sections
+        .iter()
+        .zip(&metas)
+        .zip(&layout.sections)
+        .map(|((s, cells), l)| SectionParts {
+            layout: Some(l),
+            n_stream: 1,
+            stream: Some(0),
+            cells,
+            row_chunks: &s.chunks,
+        })
+        .collect();
+    let blob = blob::assemble_blob(MAIN_SEQ, &parts).context("assembling the KV state")?;
+    ctx.clear_all();
+    if let Err(e) = ctx.state_set(MAIN_SEQ, &blob, KvCapture::Full) {
+        ctx.clear_all();
+        return Err(e.into());
+    }
+    Ok(())
+}
+
+/// The current context's KV layout, read by decoding one token into the scratch sequence.
+/// The cache is emptied afterwards so later cells land from slot 0.
+pub fn probe_layout(ctx: &mut Context<'_>, n_swa: u32, token: i32) -> Result<KvLayout> {
+    ctx.clear_all();
+    ctx.decode(SCRATCH_SEQ, &[token], 0, false, |_| {
+        std::ops::ControlFlow::Continue(())
+    })?;
+    let bytes = ctx.state_get(SCRATCH_SEQ, KvCapture::Full);
+    ctx.clear_all();
+    let bytes = bytes?;
+    let state = blob::parse(&bytes, &KvLayout::shape_for(n_swa))?;
+    Ok(KvLayout::from_state(&state, n_swa)?)
+}

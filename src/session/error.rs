@@ -1,0 +1,123 @@
+//! Errors from the session catalog and from export files. Every message is one line and
+//! names the session (or the file) involved, and says what to do where there is something
+//! to do.
+
+use std::io;
+use std::path::{Path, PathBuf};
+
+use super::manifest::MANIFEST_FORMAT;
+use crate::store::fsutil::is_disk_full;
+use crate::store::StoreError;
+
+#[derive(Debug, thiserror::Error)]
+pub enum SessionError {
+    #[error("no session named '{name}'; `kvrun session ls` lists them")]
+    NotFound { name: String },
+
+    /// The manifest file exists but fails a check (header line, checksum, JSON, name).
+    #[error("session '{name}' is corrupt: {detail}")]
+    Corrupt { name: String, detail: String },
+
+    #[error(
+        "session '{name}' was saved by a newer kvrun (manifest format {format}, this one \
+         reads format {MANIFEST_FORMAT}); upgrade kvrun to use it"
+    )]
+    TooNew { name: String, format: u32 },
+
+    /// A usage error (see [`SessionError::is_usage`]). `name` is shown escaped, since it
+    /// may hold anything the user typed.
+    #[error(
+        "invalid session name {name:?}: {reason}; use 1 to 64 letters, digits, '.', '_' or \
+         '-', not starting with '.' or '-'"
+    )]
+    InvalidName { name: String, reason: String },
+
+    #[error("session '{name}' is in use by another kvrun process{}", pid_note(.pid))]
+    InUse { name: String, pid: Option<u32> },
+
+    #[error(
+        "a session named '{name}' already exists; choose another name or remove it first \
+         (`kvrun session rm {name}`)"
+    )]
+    Exists { name: String },
+
+    /// A manifest that cannot be read stops anything that needs every session's references
+    /// (gc, reference counts): deleting pages it might name would be data loss.
+    #[error(
+        "session '{name}' is unreadable ({detail}); repair or remove it (`kvrun session rm \
+         {name}`) before collecting garbage"
+    )]
+    Unreadable { name: String, detail: String },
+
+    /// An object the session references is missing or damaged. Not a `#[source]`: the
+    /// message already carries the store's text, and `{:#}` would print it twice.
+    #[error("session '{name}': {error}")]
+    Object { name: String, error: StoreError },
+
+    #[error(transparent)]
+    Store(StoreError),
+
+    #[error("I/O error on {}: {source}", path.display())]
+    Io {
+        path: PathBuf,
+        #[source]
+        source: io::Error,
+    },
+
+    /// An export file failed validation on import; nothing was written.
+    #[error("cannot import {}: {detail} (nothing was imported)", file.display())]
+    Export { file: PathBuf, detail: String },
+
+    #[error(
+        "disk full while writing {}; free some space (`kvrun gc` deletes unused KV pages) \
+         and retry",
+        path.display()
+    )]
+    DiskFull { path: PathBuf },
+}
+
+fn pid_note(pid: &Option<u32>) -> String {
+    pid.map(|p| format!(" (pid {p})")).unwrap_or_default()
+}
+
+impl SessionError {
+    /// True for errors in how kvrun was invoked (exit code 2), not failures of the work.
+    pub fn is_usage(&self) -> bool {
+        matches!(self, Self::InvalidName { .. })
+    }
+
+    /// Attaches `path` to an I/O error; a full disk becomes [`SessionError::DiskFull`].
+    pub(crate) fn io(path: &Path, err: io::Error) -> Self {
+        if is_disk_full(&err) {
+            Self::DiskFull {
+                path: path.to_path_buf(),
+            }
+        } else {
+            Self::Io {
+                path: path.to_path_buf(),
+                source: err,
+            }
+        }
+    }
+
+    /// What is wrong, without the session name (for messages that name it already).
+    pub(crate) fn reason(&self) -> String {
+        match self {
+            Self::Corrupt { detail, .. } => detail.clone(),
+            Self::TooNew { format, .. } => {
+                format!("saved by a newer kvrun, manifest format {format}")
+            }
+            other => other.to_string(),
+        }
+    }
+}
+
+impl From<StoreError> for SessionError {
+    fn from(err: StoreError) -> Self {
+        match err {
+            // Lifted out so callers (and the CLI's hint) need not look inside `Store`.
+            StoreError::DiskFull { path } => Self::DiskFull { path },
+            other => Self::Store(other),
+        }
+    }
+}

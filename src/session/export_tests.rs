@@ -1,0 +1,305 @@
+//! Tests for export and import (kept apart so export.rs stays readable).
+
+use std::fs;
+use std::path::PathBuf;
+
+use super::super::test_support::{catalog, manifest, object_count, put_object};
+use super::*;
+use crate::store::fsutil::mode_of;
+
+/// A source catalog with session "orig" (pages, a repeated sliding-window page, a tail) and
+/// another session sharing one of its pages.
+struct Fixture {
+    tmp: tempfile::TempDir,
+    src: SessionCatalog,
+    orig: SessionManifest,
+    objects: Vec<(ObjectId, u8, Vec<u8>)>,
+}
+
+fn fixture() -> Fixture {
+    let (tmp, src) = catalog();
+    let (p1, p2) = (put_object(&src, 2, 700), put_object(&src, 4, 300));
+    let (swa, tail) = (put_object(&src, 6, 200), put_object(&src, 3, 50));
+    let orig = manifest("orig", &[p1, p2], &[(0, p1), (1, swa)], Some(tail));
+    src.write_manifest(&orig).unwrap();
+    src.write_manifest(&manifest("other", &[p1], &[], None))
+        .unwrap();
+    let objects = [p1, p2, swa, tail]
+        .iter()
+        .map(|id| {
+            let mut payload = Vec::new();
+            let kind = src.store().read_into(id, &mut payload).unwrap();
+            (*id, kind as u8, payload)
+        })
+        .collect();
+    Fixture {
+        tmp,
+        src,
+        orig,
+        objects,
+    }
+}
+
+impl Fixture {
+    fn path(&self, name: &str) -> PathBuf {
+        self.tmp.path().join(name)
+    }
+
+    fn export(&self) -> (PathBuf, Vec<u8>) {
+        let file = self.path("orig.kvrexp");
+        let report = export(&self.src, "orig", &file).unwrap();
+        let bytes = fs::read(&file).unwrap();
+        assert_eq!(report.objects, 4);
+        assert_eq!(report.bytes, bytes.len() as u64);
+        (file, bytes)
+    }
+
+    fn manifest_bytes(&self) -> Vec<u8> {
+        fs::read(self.src.manifest_path("orig")).unwrap()
+    }
+}
+
+/// Builds an export by hand, with every checksum correct; `count` overrides the count field.
+fn encode(manifest: &[u8], objects: &[(ObjectId, u8, Vec<u8>)], count: Option<u32>) -> Vec<u8> {
+    let mut out = EXPORT_MAGIC.to_vec();
+    out.extend((manifest.len() as u64).to_le_bytes());
+    out.extend(manifest);
+    out.extend(count.unwrap_or(objects.len() as u32).to_le_bytes());
+    for (id, kind, payload) in objects {
+        out.extend(id.0);
+        out.push(*kind);
+        out.extend((payload.len() as u64).to_le_bytes());
+        out.extend(payload);
+        out.extend(blake3::hash(payload).as_bytes());
+    }
+    seal(out)
+}
+
+fn seal(mut body: Vec<u8>) -> Vec<u8> {
+    let sum = blake3::hash(&body);
+    body.extend(sum.as_bytes());
+    body
+}
+
+/// The target holds nothing: no object, no session folder, no lock file.
+fn assert_untouched(target: &SessionCatalog) {
+    assert_eq!(object_count(target), 0);
+    let entries: Vec<_> = fs::read_dir(target.dir())
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .collect();
+    assert_eq!(entries, [".locks"]);
+    assert_eq!(
+        fs::read_dir(target.dir().join(".locks")).unwrap().count(),
+        0
+    );
+}
+
+/// Imports `bytes` into `target` and expects an Export error; returns its message.
+fn rejected(target: &SessionCatalog, file: &Path, bytes: &[u8]) -> String {
+    fs::write(file, bytes).unwrap();
+    match import(target, file, Some("copy")) {
+        Err(e @ SessionError::Export { .. }) => {
+            let msg = e.to_string();
+            assert!(!msg.contains('\n'), "{msg}");
+            assert!(msg.contains(&file.display().to_string()), "{msg}");
+            msg
+        }
+        other => panic!("expected an Export error, got {other:?}"),
+    }
+}
+
+#[test]
+fn export_import_round_trip_under_another_name() {
+    let fx = fixture();
+    let (file, bytes) = fx.export();
+    assert_eq!(mode_of(&file).unwrap(), 0o600);
+    // The format is exactly the documented one, manifest bytes as stored.
+    assert_eq!(bytes, encode(&fx.manifest_bytes(), &fx.objects, None));
+
+    let (_t, target) = catalog();
+    assert_eq!(import(&target, &file, Some("copy")).unwrap(), "copy");
+    let mut expected = fx.orig.clone();
+    expected.name = "copy".into();
+    assert_eq!(target.read_manifest("copy").unwrap(), expected);
+    for (id, kind, payload) in &fx.objects {
+        let mut got = Vec::new();
+        assert_eq!(target.store().read_into(id, &mut got).unwrap() as u8, *kind);
+        assert_eq!(&got, payload);
+    }
+    assert_eq!(object_count(&target), 4);
+
+    // Without a name the file's own name is used; an existing name is refused.
+    assert_eq!(import(&target, &file, None).unwrap(), "orig");
+    assert_eq!(target.read_manifest("orig").unwrap(), fx.orig);
+    let err = import(&target, &file, None).unwrap_err();
+    assert!(matches!(err, SessionError::Exists { .. }), "{err}");
+
+    // Into the source catalog: its objects are already there, nothing is duplicated.
+    let before = object_count(&fx.src);
+    let err = import(&fx.src, &file, Some("other")).unwrap_err();
+    assert!(matches!(err, SessionError::Exists { .. }), "{err}");
+    assert_eq!(import(&fx.src, &file, Some("again")).unwrap(), "again");
+    assert_eq!(object_count(&fx.src), before);
+
+    let _held = target.lock("busy").unwrap();
+    let err = import(&target, &file, Some("busy")).unwrap_err();
+    assert!(matches!(err, SessionError::InUse { .. }), "{err}");
+    assert!(!target.exists("busy").unwrap());
+    assert!(import(&target, &file, Some("bad/name"))
+        .unwrap_err()
+        .is_usage());
+}
+
+#[test]
+fn every_truncation_is_rejected_and_writes_nothing() {
+    let fx = fixture();
+    let (_, bytes) = fx.export();
+    let (_t, target) = catalog();
+    let file = fx.path("cut.kvrexp");
+    for len in 0..bytes.len() {
+        rejected(&target, &file, &bytes[..len]);
+    }
+    let mut longer = bytes.clone();
+    longer.push(0);
+    rejected(&target, &file, &longer);
+    assert_untouched(&target);
+    // Sanity: the untruncated file does import.
+    fs::write(&file, &bytes).unwrap();
+    import(&target, &file, Some("copy")).unwrap();
+}
+
+#[test]
+fn bit_flips_are_rejected_and_write_nothing() {
+    let fx = fixture();
+    let (_, bytes) = fx.export();
+    let (_t, target) = catalog();
+    let file = fx.path("flip.kvrexp");
+    // One flip in every byte, cycling through the bit positions...
+    for i in 0..bytes.len() {
+        let mut bad = bytes.clone();
+        bad[i] ^= 1 << (i % 8);
+        rejected(&target, &file, &bad);
+    }
+    // ...and random pairs of flips (xorshift, fixed seed: reproducible).
+    let mut state = 0x9e37_79b9_7f4a_7c15u64;
+    let mut next = move || {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        state
+    };
+    for _ in 0..300 {
+        let mut bad = bytes.clone();
+        for _ in 0..2 {
+            let r = next();
+            bad[(r % bytes.len() as u64) as usize] ^= 1 << ((r >> 32) % 8);
+        }
+        if bad != bytes {
+            rejected(&target, &file, &bad);
+        }
+    }
+    assert_untouched(&target);
+}
+
+#[test]
+fn well_checksummed_but_inconsistent_files_are_rejected() {
+    let fx = fixture();
+    let manifest = fx.manifest_bytes();
+    let objs = &fx.objects;
+    let (_t, target) = catalog();
+    let file = fx.path("crafted.kvrexp");
+    let cases: Vec<(Vec<u8>, &str)> = vec![
+        (encode(&manifest, &objs[..3], None), "does not hold"),
+        (
+            encode(
+                &manifest,
+                &[objs.clone(), vec![(ObjectId([9; 32]), 3, vec![1, 2, 3])]].concat(),
+                None,
+            ),
+            "is not referenced",
+        ),
+        (
+            encode(
+                &manifest,
+                &[objs.clone(), vec![objs[1].clone()]].concat(),
+                None,
+            ),
+            "appears twice",
+        ),
+        (encode(&manifest, objs, Some(u32::MAX)), "object count"),
+        (encode(&manifest, objs, Some(5)), "runs past the end"),
+        (encode(&manifest, objs, Some(3)), "unexpected bytes"),
+        (
+            encode(
+                &manifest,
+                &[
+                    vec![(objs[0].0, 0x07, objs[0].2.clone())],
+                    objs[1..].to_vec(),
+                ]
+                .concat(),
+                None,
+            ),
+            "unknown kind",
+        ),
+        (
+            encode(b"kvrun-session 1 00\n{}", &[], None),
+            "manifest: malformed checksum",
+        ),
+        (
+            encode(b"", &[], None),
+            "manifest: no `kvrun-session` header",
+        ),
+        (seal(b"KVREXP02rest".to_vec()), "export format 02"),
+        (b"PK\x03\x04 a zip file, say".to_vec(), "bad magic"),
+    ];
+    for (bytes, want) in cases {
+        let msg = rejected(&target, &file, &bytes);
+        assert!(msg.contains(want), "want {want:?}: {msg}");
+    }
+
+    // Lengths far beyond the file, with a valid file checksum: refused before allocating.
+    let mut body = EXPORT_MAGIC.to_vec();
+    body.extend(u64::MAX.to_le_bytes());
+    body.extend([0u8; 64]);
+    let msg = rejected(&target, &file, &seal(body));
+    assert!(msg.contains("manifest length"), "{msg}");
+    let mut huge_payload = encode(&manifest, &objs[..1], None);
+    huge_payload.truncate(huge_payload.len() - 32);
+    let at = 8 + 8 + manifest.len() + 4 + 33;
+    huge_payload[at..at + 8].copy_from_slice(&(u64::MAX - 7).to_le_bytes());
+    let msg = rejected(&target, &file, &seal(huge_payload));
+    assert!(msg.contains("payload length"), "{msg}");
+
+    // A payload that does not match its own checksum, file checksum recomputed.
+    let mut body = encode(&manifest, objs, None);
+    body.truncate(body.len() - 32);
+    let at = 8 + 8 + manifest.len() + 4 + 41;
+    body[at] ^= 0xff;
+    let msg = rejected(&target, &file, &seal(body));
+    assert!(msg.contains("payload checksum mismatch"), "{msg}");
+    assert!(msg.contains(&objs[0].0.to_string()), "{msg}");
+    assert_untouched(&target);
+}
+
+#[test]
+fn export_of_a_damaged_session_fails_without_a_file() {
+    let fx = fixture();
+    let tail = fx.objects[3].0;
+    fx.src.store().remove(&tail).unwrap();
+    let file = fx.path("out.kvrexp");
+    let err = export(&fx.src, "orig", &file).unwrap_err();
+    assert!(matches!(err, SessionError::Object { .. }), "{err}");
+    let msg = err.to_string();
+    assert!(
+        msg.contains("'orig'") && msg.contains(&tail.to_string()),
+        "{msg}"
+    );
+    assert!(!file.exists());
+    // Only the home folder: no temp file left beside the destination.
+    assert_eq!(fs::read_dir(fx.tmp.path()).unwrap().count(), 1);
+    assert!(matches!(
+        export(&fx.src, "nope", &file),
+        Err(SessionError::NotFound { .. })
+    ));
+}

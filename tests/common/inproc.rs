@@ -1,0 +1,74 @@
+//! The uninterrupted comparator: the same turns that `kvrun run --session` takes, run in one
+//! process through the library, so nothing is ever saved or restored.
+
+use std::path::Path;
+use std::sync::atomic::AtomicBool;
+
+use kvrun::conversation::Conversation;
+use kvrun::engine::{Context, Model, Sampler};
+use kvrun::sequence::{GenerateOptions, NoObserver};
+use kvrun::settings::{ContextOverflow, EngineSettings, FlashAttn, KvType, SamplingSettings};
+
+/// Threads used by both the CLI runs (`-t`) and the in-process runs: flash attention splits
+/// work by thread, so the thread count is part of what makes two runs bit-identical.
+pub const THREADS: &str = "2";
+
+/// Generated tokens and their log-probabilities for each turn.
+pub type Turns = Vec<(Vec<i32>, Vec<f32>)>;
+
+pub fn uninterrupted(
+    model_path: &Path,
+    ctx_size: u32,
+    raw: bool,
+    turns: &[&str],
+    n: usize,
+) -> Turns {
+    let model = Model::load(model_path, 0).unwrap();
+    let engine = EngineSettings {
+        ctx_size,
+        threads: THREADS.parse().unwrap(),
+        gpu_layers: 0,
+        batch_size: 256,
+        kv_type: KvType::F16,
+        flash_attn: FlashAttn::Auto,
+    };
+    let mut ctx = Context::new(&model, &engine, 256, 2).unwrap();
+    let mut conversation = Conversation::new(&model, raw, None);
+    let greedy = SamplingSettings {
+        temp: 0.0,
+        top_k: 40,
+        top_p: 0.95,
+        min_p: 0.05,
+        repeat_penalty: 1.0,
+        seed: 0,
+    };
+    let cancel = AtomicBool::new(false);
+    let mut out = Vec::new();
+    for turn in turns {
+        conversation
+            .add_user(&mut ctx, turn, ContextOverflow::Error)
+            .unwrap();
+        let mut sampler = Sampler::new(&model, &greedy, conversation.seq.tokens());
+        let options = GenerateOptions {
+            max_tokens: n,
+            logprobs: Some(0),
+        };
+        let generated = conversation
+            .seq
+            .generate(
+                &mut ctx,
+                &mut sampler,
+                &options,
+                &cancel,
+                &mut NoObserver,
+                &mut |_| Ok(()),
+            )
+            .unwrap();
+        out.push((
+            generated.tokens.clone(),
+            generated.logprobs.iter().map(|l| l.logprob).collect(),
+        ));
+        conversation.add_assistant(generated.text);
+    }
+    out
+}
