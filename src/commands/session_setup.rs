@@ -116,6 +116,7 @@ pub fn resume<'m>(
             RestoreReport::default(),
         ));
     };
+    live.check_compatible(ctx)?;
     if raw != saved.raw && !saved.tokens.is_empty() {
         env.ui.note(format!(
             "session '{}' is a {} session; continuing it as one",
