@@ -1,0 +1,179 @@
+//! The messages between the chat engine (a worker thread that owns the model, the context
+//! and the sessions) and any front end: the TUI or the line-mode REPL.
+//!
+//! The engine never blocks on the UI: it sends [`EngineEvent`]s over a channel, and the UI
+//! sends [`UserCommand`]s back. Nothing here names ratatui or llama.cpp.
+
+use serde::Serialize;
+
+/// What the user asked for.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum UserCommand {
+    /// A message to the model.
+    Send(String),
+    /// Stop the reply being generated (Ctrl-C).
+    Stop,
+    /// Save the active session now.
+    Save,
+    /// Copy the active session under a new name and continue in the copy.
+    Fork(String),
+    /// Switch to (or create) a session, restoring it through the tiers.
+    Switch(String),
+    /// Refresh the sessions list.
+    ListSessions,
+    /// Forget the active conversation.
+    Reset,
+    /// Save and leave.
+    Quit,
+}
+
+/// Which long operation a progress event is about.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ProgressKind {
+    /// Loading the model (bytes).
+    LoadModel,
+    /// Prefilling a prompt (tokens).
+    Prefill,
+    /// Restoring a session from a tier (bytes).
+    Restore,
+}
+
+/// A memory tier.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Tier {
+    /// Resident in the llama.cpp context (VRAM when layers are offloaded, else RAM).
+    Hot,
+    /// Pages in kvrun's RAM pool.
+    Warm,
+    /// Pages in the on-disk store.
+    Cold,
+    /// Not cached anywhere: recomputed from the token log.
+    Prefill,
+}
+
+impl Tier {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Tier::Hot => "hot",
+            Tier::Warm => "warm",
+            Tier::Cold => "cold",
+            Tier::Prefill => "prefill",
+        }
+    }
+}
+
+/// Use of one tier: bytes against its budget, pages, and which sessions are in it.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct TierUsage {
+    pub used_bytes: u64,
+    /// None when the tier has no budget of its own.
+    pub budget_bytes: Option<u64>,
+    pub pages: u64,
+    pub sessions: Vec<String>,
+    /// Tokens served from this tier since start (hits).
+    pub hit_tokens: u64,
+}
+
+/// One GPU as llama.cpp's backend reports it.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct DeviceMemory {
+    pub name: String,
+    pub total_bytes: u64,
+    pub free_bytes: u64,
+}
+
+/// Everything the memory panel shows; sent at least once a second and after every move.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct MemorySnapshot {
+    /// GPUs; empty on a machine without one (the hot tier then lives in RAM).
+    pub gpus: Vec<DeviceMemory>,
+    pub hot: TierUsage,
+    pub warm: TierUsage,
+    pub cold: TierUsage,
+    /// Tokens recomputed by prefill since start.
+    pub prefill_tokens: u64,
+    /// This process's resident memory.
+    pub process_rss_bytes: u64,
+    pub ram_total_bytes: u64,
+    pub ram_available_bytes: u64,
+    /// The filesystem holding the cold store.
+    pub disk_total_bytes: u64,
+    pub disk_free_bytes: u64,
+    /// The last move between tiers, e.g. "refactor-agent: 18,432 tokens promoted cold→hot
+    /// in 412 ms".
+    pub last_move: Option<String>,
+}
+
+/// One row of the sessions list.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct SessionRow {
+    pub name: String,
+    pub tokens: usize,
+    /// Where its KV is now (the nearest tier holding it).
+    pub tier: Tier,
+    /// Seconds since the Unix epoch.
+    pub last_used_unix: u64,
+    pub active: bool,
+}
+
+/// A chat message shown in the conversation pane.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct ShownMessage {
+    /// "user", "assistant" or "system".
+    pub role: String,
+    pub content: String,
+}
+
+/// What the engine reports.
+#[derive(Debug, Clone, PartialEq)]
+pub enum EngineEvent {
+    /// The model is loaded and the context ready.
+    Ready {
+        model: String,
+        n_ctx: u32,
+        /// Whether layers run on a GPU (else the hot tier lives in RAM).
+        gpu: bool,
+    },
+    /// A long operation advanced: `done` of `total` units (tokens or bytes) at `rate`
+    /// units per second.
+    Progress {
+        kind: ProgressKind,
+        done: u64,
+        total: u64,
+        rate: f64,
+    },
+    /// A piece of the reply, as it is generated.
+    Token(String),
+    /// The reply is complete (or was stopped).
+    TurnDone {
+        prefilled: usize,
+        prefill_tokens_per_s: f64,
+        generated: usize,
+        decode_tokens_per_s: f64,
+        stopped: bool,
+    },
+    /// Context use after a turn or switch.
+    Context { used: usize, n_ctx: u32 },
+    Saved { session: String, ms: f64, bytes: u64 },
+    Restored {
+        session: String,
+        tokens: usize,
+        ms: f64,
+        from: Tier,
+    },
+    /// The active session changed; its conversation so far.
+    Switched {
+        session: String,
+        history: Vec<ShownMessage>,
+    },
+    Memory(MemorySnapshot),
+    Sessions(Vec<SessionRow>),
+    /// Something failed; the session stays usable.
+    Error(String),
+    /// A note for the status line.
+    Info(String),
+    /// The engine has stopped (after Quit, or a fatal error).
+    Exited,
+}
