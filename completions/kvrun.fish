@@ -59,6 +59,11 @@ complete -c kvrun -n "__fish_kvrun_using_subcommand chat" -l top-p -d 'Nucleus s
 complete -c kvrun -n "__fish_kvrun_using_subcommand chat" -l min-p -d 'Minimum probability relative to the top token; 0 disables [default: 0.05]' -r
 complete -c kvrun -n "__fish_kvrun_using_subcommand chat" -l repeat-penalty -d 'Penalty for repeating recent tokens; 1.0 disables [default: 1.0]' -r
 complete -c kvrun -n "__fish_kvrun_using_subcommand chat" -l seed -d 'Random seed [default: a fresh one per run]' -r
+complete -c kvrun -n "__fish_kvrun_using_subcommand chat" -l hot-sessions -d 'Sessions kept resident in the context at once (switching to one is instant) [default: 4]' -r
+complete -c kvrun -n "__fish_kvrun_using_subcommand chat" -l warm-budget -d 'RAM for pages of sessions that left the context, e.g. 2GiB [default: 2GiB]' -r
+complete -c kvrun -n "__fish_kvrun_using_subcommand chat" -l cold-budget -d 'Disk for the page store; past it, pages no session uses go first [default: none]' -r
+complete -c kvrun -n "__fish_kvrun_using_subcommand chat" -l hot-idle -d 'A session idle this long leaves the context, e.g. 10m [default: never]' -r
+complete -c kvrun -n "__fish_kvrun_using_subcommand chat" -l warm-idle -d 'Pages unused this long leave RAM, e.g. 1h [default: never]' -r
 complete -c kvrun -n "__fish_kvrun_using_subcommand chat" -l plain -d 'Line mode even on a terminal'
 complete -c kvrun -n "__fish_kvrun_using_subcommand chat" -s v -l verbose -d 'Show more diagnostics on stderr (-v: info and llama.cpp\'s log, -vv: debug). KVRUN_LOG takes a tracing filter instead (e.g. KVRUN_LOG=kvrun=debug)'
 complete -c kvrun -n "__fish_kvrun_using_subcommand chat" -s q -l quiet -d 'Hide progress bars and notes; errors still print'

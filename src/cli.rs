@@ -139,6 +139,30 @@ pub struct ChatArgs {
     pub engine: EngineArgs,
     #[command(flatten)]
     pub sampling: SamplingArgs,
+    #[command(flatten)]
+    pub tiers: TierArgs,
+}
+
+/// Memory tiers of a chat process: hot (the context), warm (RAM), cold (disk).
+#[derive(Debug, Args, Clone, Default)]
+#[command(next_help_heading = "Memory tiers")]
+pub struct TierArgs {
+    /// Sessions kept resident in the context at once (switching to one is instant)
+    /// [default: 4]
+    #[arg(long, value_name = "N")]
+    pub hot_sessions: Option<u32>,
+    /// RAM for pages of sessions that left the context, e.g. 2GiB [default: 2GiB]
+    #[arg(long, value_name = "SIZE")]
+    pub warm_budget: Option<String>,
+    /// Disk for the page store; past it, pages no session uses go first [default: none]
+    #[arg(long, value_name = "SIZE")]
+    pub cold_budget: Option<String>,
+    /// A session idle this long leaves the context, e.g. 10m [default: never]
+    #[arg(long, value_name = "DURATION")]
+    pub hot_idle: Option<String>,
+    /// Pages unused this long leave RAM, e.g. 1h [default: never]
+    #[arg(long, value_name = "DURATION")]
+    pub warm_idle: Option<String>,
 }
 
 #[derive(Debug, Args)]

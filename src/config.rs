@@ -24,6 +24,11 @@ pub struct FileConfig {
     pub repeat_penalty: Option<f32>,
     pub seed: Option<u32>,
     pub context_overflow: Option<ContextOverflow>,
+    pub hot_sessions: Option<u32>,
+    pub warm_budget: Option<String>,
+    pub cold_budget: Option<String>,
+    pub hot_idle: Option<String>,
+    pub warm_idle: Option<String>,
 }
 
 #[derive(Debug, thiserror::Error)]

@@ -11,6 +11,7 @@
 //! - [`settings`], [`config`], [`paths`], [`models`]: what to run with, and where things live.
 //! - [`ui`]: progress bars and terminal output for the CLI.
 
+pub mod chat;
 pub mod cli;
 pub mod commands;
 pub mod config;
@@ -27,4 +28,6 @@ pub mod sequence;
 pub mod session;
 pub mod settings;
 pub mod store;
+pub mod tiers;
+pub mod tui;
 pub mod ui;

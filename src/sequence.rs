@@ -41,6 +41,8 @@ impl SyncObserver for NoObserver {}
 
 #[derive(Debug, Clone, Default)]
 pub struct Sequence {
+    /// The llama.cpp sequence id holding this log's cells.
+    seq_id: i32,
     tokens: Vec<TokenId>,
     /// Tokens of the log held in the context's KV cache, `tokens[..kv_len]`.
     kv_len: usize,
@@ -85,7 +87,21 @@ impl Sequence {
     /// A sequence whose first `kv_len` tokens are already in the context (after a restore).
     pub fn restored(tokens: Vec<TokenId>, kv_len: usize) -> Self {
         let kv_len = kv_len.min(tokens.len());
-        Self { tokens, kv_len }
+        Self {
+            seq_id: MAIN_SEQ,
+            tokens,
+            kv_len,
+        }
+    }
+
+    /// The same log, held in llama.cpp sequence `seq_id` (several sessions share a context).
+    pub fn in_seq(mut self, seq_id: i32) -> Self {
+        self.seq_id = seq_id;
+        self
+    }
+
+    pub fn seq_id(&self) -> i32 {
+        self.seq_id
     }
 
     pub fn tokens(&self) -> &[TokenId] {
@@ -110,7 +126,7 @@ impl Sequence {
 
     /// Forgets everything (the caller clears the context's cells too).
     pub fn reset(&mut self, ctx: &mut Context<'_>) {
-        ctx.clear_seq(MAIN_SEQ);
+        ctx.clear_seq(self.seq_id);
         self.tokens.clear();
         self.kv_len = 0;
     }
@@ -133,7 +149,7 @@ impl Sequence {
                 return Ok(0);
             }
             // The logits of the last token are gone (another decode ran): decode it again.
-            ctx.truncate_seq(MAIN_SEQ, n - 1);
+            ctx.truncate_seq(self.seq_id, n - 1);
             self.kv_len = n - 1;
         }
         let start = self.kv_len;
@@ -143,7 +159,7 @@ impl Sequence {
             let pos = self.kv_len;
             let page_end = (pos / page + 1) * page;
             let end = (n - 1).min(page_end).min(pos + ctx.info().n_batch as usize);
-            ctx.decode(MAIN_SEQ, &self.tokens[pos..end], pos, false, |_| {
+            ctx.decode(self.seq_id, &self.tokens[pos..end], pos, false, |_| {
                 ControlFlow::Continue(())
             })?;
             self.kv_len = end;
@@ -156,7 +172,7 @@ impl Sequence {
         }
         if want_logits {
             let pos = n - 1;
-            ctx.decode(MAIN_SEQ, &self.tokens[pos..], pos, true, |_| {
+            ctx.decode(self.seq_id, &self.tokens[pos..], pos, true, |_| {
                 ControlFlow::Continue(())
             })?;
             self.kv_len = n;

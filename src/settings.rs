@@ -167,3 +167,33 @@ fn fresh_seed() -> u32 {
         .unwrap_or(0);
     nanos ^ std::process::id().rotate_left(16)
 }
+
+/// The tier flags, then the config file, then defaults; sizes and durations parsed.
+pub fn resolve_tiers(
+    args: &crate::cli::TierArgs,
+    config: &FileConfig,
+) -> Result<crate::chat::TierSettings, String> {
+    use crate::tiers::{parse_bytes, parse_duration};
+    let defaults = crate::chat::TierSettings::default();
+    let pick = |a: &Option<String>, c: &Option<String>| a.clone().or_else(|| c.clone());
+    Ok(crate::chat::TierSettings {
+        hot_sessions: args
+            .hot_sessions
+            .or(config.hot_sessions)
+            .unwrap_or(defaults.hot_sessions)
+            .max(1),
+        warm_budget: match pick(&args.warm_budget, &config.warm_budget) {
+            Some(s) => parse_bytes(&s)?,
+            None => defaults.warm_budget,
+        },
+        cold_budget: pick(&args.cold_budget, &config.cold_budget)
+            .map(|s| parse_bytes(&s))
+            .transpose()?,
+        hot_idle: pick(&args.hot_idle, &config.hot_idle)
+            .map(|s| parse_duration(&s))
+            .transpose()?,
+        warm_idle: pick(&args.warm_idle, &config.warm_idle)
+            .map(|s| parse_duration(&s))
+            .transpose()?,
+    })
+}

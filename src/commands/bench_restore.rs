@@ -76,7 +76,11 @@ pub fn run(env: &Env, args: BenchRestoreArgs) -> Result<ExitCode> {
     println!();
     // Prefix sharing on this model and on a tiny full-attention model.
     let tiny = work.path().join("tiny-llama.gguf");
-    crate::gguf::write_tiny_llama(&tiny, &crate::gguf::TinyLlamaSpec::default())?;
+    let spec = crate::gguf::TinyLlamaSpec {
+        context_length: 2 * args.share_prefix.max(2048),
+        ..Default::default()
+    };
+    crate::gguf::write_tiny_llama(&tiny, &spec)?;
     println!(
         "| model | sessions | shared prefix | one session on disk | all sessions on disk | ratio |"
     );

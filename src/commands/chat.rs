@@ -1,260 +1,95 @@
-//! `kvrun chat`: an interactive conversation in line mode (a REPL). Tokens stream as they
-//! are generated; Ctrl-C stops the current reply without quitting. With `--session NAME`
-//! the session is restored first and saved after every turn.
+//! `kvrun chat`: an interactive conversation. On a terminal it is the TUI; with `--plain`,
+//! or when stdin or stdout is not a terminal, a line-mode REPL. Both are front ends of the
+//! same chat engine (a worker thread), so sessions, switching and the tiers behave alike.
 
 use std::io::{BufRead, IsTerminal, Write};
 use std::process::ExitCode;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
-use std::time::Duration;
+use std::sync::mpsc::{Receiver, Sender};
+use std::sync::{Arc, Mutex};
 
 use anyhow::{bail, Result};
 
-use super::run::SESSION_SEQS;
-use super::{load_model, session_setup, Env};
+use super::{session_setup, Env};
+use crate::chat::{self, ChatOptions};
 use crate::cli::ChatArgs;
-use crate::conversation::Conversation;
-use crate::engine::{Context, Sampler};
+use crate::exit::usage;
 use crate::models::ModelChoice;
-use crate::sequence::{GenerateOptions, StopReason, SyncObserver};
 use crate::session::catalog::SessionCatalog;
-use crate::session::live::{ConversationState, LiveSession, SessionObserver};
-use crate::settings::{ContextOverflow, EngineSettings, SamplingSettings, DEFAULT_PAGE_TOKENS};
-use crate::ui::PrefillBar;
+use crate::settings::{resolve_tiers, ContextOverflow, EngineSettings, SamplingSettings};
+use crate::tui::protocol::{EngineEvent, MemorySnapshot, UserCommand};
+use crate::ui::human_bytes;
 
 const HELP: &str = "\
 commands:
-  /help    show this help
-  /reset   forget the conversation and start over
-  /stats   context used and the last reply's speed
-  /save    save the session now (with --session; it also saves after every turn)
-  /quit    leave (Ctrl-D works too)
+  /help            show this help
+  /reset           forget the conversation and start over
+  /stats           context, speed of the last reply, and the memory tiers
+  /save            save the session now (it also saves after every turn)
+  /session NAME    switch to (or create) a session, restoring it through the tiers
+  /sessions        list the sessions
+  /fork NAME       copy this conversation into a new session and continue there
+  /quit            leave (Ctrl-D works too)
 Ctrl-C stops the current reply. End a line with \\ to continue on the next one.";
 
-/// Speed of the last reply, for /stats.
-#[derive(Clone, Copy)]
-struct TurnStats {
-    prefilled: usize,
-    prefill: Duration,
-    generated: usize,
-    decode: Duration,
+pub fn run(env: &Env, args: ChatArgs) -> Result<ExitCode> {
+    let options = options(env, &args)?;
+    pull_default_if_missing(env, &options.model)?;
+    let cancel = Arc::new(AtomicBool::new(false));
+    let (events_tx, events) = std::sync::mpsc::channel();
+    let (commands, engine) = chat::spawn(options, events_tx, cancel.clone());
+    let result = line_mode(env, &events, &commands, &cancel);
+    let _ = commands.send(UserCommand::Quit);
+    // The engine saves every open session before it exits.
+    for event in events.iter() {
+        match event {
+            EngineEvent::Exited => break,
+            EngineEvent::Error(e) => eprintln!("error: {e}"),
+            _ => {}
+        }
+    }
+    let _ = engine.join();
+    result
 }
 
-pub fn run(env: &Env, args: ChatArgs) -> Result<ExitCode> {
+/// Settles the model, settings and tiers. A named session's recorded settings win over the
+/// config file; flags given now win over both.
+fn options(env: &Env, args: &ChatArgs) -> Result<ChatOptions> {
     let overflow = args
         .context_overflow
         .or(env.config.context_overflow)
         .unwrap_or(ContextOverflow::Truncate);
-    let catalog = match &args.session {
-        Some(_) => Some(SessionCatalog::open(&env.paths)?),
-        None => None,
-    };
-    let prepared = match (&args.session, &catalog) {
-        (Some(name), Some(catalog)) => Some(session_setup::prepare(
-            env,
-            catalog,
-            name,
-            args.model.model.as_deref(),
-            &args.engine,
-            Some(&args.sampling),
-        )?),
-        _ => None,
-    };
-    let (engine, sampling, choice) = match &prepared {
-        Some(p) => (p.engine.clone(), p.sampling.clone(), p.choice.clone()),
+    let tiers = resolve_tiers(&args.tiers, &env.config).map_err(usage)?;
+    let (engine, sampling, model) = match &args.session {
+        Some(name) => {
+            let catalog = SessionCatalog::open(&env.paths)?;
+            let prepared = session_setup::prepare(
+                env,
+                &catalog,
+                name,
+                args.model.model.as_deref(),
+                &args.engine,
+                Some(&args.sampling),
+            )?;
+            (prepared.engine, prepared.sampling, prepared.choice)
+        }
         None => (
             EngineSettings::resolve(&args.engine, &env.config),
             SamplingSettings::resolve(&args.sampling, &env.config),
             crate::models::choose(args.model.model.as_deref(), &env.config, &env.paths),
         ),
     };
-    pull_default_if_missing(env, &choice)?;
-    let (model, _) = load_model(&choice, engine.gpu_layers)?;
-    if !model.facts().has_chat_template {
-        bail!(
-            "{} has no chat template; use `kvrun run --raw` for plain completion",
-            choice.path.display()
-        );
-    }
-    let seqs = if prepared.is_some() { SESSION_SEQS } else { 1 };
-    let mut ctx = Context::new(&model, &engine, DEFAULT_PAGE_TOKENS, seqs)?;
-    let (mut live, mut chat) = match (prepared, &catalog) {
-        (Some(p), Some(catalog)) => {
-            let mut live = session_setup::start(catalog, p, &model, &ctx)?;
-            let (chat, report) = session_setup::resume(
-                env,
-                &mut live,
-                &mut ctx,
-                &model,
-                false,
-                args.system.as_deref(),
-            )?;
-            if report.restored_tokens > 0 {
-                env.ui.note(format!(
-                    "session '{}': restored {} tokens in {:.0} ms",
-                    live.name, report.restored_tokens, report.restore_ms
-                ));
-            }
-            (Some(live), chat)
-        }
-        _ => (
-            None,
-            Conversation::new(&model, false, args.system.as_deref()),
-        ),
-    };
-
-    // Ctrl-C while a reply streams stops the reply; at the prompt it quits.
-    let generating = Arc::new(AtomicBool::new(false));
-    let cancel = Arc::new(AtomicBool::new(false));
-    {
-        let (generating, cancel) = (generating.clone(), cancel.clone());
-        let _ = ctrlc::set_handler(move || {
-            if generating.load(Ordering::SeqCst) {
-                cancel.store(true, Ordering::SeqCst);
-            } else {
-                eprintln!();
-                std::process::exit(130);
-            }
-        });
-    }
-
-    let interactive = std::io::stdin().is_terminal();
-    if interactive {
-        env.ui.note(format!(
-            "kvrun chat: {} (context {} tokens). /help for commands.",
-            model.facts().description,
-            ctx.info().n_ctx
-        ));
-    }
-    let stdin = std::io::stdin();
-    let mut lines = stdin.lock().lines();
-    let mut last: Option<TurnStats> = None;
-    loop {
-        let Some(input) = read_message(&mut lines, interactive)? else {
-            break;
-        };
-        let trimmed = input.trim();
-        if trimmed.is_empty() {
-            continue;
-        }
-        match trimmed {
-            "/quit" | "/exit" => break,
-            "/help" => {
-                println!("{HELP}");
-                continue;
-            }
-            "/reset" => {
-                chat.reset(&mut ctx);
-                println!("(conversation cleared)");
-                continue;
-            }
-            "/stats" => {
-                print_stats(&ctx, &chat, last);
-                continue;
-            }
-            "/save" => {
-                match &mut live {
-                    Some(live) => save(env, live, &mut ctx, &chat),
-                    None => println!("(not a session: start with --session NAME to save)"),
-                }
-                continue;
-            }
-            _ if trimmed.starts_with('/') => {
-                println!("unknown command {trimmed}; /help lists the commands");
-                continue;
-            }
-            _ => {}
-        }
-
-        match chat.add_user(&mut ctx, &input, overflow) {
-            Ok(Some(note)) => env.ui.note(note),
-            Ok(None) => {}
-            Err(e) => {
-                eprintln!("error: {e:#}");
-                continue;
-            }
-        }
-        if let Some(live) = &mut live {
-            let mut report = Default::default();
-            session_setup::reuse_prefix(env, live, &mut ctx, &mut chat, &mut report)?;
-        }
-        cancel.store(false, Ordering::SeqCst);
-        generating.store(true, Ordering::SeqCst);
-        let room = (ctx.info().n_ctx as usize).saturating_sub(chat.seq.len());
-        let options = GenerateOptions {
-            max_tokens: args
-                .max_tokens
-                .map(|n| n as usize)
-                .unwrap_or(room)
-                .min(room),
-            logprobs: None,
-        };
-        let mut sampler = Sampler::new(&model, &sampling, chat.seq.tokens());
-        let mut bar = PrefillBar::new(env.ui, chat.pending(), &cancel);
-        let stdout = std::io::stdout();
-        let mut emit = |text: &str| -> std::io::Result<()> {
-            let mut out = stdout.lock();
-            out.write_all(text.as_bytes())?;
-            out.flush()
-        };
-        let result = {
-            let mut session_observer;
-            let observer: &mut dyn SyncObserver = match &mut live {
-                Some(live) => {
-                    session_observer = SessionObserver {
-                        session: live,
-                        inner: &mut bar,
-                    };
-                    &mut session_observer
-                }
-                None => &mut bar,
-            };
-            chat.seq.generate(
-                &mut ctx,
-                &mut sampler,
-                &options,
-                &cancel,
-                observer,
-                &mut emit,
-            )
-        };
-        generating.store(false, Ordering::SeqCst);
-        let generated = result?;
-        println!();
-        match generated.stop {
-            StopReason::Cancelled => eprintln!("(stopped)"),
-            StopReason::ContextFull => eprintln!("(the context is full; /reset to start over)"),
-            _ => {}
-        }
-        last = Some(TurnStats {
-            prefilled: generated.prefilled,
-            prefill: generated.prefill_time,
-            generated: generated.tokens.len(),
-            decode: generated.decode_time,
-        });
-        chat.add_assistant(generated.text);
-        if let Some(live) = &mut live {
-            save(env, live, &mut ctx, &chat);
-        }
-    }
-    if let Some(live) = &mut live {
-        save(env, live, &mut ctx, &chat);
-    }
-    Ok(ExitCode::SUCCESS)
-}
-
-/// Saves the session; a failure is reported and the chat goes on (nothing is lost: the
-/// previous snapshot stays intact and the next save retries).
-fn save(env: &Env, live: &mut LiveSession<'_>, ctx: &mut Context<'_>, chat: &Conversation<'_>) {
-    let state = ConversationState {
-        messages: &chat.messages,
-        rendered_len: chat.rendered_len,
-        raw: chat.raw,
-    };
-    if let Err(e) = live.save(ctx, &chat.seq, state) {
-        env.ui
-            .warn(format!("saving session '{}' failed: {e:#}", live.name));
-    }
+    Ok(ChatOptions {
+        paths: env.paths.clone(),
+        model,
+        engine,
+        sampling,
+        session: args.session.clone(),
+        system: args.system.clone(),
+        overflow,
+        max_tokens: args.max_tokens,
+        tiers,
+    })
 }
 
 /// With nothing pulled yet, `kvrun chat` fetches the default model first.
@@ -268,7 +103,247 @@ fn pull_default_if_missing(env: &Env, choice: &ModelChoice) -> Result<()> {
     Ok(())
 }
 
-/// Reads one message; a line ending in `\` continues on the next. None at end of input.
+/// What the REPL remembers between commands.
+#[derive(Default)]
+struct ReplState {
+    n_ctx: u32,
+    used: usize,
+    last_turn: Option<String>,
+    memory: Option<Box<MemorySnapshot>>,
+}
+
+fn line_mode(
+    env: &Env,
+    events: &Receiver<EngineEvent>,
+    commands: &Sender<UserCommand>,
+    cancel: &Arc<AtomicBool>,
+) -> Result<ExitCode> {
+    let mut state = ReplState::default();
+    // Wait for the model (or the error that kept it from loading).
+    loop {
+        match events.recv() {
+            Ok(EngineEvent::Ready { model, n_ctx, .. }) => {
+                state.n_ctx = n_ctx;
+                if std::io::stdin().is_terminal() {
+                    env.ui.note(format!(
+                        "kvrun chat: {model} (context {n_ctx} tokens). /help for commands."
+                    ));
+                }
+                break;
+            }
+            Ok(EngineEvent::Error(e)) => bail!("{e}"),
+            Ok(EngineEvent::Exited) | Err(_) => bail!("the chat engine stopped"),
+            Ok(_) => {}
+        }
+    }
+    // Ctrl-C while a reply streams stops the reply; at the prompt it quits (the engine saves).
+    let generating = Arc::new(AtomicBool::new(false));
+    {
+        let (generating, cancel) = (generating.clone(), cancel.clone());
+        let quit = Mutex::new(commands.clone());
+        let _ = ctrlc::set_handler(move || {
+            if generating.load(Ordering::SeqCst) {
+                cancel.store(true, Ordering::SeqCst);
+            } else if let Ok(q) = quit.lock() {
+                let _ = q.send(UserCommand::Quit);
+                eprintln!();
+                std::process::exit(130);
+            }
+        });
+    }
+    let interactive = std::io::stdin().is_terminal();
+    let stdin = std::io::stdin();
+    let mut lines = stdin.lock().lines();
+    while let Some(input) = read_message(&mut lines, interactive)? {
+        let trimmed = input.trim();
+        if trimmed.is_empty() {
+            continue;
+        }
+        let (command, rest) = match trimmed.split_once(char::is_whitespace) {
+            Some((c, r)) => (c, r.trim()),
+            None => (trimmed, ""),
+        };
+        let sent = match command {
+            "/quit" | "/exit" => break,
+            "/help" => {
+                println!("{HELP}");
+                continue;
+            }
+            "/stats" => {
+                drain(events, &mut state);
+                print_stats(&state);
+                continue;
+            }
+            "/reset" => UserCommand::Reset,
+            "/save" => UserCommand::Save,
+            "/sessions" => UserCommand::ListSessions,
+            "/session" | "/fork" if rest.is_empty() => {
+                println!("{command} needs a session name");
+                continue;
+            }
+            "/session" => UserCommand::Switch(rest.to_string()),
+            "/fork" => UserCommand::Fork(rest.to_string()),
+            _ if trimmed.starts_with('/') => {
+                println!("unknown command {trimmed}; /help lists the commands");
+                continue;
+            }
+            _ => UserCommand::Send(input.clone()),
+        };
+        let is_turn = matches!(sent, UserCommand::Send(_));
+        let listing = matches!(sent, UserCommand::ListSessions);
+        generating.store(is_turn, Ordering::SeqCst);
+        let reset = matches!(sent, UserCommand::Reset);
+        commands
+            .send(sent)
+            .map_err(|_| anyhow::anyhow!("the chat engine stopped"))?;
+        let ended = wait(events, &mut state, is_turn, listing);
+        generating.store(false, Ordering::SeqCst);
+        if !ended? {
+            break;
+        }
+        if reset {
+            println!("(conversation cleared)");
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Handles events until the command is done. Returns false when the engine has exited.
+fn wait(
+    events: &Receiver<EngineEvent>,
+    state: &mut ReplState,
+    turn: bool,
+    listing: bool,
+) -> Result<bool> {
+    let mut out = std::io::stdout();
+    loop {
+        let Ok(event) = events.recv() else {
+            return Ok(false);
+        };
+        match event {
+            EngineEvent::Token(piece) => {
+                out.write_all(piece.as_bytes())?;
+                out.flush()?;
+            }
+            EngineEvent::TurnDone {
+                prefilled,
+                prefill_tokens_per_s,
+                generated,
+                decode_tokens_per_s,
+                stopped,
+            } => {
+                println!();
+                if stopped {
+                    eprintln!("(stopped)");
+                }
+                state.last_turn = Some(format!(
+                    "last reply: prefill {prefilled} tokens at {prefill_tokens_per_s:.1} tok/s, \
+                     decode {generated} tokens at {decode_tokens_per_s:.1} tok/s"
+                ));
+            }
+            // Every command ends with one Context event.
+            EngineEvent::Context { used, n_ctx } => {
+                state.used = used;
+                state.n_ctx = n_ctx;
+                return Ok(true);
+            }
+            EngineEvent::Memory(m) => state.memory = Some(m),
+            EngineEvent::Sessions(rows) if listing => {
+                for r in rows {
+                    println!(
+                        "{} {:<24} {:>8} tokens  {}",
+                        if r.active { "*" } else { " " },
+                        r.name,
+                        r.tokens,
+                        r.tier.as_str()
+                    );
+                }
+            }
+            EngineEvent::Saved { session, ms, .. } if !turn => {
+                println!("(saved '{session}' in {ms:.0} ms)");
+            }
+            EngineEvent::Restored {
+                session,
+                tokens,
+                ms,
+                from,
+            } => eprintln!(
+                "(session '{session}': {tokens} tokens from {} in {ms:.0} ms)",
+                from.as_str()
+            ),
+            EngineEvent::Info(note) => eprintln!("({note})"),
+            EngineEvent::Error(e) => eprintln!("error: {e}"),
+            EngineEvent::Exited => return Ok(false),
+            _ => {}
+        }
+    }
+}
+
+/// Takes whatever events arrived meanwhile (memory snapshots, mostly).
+fn drain(events: &Receiver<EngineEvent>, state: &mut ReplState) {
+    while let Ok(event) = events.try_recv() {
+        match event {
+            EngineEvent::Memory(m) => state.memory = Some(m),
+            EngineEvent::Context { used, n_ctx } => {
+                state.used = used;
+                state.n_ctx = n_ctx;
+            }
+            _ => {}
+        }
+    }
+}
+
+fn print_stats(state: &ReplState) {
+    let n_ctx = state.n_ctx.max(1) as usize;
+    println!(
+        "context: {} / {n_ctx} tokens ({:.1}%)",
+        state.used,
+        100.0 * state.used as f64 / n_ctx as f64
+    );
+    if let Some(t) = &state.last_turn {
+        println!("{t}");
+    }
+    if let Some(m) = &state.memory {
+        let budget = |b: Option<u64>| b.map_or("no budget".to_string(), human_bytes);
+        println!(
+            "hot:  {} in {} session(s) [{}]{}",
+            human_bytes(m.hot.used_bytes),
+            m.hot.sessions.len(),
+            m.hot.sessions.join(", "),
+            if m.gpus.is_empty() {
+                " (no GPU: the hot tier is in RAM)"
+            } else {
+                ""
+            }
+        );
+        println!(
+            "warm: {} of {}, {} pages (RAM: process {}, {} available of {})",
+            human_bytes(m.warm.used_bytes),
+            budget(m.warm.budget_bytes),
+            m.warm.pages,
+            human_bytes(m.process_rss_bytes),
+            human_bytes(m.ram_available_bytes),
+            human_bytes(m.ram_total_bytes)
+        );
+        println!(
+            "cold: {} of {}, {} objects (disk: {} free of {})",
+            human_bytes(m.cold.used_bytes),
+            budget(m.cold.budget_bytes),
+            m.cold.pages,
+            human_bytes(m.disk_free_bytes),
+            human_bytes(m.disk_total_bytes)
+        );
+        println!(
+            "served: {} tokens hot, {} warm, {} cold, {} prefilled",
+            m.hot.hit_tokens, m.warm.hit_tokens, m.cold.hit_tokens, m.prefill_tokens
+        );
+        if let Some(last) = &m.last_move {
+            println!("last move: {last}");
+        }
+    }
+}
+
+/// Reads one message; a line ending in `\\` continues on the next. None at end of input.
 fn read_message(
     lines: &mut impl Iterator<Item = std::io::Result<String>>,
     interactive: bool,
@@ -294,24 +369,5 @@ fn read_message(
                 return Ok(Some(message));
             }
         }
-    }
-}
-
-fn print_stats(ctx: &Context<'_>, chat: &Conversation<'_>, last: Option<TurnStats>) {
-    let n_ctx = ctx.info().n_ctx as usize;
-    let used = chat.seq.len();
-    println!(
-        "context: {used} / {n_ctx} tokens ({:.1}%)",
-        100.0 * used as f64 / n_ctx.max(1) as f64
-    );
-    if let Some(t) = last {
-        let rate = |n: usize, d: Duration| n as f64 / d.as_secs_f64().max(1e-9);
-        println!(
-            "last reply: prefill {} tokens at {:.1} tok/s, decode {} tokens at {:.1} tok/s",
-            t.prefilled,
-            rate(t.prefilled, t.prefill),
-            t.generated,
-            rate(t.generated, t.decode)
-        );
     }
 }

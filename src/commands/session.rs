@@ -155,6 +155,7 @@ fn restore(env: &Env, args: SessionRestoreArgs) -> Result<ExitCode> {
             context_overflow: None,
             engine: args.engine,
             sampling: args.sampling,
+            tiers: Default::default(),
         };
         return super::chat::run(env, chat);
     }
@@ -183,7 +184,12 @@ fn restore(env: &Env, args: SessionRestoreArgs) -> Result<ExitCode> {
         .manifest
         .as_ref()
         .and_then(|m| m.tokens.first().copied());
-    crate::session::capture::probe_layout(&mut ctx, model.facts().n_swa, first.unwrap_or(0))?;
+    crate::session::capture::probe_layout(
+        &mut ctx,
+        crate::session::capture::Slot::default(),
+        model.facts().n_swa,
+        first.unwrap_or(0),
+    )?;
     let load_ms = started.elapsed().as_secs_f64() * 1e3;
     let mut live = session_setup::start(&catalog, prepared, &model, &ctx)?;
     let (mut seq, report) = live.restore(&mut ctx)?;

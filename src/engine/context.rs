@@ -276,6 +276,15 @@ impl<'m> Context<'m> {
         Ok(tokens.into_iter().map(|t| t.0).collect())
     }
 
+    /// Bytes of sequence `seq`'s KV state (what `state_get` would return), without copying.
+    pub fn state_size(&self, seq: i32) -> usize {
+        if self.seq_len(seq) == 0 {
+            return 0;
+        }
+        self.ctx
+            .state_seq_get_size_ext(seq, KvCapture::Full.flags())
+    }
+
     /// Reads sequence `seq`'s KV state blob (llama.cpp's serialization; see `kv::blob`).
     pub fn state_get(&self, seq: i32, what: KvCapture) -> Result<Vec<u8>, EngineError> {
         let flags = what.flags();

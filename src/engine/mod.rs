@@ -69,6 +69,35 @@ pub fn llama_build_info() -> String {
 /// on-disk contract.
 pub const LLAMA_CPP_SYS_VERSION: &str = "0.1.161";
 
+/// A GPU (or other accelerator) as llama.cpp's backend reports it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct GpuDevice {
+    pub name: String,
+    pub total_bytes: u64,
+    pub free_bytes: u64,
+}
+
+/// The GPUs llama.cpp can use, with their memory figures (empty on a CPU-only build).
+pub fn gpu_devices() -> Vec<GpuDevice> {
+    if backend().is_err() {
+        return Vec::new();
+    }
+    use llama_cpp_2::LlamaBackendDeviceType as T;
+    llama_cpp_2::list_llama_ggml_backend_devices()
+        .into_iter()
+        .filter(|d| matches!(d.device_type, T::Gpu | T::IntegratedGpu | T::Accelerator))
+        .map(|d| GpuDevice {
+            name: if d.description.is_empty() {
+                d.name
+            } else {
+                d.description
+            },
+            total_bytes: d.memory_total as u64,
+            free_bytes: d.memory_free as u64,
+        })
+        .collect()
+}
+
 /// Whether this build has a GPU backend compiled in.
 pub fn gpu_offload_supported() -> bool {
     backend().map(|b| b.supports_gpu_offload()).unwrap_or(false)

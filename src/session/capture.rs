@@ -14,8 +14,26 @@ use crate::kv::layout::{concat_cells, slice_cells};
 use crate::kv::KvLayout;
 use crate::sequence::MAIN_SEQ;
 
-/// The sequence used to read page ranges.
-pub const SCRATCH_SEQ: i32 = 1;
+/// Where a session lives in a context: its sequence, the scratch sequence used to read page
+/// ranges, and whether it has the context to itself. A session alone in the context is
+/// restored into an emptied cache, so its cells land in the slots an uninterrupted run used
+/// (that is what makes restores bit-exact); in a shared pool they land wherever cells are free.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Slot {
+    pub seq: i32,
+    pub scratch: i32,
+    pub exclusive: bool,
+}
+
+impl Default for Slot {
+    fn default() -> Self {
+        Self {
+            seq: MAIN_SEQ,
+            scratch: 1,
+            exclusive: true,
+        }
+    }
+}
 
 /// One section's rows for a contiguous run of positions, in position order.
 pub struct SectionRows {
@@ -51,18 +69,19 @@ pub struct CapturedRows {
 /// window section is read (the cheap per-page capture during prefill).
 pub fn capture(
     ctx: &mut Context<'_>,
+    slot: Slot,
     n_swa: u32,
     positions: Range<usize>,
     swa_only: bool,
 ) -> Result<CapturedRows> {
-    ctx.share_range(MAIN_SEQ, SCRATCH_SEQ, positions.start, positions.end);
+    ctx.share_range(slot.seq, slot.scratch, positions.start, positions.end);
     let what = if swa_only {
         KvCapture::SlidingWindowOnly
     } else {
         KvCapture::Full
     };
-    let bytes = ctx.state_get(SCRATCH_SEQ, what);
-    ctx.release_seq(SCRATCH_SEQ);
+    let bytes = ctx.state_get(slot.scratch, what);
+    ctx.release_seq(slot.scratch);
     let bytes = bytes?;
     let mut shape = KvLayout::shape_for(n_swa);
     if swa_only {
@@ -140,9 +159,10 @@ pub struct RestoreSection<'a> {
     pub chunks: Vec<&'a [u8]>,
 }
 
-/// Assembles a blob from validated pages and loads it into the (empty) main sequence.
+/// Assembles a blob from validated pages and loads it into the slot's (empty) sequence.
 pub fn restore_into(
     ctx: &mut Context<'_>,
+    slot: Slot,
     layout: &KvLayout,
     sections: &[RestoreSection<'_>],
 ) -> Result<()> {
@@ -157,7 +177,7 @@ pub fn restore_into(
             (s.first_pos..s.first_pos + s.count)
                 .map(|pos| CellMeta {
                     pos: pos as i32,
-                    seq_id: MAIN_SEQ,
+                    seq_id: slot.seq,
                     ext: None,
                 })
                 .collect()
@@ -175,24 +195,35 @@ pub fn restore_into(
             row_chunks: &s.chunks,
         })
         .collect();
-    let blob = blob::assemble_blob(MAIN_SEQ, &parts).context("assembling the KV state")?;
-    ctx.clear_all();
-    if let Err(e) = ctx.state_set(MAIN_SEQ, &blob, KvCapture::Full) {
-        ctx.clear_all();
+    let blob = blob::assemble_blob(slot.seq, &parts).context("assembling the KV state")?;
+    empty(ctx, slot);
+    if let Err(e) = ctx.state_set(slot.seq, &blob, KvCapture::Full) {
+        empty(ctx, slot);
         return Err(e.into());
     }
     Ok(())
 }
 
+/// Empties the slot's sequence; an exclusive slot empties the whole cache so the next cells
+/// land from cache slot 0, as in a fresh context.
+fn empty(ctx: &mut Context<'_>, slot: Slot) {
+    if slot.exclusive {
+        ctx.clear_all();
+    } else {
+        ctx.clear_seq(slot.seq);
+    }
+}
+
 /// The current context's KV layout, read by decoding one token into the scratch sequence.
-/// The cache is emptied afterwards so later cells land from slot 0.
-pub fn probe_layout(ctx: &mut Context<'_>, n_swa: u32, token: i32) -> Result<KvLayout> {
-    ctx.clear_all();
-    ctx.decode(SCRATCH_SEQ, &[token], 0, false, |_| {
+pub fn probe_layout(ctx: &mut Context<'_>, slot: Slot, n_swa: u32, token: i32) -> Result<KvLayout> {
+    ctx.decode(slot.scratch, &[token], 0, false, |_| {
         std::ops::ControlFlow::Continue(())
     })?;
-    let bytes = ctx.state_get(SCRATCH_SEQ, KvCapture::Full);
-    ctx.clear_all();
+    let bytes = ctx.state_get(slot.scratch, KvCapture::Full);
+    ctx.clear_seq(slot.scratch);
+    if slot.exclusive {
+        ctx.clear_all();
+    }
     let bytes = bytes?;
     let state = blob::parse(&bytes, &KvLayout::shape_for(n_swa))?;
     Ok(KvLayout::from_state(&state, n_swa)?)

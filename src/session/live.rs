@@ -72,6 +72,10 @@ pub struct LiveSession<'c> {
     swa_ring: BTreeMap<usize, Vec<u8>>,
     /// Capture problems since the last save (reported once, not per page).
     capture_error: Option<String>,
+    /// Where this session lives in the context.
+    slot: capture::Slot,
+    /// RAM cache of pages in front of the store (the warm tier), if any.
+    warm: Option<std::sync::Arc<crate::tiers::WarmPool>>,
 }
 
 impl<'c> LiveSession<'c> {
@@ -106,7 +110,28 @@ impl<'c> LiveSession<'c> {
             present: HashSet::new(),
             swa_ring: BTreeMap::new(),
             capture_error: None,
+            slot: capture::Slot::default(),
+            warm: None,
         }
+    }
+
+    /// Places the session in another sequence of a shared context.
+    pub fn set_slot(&mut self, slot: capture::Slot) {
+        self.slot = slot;
+    }
+
+    pub fn slot(&self) -> capture::Slot {
+        self.slot
+    }
+
+    /// Reads and writes pages through a RAM pool (the warm tier).
+    pub fn set_warm_pool(&mut self, warm: std::sync::Arc<crate::tiers::WarmPool>) {
+        self.warm = Some(warm);
+    }
+
+    /// The KV layout, once a save or restore has seen it.
+    pub fn layout(&self) -> Option<&KvLayout> {
+        self.layout.as_ref()
     }
 
     pub fn saved(&self) -> Option<&SessionManifest> {
@@ -179,7 +204,10 @@ impl<'c> LiveSession<'c> {
         };
         self.check_compatible(ctx)?;
         let Some(snap) = &m.snapshot else {
-            return Ok((Sequence::restored(m.tokens, 0), report));
+            return Ok((
+                Sequence::restored(m.tokens, 0).in_seq(self.slot.seq),
+                report,
+            ));
         };
         let stored = match m.kv.layout.as_deref().map(KvLayout::decode) {
             Some(Ok(l)) => l,
@@ -187,9 +215,17 @@ impl<'c> LiveSession<'c> {
                 report
                     .warnings
                     .push(format!("session '{}': {e}", self.name));
-                return Ok((Sequence::restored(m.tokens, 0), report));
+                return Ok((
+                    Sequence::restored(m.tokens, 0).in_seq(self.slot.seq),
+                    report,
+                ));
             }
-            None => return Ok((Sequence::restored(m.tokens, 0), report)),
+            None => {
+                return Ok((
+                    Sequence::restored(m.tokens, 0).in_seq(self.slot.seq),
+                    report,
+                ))
+            }
         };
         // The stored layout is trusted only as far as its checksum and the checks above go:
         // llama.cpp validates every type and row size again, and a refusal falls back to
@@ -198,7 +234,10 @@ impl<'c> LiveSession<'c> {
         let restored = self.load_snapshot(ctx, &m, snap, &mut report)?;
         report.restored_tokens = restored;
         report.restore_ms = started.elapsed().as_secs_f64() * 1e3;
-        Ok((Sequence::restored(m.tokens, restored), report))
+        Ok((
+            Sequence::restored(m.tokens, restored).in_seq(self.slot.seq),
+            report,
+        ))
     }
 
     /// For a log with no (usable) snapshot: restores the longest stored page chain it
@@ -248,7 +287,9 @@ impl<'c> LiveSession<'c> {
             return Ok(report);
         }
         if self.layout.is_none() {
-            self.layout = Some(capture::probe_layout(ctx, self.n_swa, tokens[0])?);
+            self.layout = Some(capture::probe_layout(
+                ctx, self.slot, self.n_swa, tokens[0],
+            )?);
         }
         let snap = KvSnapshot {
             kv_len: pages * p,
@@ -264,7 +305,7 @@ impl<'c> LiveSession<'c> {
             tail: None,
         };
         let restored = self.load_pages(ctx, &snap, &mut report)?;
-        *seq = Sequence::restored(tokens, restored);
+        *seq = Sequence::restored(tokens, restored).in_seq(self.slot.seq);
         report.restored_tokens = restored;
         report.reused_tokens = restored;
         report.restore_ms = started.elapsed().as_secs_f64() * 1e3;
@@ -299,6 +340,9 @@ impl<'c> LiveSession<'c> {
         let layout = self.layout.clone().context("internal: KV layout unknown")?;
         let p = self.page_tokens;
         let store = self.catalog.store();
+        let warm = self.warm.clone();
+        let read_rows =
+            |id: &ObjectId, expected: usize| read_rows(store, warm.as_deref(), id, expected);
         let mut warn = |what: String| {
             report.warnings.push(what);
         };
@@ -306,7 +350,7 @@ impl<'c> LiveSession<'c> {
         // Full-attention pages, up to the first damaged one.
         let mut base: Vec<Vec<u8>> = Vec::with_capacity(snap.pages.len());
         for (i, id) in snap.pages.iter().enumerate() {
-            match read_rows(store, id, p * layout.bytes_per_token(BASE)) {
+            match read_rows(id, p * layout.bytes_per_token(BASE)) {
                 Ok(rows) => base.push(rows),
                 Err(e) => {
                     warn(format!(
@@ -328,7 +372,11 @@ impl<'c> LiveSession<'c> {
                 } else {
                     0
                 };
-                match store.get(&id).map_err(anyhow::Error::from).and_then(|b| {
+                let bytes = match &warm {
+                    Some(pool) => pool.get_or_load(store, &id),
+                    None => store.get(&id),
+                };
+                match bytes.map_err(anyhow::Error::from).and_then(|b| {
                     Ok(TailRecord::decode(
                         &b,
                         layout.bytes_per_token(BASE),
@@ -351,7 +399,7 @@ impl<'c> LiveSession<'c> {
         let mut swa_rows: BTreeMap<usize, Vec<u8>> = BTreeMap::new();
         if layout.is_iswa() {
             for (k, id) in &snap.swa_pages {
-                match read_rows(store, id, p * layout.bytes_per_token(SWA)) {
+                match read_rows(id, p * layout.bytes_per_token(SWA)) {
                     Ok(rows) => {
                         swa_rows.insert(*k, rows);
                     }
@@ -418,7 +466,7 @@ impl<'c> LiveSession<'c> {
                     chunks: swa_slices.iter().map(Vec::as_slice).collect(),
                 });
             }
-            match capture::restore_into(ctx, &layout, &sections) {
+            match capture::restore_into(ctx, self.slot, &layout, &sections) {
                 Ok(()) => {
                     for id in snap.pages.iter().take(pages) {
                         self.present.insert(*id);
@@ -457,7 +505,7 @@ impl<'c> LiveSession<'c> {
             return;
         }
         let index = positions.start / self.page_tokens;
-        match capture::capture(ctx, self.n_swa, positions.clone(), true) {
+        match capture::capture(ctx, self.slot, self.n_swa, positions.clone(), true) {
             Ok(rows) => match rows.swa.and_then(|s| s.slice(positions)) {
                 Some(r) => {
                     self.swa_ring.insert(index, r);
@@ -516,7 +564,7 @@ impl<'c> LiveSession<'c> {
         let capture_from = (first_missing * p).min(boundary);
         let mut captured = None;
         if kv_len > capture_from {
-            let rows = capture::capture(ctx, self.n_swa, capture_from..kv_len, false)
+            let rows = capture::capture(ctx, self.slot, self.n_swa, capture_from..kv_len, false)
                 .with_context(|| format!("reading the KV of session '{}'", self.name))?;
             captured = Some(rows);
         }
@@ -556,6 +604,9 @@ impl<'c> LiveSession<'c> {
             report.objects_written += 1;
             report.bytes_written += put.written_bytes;
             self.present.insert(*id);
+            if let Some(warm) = &self.warm {
+                warm.insert(*id, rows);
+            }
         }
         // Sliding-window rows of the pages a restore point needs.
         let swa_capture = captured.as_ref().and_then(|c| c.swa.as_ref());
@@ -672,9 +723,17 @@ impl<'c> LiveSession<'c> {
     }
 }
 
-/// Reads a page object and checks its length against the layout.
-fn read_rows(store: &crate::store::ObjectStore, id: &ObjectId, expected: usize) -> Result<Vec<u8>> {
-    let rows = store.get(id)?;
+/// Reads a page object (from the warm pool when it holds it) and checks its length.
+fn read_rows(
+    store: &crate::store::ObjectStore,
+    warm: Option<&crate::tiers::WarmPool>,
+    id: &ObjectId,
+    expected: usize,
+) -> Result<Vec<u8>> {
+    let rows = match warm {
+        Some(pool) => pool.get_or_load(store, id)?,
+        None => store.get(id)?,
+    };
     if rows.len() != expected {
         bail!(
             "it holds {} bytes where the KV layout needs {expected}",

@@ -155,8 +155,15 @@ pub enum EngineEvent {
         stopped: bool,
     },
     /// Context use after a turn or switch.
-    Context { used: usize, n_ctx: u32 },
-    Saved { session: String, ms: f64, bytes: u64 },
+    Context {
+        used: usize,
+        n_ctx: u32,
+    },
+    Saved {
+        session: String,
+        ms: f64,
+        bytes: u64,
+    },
     Restored {
         session: String,
         tokens: usize,
@@ -168,7 +175,8 @@ pub enum EngineEvent {
         session: String,
         history: Vec<ShownMessage>,
     },
-    Memory(MemorySnapshot),
+    /// Boxed: by far the largest event, and one a second.
+    Memory(Box<MemorySnapshot>),
     Sessions(Vec<SessionRow>),
     /// Something failed; the session stays usable.
     Error(String),

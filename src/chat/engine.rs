@@ -1,0 +1,803 @@
+//! The chat engine loop. One context serves several sessions as sequences of one shared
+//! cell pool (the hot tier); a RAM pool of pages is the warm tier; the object store the cold
+//! tier. Switching to a hot session is instant; others are restored through the tiers.
+
+use std::ops::ControlFlow;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc::{Receiver, RecvTimeoutError, Sender};
+use std::sync::Arc;
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use anyhow::{Context as _, Result};
+
+use super::tiers::{HotView, TierBook};
+use crate::conversation::Conversation;
+use crate::engine::{Context, EngineError, Model, Sampler};
+use crate::models::ModelChoice;
+use crate::paths::Paths;
+use crate::sequence::{GenerateOptions, StopReason, SyncObserver};
+use crate::session::capture::Slot;
+use crate::session::catalog::SessionCatalog;
+use crate::session::error::SessionError;
+use crate::session::identity::{kv_identity, model_identity};
+use crate::session::live::{ConversationState, LiveSession, SessionObserver};
+use crate::settings::{ContextOverflow, EngineSettings, SamplingSettings, DEFAULT_PAGE_TOKENS};
+use crate::tiers::WarmPool;
+use crate::tui::protocol::{
+    EngineEvent, ProgressKind, SessionRow, ShownMessage, Tier, UserCommand,
+};
+
+/// Budgets and idle timeouts of the tiers.
+#[derive(Debug, Clone)]
+pub struct TierSettings {
+    /// Sessions kept resident in the context at once.
+    pub hot_sessions: u32,
+    pub warm_budget: u64,
+    pub cold_budget: Option<u64>,
+    /// A session idle this long leaves the context (its pages stay warm).
+    pub hot_idle: Option<Duration>,
+    /// Pages unused this long leave RAM (they stay on disk).
+    pub warm_idle: Option<Duration>,
+}
+
+impl Default for TierSettings {
+    fn default() -> Self {
+        Self {
+            hot_sessions: 4,
+            warm_budget: 2 << 30,
+            cold_budget: None,
+            hot_idle: None,
+            warm_idle: None,
+        }
+    }
+}
+
+pub struct ChatOptions {
+    pub paths: Paths,
+    pub model: ModelChoice,
+    pub engine: EngineSettings,
+    pub sampling: SamplingSettings,
+    /// The session to start in (None: an unsaved conversation; `/fork NAME` keeps it).
+    pub session: Option<String>,
+    pub system: Option<String>,
+    pub overflow: ContextOverflow,
+    pub max_tokens: Option<u32>,
+    pub tiers: TierSettings,
+}
+
+/// Starts the engine thread. `cancel` stops the reply being generated (Ctrl-C); it is a
+/// flag rather than a command because the engine is busy generating when it matters.
+pub fn spawn(
+    options: ChatOptions,
+    events: Sender<EngineEvent>,
+    cancel: Arc<AtomicBool>,
+) -> (Sender<UserCommand>, JoinHandle<()>) {
+    let (tx, rx) = std::sync::mpsc::channel();
+    let handle = std::thread::Builder::new()
+        .name("kvrun-engine".into())
+        .spawn(move || {
+            if let Err(e) = run(options, rx, &events, &cancel) {
+                let _ = events.send(EngineEvent::Error(crate::exit::one_line(&e)));
+            }
+            let _ = events.send(EngineEvent::Exited);
+        })
+        .expect("spawning the engine thread");
+    (tx, handle)
+}
+
+/// A conversation resident in the context.
+struct Open<'c, 'm> {
+    name: Option<String>,
+    live: Option<LiveSession<'c>>,
+    conversation: Conversation<'m>,
+    seq: i32,
+    last_used: Instant,
+}
+
+struct Engine<'c, 'm, 'x> {
+    options: &'x ChatOptions,
+    model: &'m Model,
+    catalog: &'c SessionCatalog,
+    warm: Arc<WarmPool>,
+    events: &'x Sender<EngineEvent>,
+    cancel: &'x AtomicBool,
+    hot: Vec<Open<'c, 'm>>,
+    active: usize,
+    book: TierBook,
+    last_prefill_tps: f64,
+}
+
+fn run(
+    options: ChatOptions,
+    commands: Receiver<UserCommand>,
+    events: &Sender<EngineEvent>,
+    cancel: &AtomicBool,
+) -> Result<()> {
+    let catalog = SessionCatalog::open(&options.paths)?;
+    let warm = Arc::new(WarmPool::new(options.tiers.warm_budget));
+    // Prefetch: the named session's pages start loading into RAM while the model loads.
+    if let Some(name) = &options.session {
+        if let Ok(m) = catalog.read_manifest(name) {
+            warm.prefetch(catalog.store().clone(), m.referenced_objects().collect());
+        }
+    }
+    crate::models::validate(&options.model)?;
+    let size = std::fs::metadata(&options.model.path)
+        .map(|m| m.len())
+        .unwrap_or(0);
+    let _ = events.send(EngineEvent::Progress {
+        kind: ProgressKind::LoadModel,
+        done: 0,
+        total: size,
+        rate: 0.0,
+    });
+    let started = Instant::now();
+    let model = Model::load(&options.model.path, options.engine.gpu_layers)
+        .with_context(|| format!("loading {}", options.model.path.display()))?;
+    let _ = events.send(EngineEvent::Progress {
+        kind: ProgressKind::LoadModel,
+        done: size,
+        total: size,
+        rate: size as f64 / started.elapsed().as_secs_f64().max(1e-9),
+    });
+    let hot_slots = options.tiers.hot_sessions.max(1);
+    let mut ctx = Context::new(&model, &options.engine, DEFAULT_PAGE_TOKENS, hot_slots + 1)?;
+    let _ = events.send(EngineEvent::Ready {
+        model: model.facts().description.clone(),
+        n_ctx: ctx.info().n_ctx,
+        gpu: options.engine.gpu_layers > 0 && crate::engine::gpu_offload_supported(),
+    });
+    let mut engine = Engine {
+        options: &options,
+        model: &model,
+        catalog: &catalog,
+        warm,
+        events,
+        cancel,
+        hot: Vec::new(),
+        active: 0,
+        book: TierBook::new(),
+        last_prefill_tps: 0.0,
+    };
+    match options.session.clone() {
+        Some(name) => engine.switch(&mut ctx, &name)?,
+        None => engine.open_unsaved(&mut ctx),
+    }
+    engine.send_memory(&ctx);
+    engine.send_sessions();
+    loop {
+        match commands.recv_timeout(Duration::from_secs(1)) {
+            Ok(UserCommand::Quit) | Err(RecvTimeoutError::Disconnected) => break,
+            Ok(command) => {
+                if let Err(e) = engine.handle(&mut ctx, command) {
+                    let _ = events.send(EngineEvent::Error(crate::exit::one_line(&e)));
+                }
+                engine.send_memory(&ctx);
+                // Every command ends with exactly one Context event: front ends wait for it.
+                engine.send_context();
+            }
+            Err(RecvTimeoutError::Timeout) => {
+                engine.idle(&mut ctx);
+                engine.send_memory(&ctx);
+            }
+        }
+    }
+    engine.save_all(&mut ctx);
+    Ok(())
+}
+
+impl<'c, 'm> Engine<'c, 'm, '_> {
+    fn send(&self, event: EngineEvent) {
+        let _ = self.events.send(event);
+    }
+
+    fn handle(&mut self, ctx: &mut Context<'m>, command: UserCommand) -> Result<()> {
+        match command {
+            UserCommand::Send(text) => self.turn(ctx, &text),
+            UserCommand::Stop => Ok(()),
+            UserCommand::Save => self.save_active(ctx),
+            UserCommand::Fork(name) => self.fork(ctx, &name),
+            UserCommand::Switch(name) => self.switch(ctx, &name),
+            UserCommand::ListSessions => {
+                self.send_sessions();
+                Ok(())
+            }
+            UserCommand::Reset => {
+                let open = &mut self.hot[self.active];
+                open.conversation.reset(ctx);
+                self.autosave(ctx)
+            }
+            UserCommand::Quit => Ok(()),
+        }
+    }
+
+    /// An unsaved conversation in sequence 0.
+    fn open_unsaved(&mut self, _ctx: &mut Context<'m>) {
+        let conversation = Conversation::new(self.model, false, self.options.system.as_deref());
+        self.hot.push(Open {
+            name: None,
+            live: None,
+            conversation,
+            seq: 0,
+            last_used: Instant::now(),
+        });
+        self.active = 0;
+        self.send(EngineEvent::Switched {
+            session: String::new(),
+            history: Vec::new(),
+        });
+    }
+
+    fn free_seq(&self) -> Option<i32> {
+        let slots = self.options.tiers.hot_sessions.max(1) as i32;
+        (0..slots).find(|s| self.hot.iter().all(|o| o.seq != *s))
+    }
+
+    /// Makes `name` the active session: instant when it is hot, else restored from the warm
+    /// or cold tier (or created).
+    fn switch(&mut self, ctx: &mut Context<'m>, name: &str) -> Result<()> {
+        crate::session::catalog::validate_name(name)?;
+        if let Some(i) = self
+            .hot
+            .iter()
+            .position(|o| o.name.as_deref() == Some(name))
+        {
+            self.active = i;
+            self.hot[i].last_used = Instant::now();
+            let tokens = self.hot[i].conversation.seq.kv_len();
+            self.book.hits.hot += tokens as u64;
+            self.send(EngineEvent::Restored {
+                session: name.to_string(),
+                tokens,
+                ms: 0.0,
+                from: Tier::Hot,
+            });
+            self.send_switched();
+            return Ok(());
+        }
+        // An unsaved conversation lives only while it is active (`/fork NAME` keeps one).
+        if let Some(i) = self.hot.iter().position(|o| o.live.is_none()) {
+            let open = self.hot.remove(i);
+            ctx.clear_seq(open.seq);
+            if !open.conversation.seq.is_empty() {
+                self.send(EngineEvent::Info(
+                    "the unsaved conversation was dropped (/fork NAME keeps one)".into(),
+                ));
+            }
+            self.active = 0;
+        }
+        while self.free_seq().is_none() {
+            self.demote_lru(ctx, None)?;
+        }
+        let seq = self.free_seq().context("no free sequence")?;
+        let lock = self.catalog.lock(name)?;
+        let manifest = match self.catalog.read_manifest(name) {
+            Ok(m) => Some(m),
+            Err(SessionError::NotFound { .. }) => None,
+            Err(e) => return Err(e.into()),
+        };
+        let identity = model_identity(&self.options.model.path, &self.model.facts().description)?;
+        let mut live = LiveSession::new(
+            self.catalog,
+            name,
+            lock,
+            manifest.clone(),
+            identity,
+            kv_identity(ctx.info()),
+            self.options.engine.clone(),
+            self.options.sampling.clone(),
+            self.model.facts().n_swa,
+        );
+        live.set_slot(Slot {
+            seq,
+            scratch: self.options.tiers.hot_sessions.max(1) as i32,
+            exclusive: self.hot.is_empty(),
+        });
+        live.set_warm_pool(self.warm.clone());
+        let before = self.warm.stats();
+        let started = Instant::now();
+        let conversation = match &manifest {
+            Some(m) => {
+                let (seq_log, report) = live.restore(ctx)?;
+                for w in &report.warnings {
+                    self.send(EngineEvent::Info(w.clone()));
+                }
+                let after = self.warm.stats();
+                let (hits, loads) = (after.hits - before.hits, after.loads - before.loads);
+                let from = if loads > 0 {
+                    Tier::Cold
+                } else if hits > 0 {
+                    Tier::Warm
+                } else {
+                    Tier::Prefill
+                };
+                let restored = report.restored_tokens as u64;
+                let warm_share = (restored * hits).checked_div(hits + loads).unwrap_or(0);
+                self.book.hits.warm += warm_share;
+                self.book.hits.cold += restored - warm_share;
+                let ms = started.elapsed().as_secs_f64() * 1e3;
+                self.book.last_move = Some(format!(
+                    "{name}: {} tokens promoted {}→hot in {ms:.0} ms",
+                    group(report.restored_tokens),
+                    from.as_str()
+                ));
+                self.book.warm_sessions.retain(|s| s != name);
+                self.send(EngineEvent::Restored {
+                    session: name.to_string(),
+                    tokens: report.restored_tokens,
+                    ms,
+                    from,
+                });
+                Conversation::resumed(
+                    self.model,
+                    m.raw,
+                    m.messages.clone(),
+                    m.rendered_len,
+                    seq_log,
+                )
+            }
+            None => Conversation::new(self.model, false, self.options.system.as_deref()),
+        };
+        let mut conversation = conversation;
+        conversation.seq = std::mem::take(&mut conversation.seq).in_seq(seq);
+        self.hot.push(Open {
+            name: Some(name.to_string()),
+            live: Some(live),
+            conversation,
+            seq,
+            last_used: Instant::now(),
+        });
+        self.active = self.hot.len() - 1;
+        self.send_switched();
+        self.send_sessions();
+        Ok(())
+    }
+
+    /// Moves the least recently used hot session (not `keep`, not the active one unless it
+    /// is the only one) out of the context: saved, its cells released, its pages left warm.
+    fn demote_lru(&mut self, ctx: &mut Context<'m>, keep: Option<usize>) -> Result<()> {
+        let victim = self
+            .hot
+            .iter()
+            .enumerate()
+            .filter(|(i, _)| Some(*i) != keep && (*i != self.active || self.hot.len() == 1))
+            .min_by_key(|(_, o)| o.last_used)
+            .map(|(i, _)| i)
+            .context("no session can leave the context")?;
+        self.demote(ctx, victim)
+    }
+
+    fn demote(&mut self, ctx: &mut Context<'m>, index: usize) -> Result<()> {
+        let started = Instant::now();
+        let mut open = self.hot.remove(index);
+        if index < self.active || (index == self.active && self.active > 0) {
+            self.active = self.active.saturating_sub(1);
+        }
+        let tokens = open.conversation.seq.kv_len();
+        if let Some(live) = &mut open.live {
+            live.save(ctx, &open.conversation.seq, state(&open.conversation))?;
+            self.book.cold_changed();
+            // Demotion writes only what the lower tier lacks: pages already on disk are read
+            // back into RAM in the background, off the token path.
+            if let Some(m) = live.saved() {
+                self.warm.prefetch(
+                    self.catalog.store().clone(),
+                    m.referenced_objects().collect(),
+                );
+            }
+        }
+        ctx.clear_seq(open.seq);
+        if let Some(name) = &open.name {
+            self.book.warm_sessions.push(name.clone());
+            self.book.last_move = Some(format!(
+                "{name}: {} tokens demoted hot→warm in {:.0} ms",
+                group(tokens),
+                started.elapsed().as_secs_f64() * 1e3
+            ));
+        }
+        Ok(())
+    }
+
+    fn turn(&mut self, ctx: &mut Context<'m>, text: &str) -> Result<()> {
+        let n_ctx = ctx.info().n_ctx as usize;
+        let active = self.active;
+        let note = self.hot[active]
+            .conversation
+            .add_user(ctx, text, self.options.overflow)?;
+        if let Some(note) = note {
+            self.send(EngineEvent::Info(note));
+        }
+        // Demand eviction: other hot sessions leave when the active one needs their cells.
+        let needed = self.hot[active].conversation.seq.len() + 64;
+        while self.hot.len() > 1
+            && self
+                .hot
+                .iter()
+                .map(|o| o.conversation.seq.kv_len())
+                .sum::<usize>()
+                + needed
+                - self.hot[self.active].conversation.seq.kv_len()
+                > n_ctx
+        {
+            let keep = self.active;
+            self.demote_lru(ctx, Some(keep))?;
+        }
+        let active = self.active;
+        let open = &mut self.hot[active];
+        open.last_used = Instant::now();
+        if let Some(live) = &mut open.live {
+            let mut reuse = live.reuse_prefix(ctx, &mut open.conversation.seq)?;
+            if reuse.restored_tokens > 0 {
+                self.book.hits.cold += reuse.restored_tokens as u64;
+            }
+            reuse.warnings.clear();
+        }
+        let room = n_ctx.saturating_sub(open.conversation.seq.len());
+        let options = GenerateOptions {
+            max_tokens: self
+                .options
+                .max_tokens
+                .map(|n| n as usize)
+                .unwrap_or(room)
+                .min(room),
+            logprobs: None,
+        };
+        let mut sampler = Sampler::new(
+            self.model,
+            &self.options.sampling,
+            open.conversation.seq.tokens(),
+        );
+        self.cancel.store(false, Ordering::SeqCst);
+        let mut progress = ProgressEvents {
+            events: self.events,
+            started: Instant::now(),
+            cancel: self.cancel,
+            last: Instant::now(),
+        };
+        let events = self.events;
+        let mut emit = |piece: &str| -> std::io::Result<()> {
+            let _ = events.send(EngineEvent::Token(piece.to_string()));
+            Ok(())
+        };
+        let result = match &mut open.live {
+            Some(live) => {
+                let mut observer = SessionObserver {
+                    session: live,
+                    inner: &mut progress,
+                };
+                open.conversation.seq.generate(
+                    ctx,
+                    &mut sampler,
+                    &options,
+                    self.cancel,
+                    &mut observer,
+                    &mut emit,
+                )
+            }
+            None => open.conversation.seq.generate(
+                ctx,
+                &mut sampler,
+                &options,
+                self.cancel,
+                &mut progress,
+                &mut emit,
+            ),
+        };
+        let generated = result?;
+        open.conversation.add_assistant(generated.text.clone());
+        let rate = |n: usize, d: Duration| n as f64 / d.as_secs_f64().max(1e-9);
+        self.book.hits.prefill += generated.prefilled as u64;
+        self.last_prefill_tps = rate(generated.prefilled, generated.prefill_time);
+        self.send(EngineEvent::TurnDone {
+            prefilled: generated.prefilled,
+            prefill_tokens_per_s: self.last_prefill_tps,
+            generated: generated.tokens.len(),
+            decode_tokens_per_s: rate(generated.tokens.len(), generated.decode_time),
+            stopped: generated.stop == StopReason::Cancelled,
+        });
+        if generated.stop == StopReason::ContextFull {
+            self.send(EngineEvent::Info(
+                "the context is full; /reset to start over".into(),
+            ));
+        }
+        self.autosave(ctx)
+    }
+
+    /// Saves the active conversation if it is a session (after every turn).
+    fn autosave(&mut self, ctx: &mut Context<'m>) -> Result<()> {
+        if self.hot[self.active].live.is_some() {
+            self.save_active(ctx)?;
+        }
+        Ok(())
+    }
+
+    fn save_active(&mut self, ctx: &mut Context<'m>) -> Result<()> {
+        let active = self.active;
+        let open = &mut self.hot[active];
+        let Some(live) = &mut open.live else {
+            self.send(EngineEvent::Info(
+                "not a session: /fork NAME keeps this conversation as one".into(),
+            ));
+            return Ok(());
+        };
+        let report = live.save(ctx, &open.conversation.seq, state(&open.conversation))?;
+        self.book.cold_changed();
+        let name = live.name.clone();
+        self.send(EngineEvent::Saved {
+            session: name,
+            ms: report.save_ms,
+            bytes: report.bytes_written,
+        });
+        self.enforce_cold_budget()
+    }
+
+    /// Past the cold budget, objects no session references go first; pages a session still
+    /// needs are never dropped.
+    fn enforce_cold_budget(&mut self) -> Result<()> {
+        let Some(budget) = self.options.tiers.cold_budget else {
+            return Ok(());
+        };
+        let (_, used) = self.catalog.store().usage()?;
+        if used <= budget {
+            return Ok(());
+        }
+        self.catalog.gc()?;
+        self.book.cold_changed();
+        let (_, used) = self.catalog.store().usage()?;
+        if used > budget {
+            self.send(EngineEvent::Error(format!(
+                "the cold tier holds {} of pages sessions still need, over its {} budget; raise \
+                 --cold-budget or remove sessions (`kvrun session rm`)",
+                crate::ui::human_bytes(used),
+                crate::ui::human_bytes(budget)
+            )));
+        }
+        Ok(())
+    }
+
+    fn fork(&mut self, ctx: &mut Context<'m>, name: &str) -> Result<()> {
+        crate::session::catalog::validate_name(name)?;
+        let active = self.active;
+        match self.hot[active].name.clone() {
+            Some(_) => {
+                self.save_active(ctx)?;
+                // This process holds the source's lock, so copy its manifest here rather
+                // than through `SessionCatalog::fork` (which takes both locks itself).
+                let Some(mut manifest) = self.hot[active]
+                    .live
+                    .as_ref()
+                    .and_then(|l| l.saved().cloned())
+                else {
+                    return Ok(());
+                };
+                let _lock = self.catalog.lock(name)?;
+                if self.catalog.exists(name)? {
+                    return Err(SessionError::Exists { name: name.into() }.into());
+                }
+                manifest.name = name.to_string();
+                let _store = self.catalog.store().lock_shared()?;
+                self.catalog.write_manifest(&manifest)?;
+            }
+            None => {
+                // Keep the unsaved conversation under a name.
+                let lock = self.catalog.lock(name)?;
+                if self.catalog.exists(name)? {
+                    return Err(SessionError::Exists { name: name.into() }.into());
+                }
+                let identity =
+                    model_identity(&self.options.model.path, &self.model.facts().description)?;
+                let mut live = LiveSession::new(
+                    self.catalog,
+                    name,
+                    lock,
+                    None,
+                    identity,
+                    kv_identity(ctx.info()),
+                    self.options.engine.clone(),
+                    self.options.sampling.clone(),
+                    self.model.facts().n_swa,
+                );
+                let open = &mut self.hot[active];
+                live.set_slot(Slot {
+                    seq: open.seq,
+                    scratch: self.options.tiers.hot_sessions.max(1) as i32,
+                    exclusive: false,
+                });
+                live.set_warm_pool(self.warm.clone());
+                open.live = Some(live);
+                open.name = Some(name.to_string());
+                self.save_active(ctx)?;
+                self.send_switched();
+                self.send_sessions();
+                return Ok(());
+            }
+        }
+        self.send(EngineEvent::Info(format!("forked into '{name}'")));
+        self.switch(ctx, name)
+    }
+
+    fn save_all(&mut self, ctx: &mut Context<'m>) {
+        for i in 0..self.hot.len() {
+            let open = &mut self.hot[i];
+            if let Some(live) = &mut open.live {
+                if let Err(e) = live.save(ctx, &open.conversation.seq, state(&open.conversation)) {
+                    let _ = self.events.send(EngineEvent::Error(format!(
+                        "saving session '{}' failed: {e:#}",
+                        live.name
+                    )));
+                }
+            }
+        }
+    }
+
+    /// Idle timeouts: hot sessions other than the active one leave the context after
+    /// `hot_idle`; pages unused for `warm_idle` leave RAM.
+    fn idle(&mut self, ctx: &mut Context<'m>) {
+        if let Some(idle) = self.options.tiers.hot_idle {
+            while let Some(i) = self
+                .hot
+                .iter()
+                .enumerate()
+                .find(|(i, o)| {
+                    *i != self.active && o.live.is_some() && o.last_used.elapsed() >= idle
+                })
+                .map(|(i, _)| i)
+            {
+                if let Err(e) = self.demote(ctx, i) {
+                    self.send(EngineEvent::Error(format!("{e:#}")));
+                    break;
+                }
+                self.send_sessions();
+            }
+        }
+        if let Some(idle) = self.options.tiers.warm_idle {
+            if self.warm.evict_idle(idle) > 0 {
+                self.book.warm_sessions.clear();
+            }
+        }
+    }
+
+    fn send_switched(&self) {
+        let open = &self.hot[self.active];
+        self.send(EngineEvent::Switched {
+            session: open.name.clone().unwrap_or_default(),
+            history: open
+                .conversation
+                .messages
+                .iter()
+                .map(|m| ShownMessage {
+                    role: m.role.clone(),
+                    content: m.content.clone(),
+                })
+                .collect(),
+        });
+    }
+
+    fn send_context(&self) {
+        let open = &self.hot[self.active];
+        self.send(EngineEvent::Context {
+            used: open.conversation.seq.len(),
+            n_ctx: self
+                .options
+                .engine
+                .ctx_size
+                .min(self.model.facts().n_ctx_train),
+        });
+    }
+
+    fn send_sessions(&self) {
+        let mut rows = Vec::new();
+        let hot: Vec<&str> = self.hot.iter().filter_map(|o| o.name.as_deref()).collect();
+        let active = self.hot[self.active].name.as_deref();
+        if let Ok(list) = self.catalog.list() {
+            for s in list {
+                let tier = if hot.contains(&s.name.as_str()) {
+                    Tier::Hot
+                } else if self.book.warm_sessions.contains(&s.name) {
+                    Tier::Warm
+                } else if s.kv_tokens > 0 {
+                    Tier::Cold
+                } else {
+                    Tier::Prefill
+                };
+                rows.push(SessionRow {
+                    active: Some(s.name.as_str()) == active,
+                    name: s.name,
+                    tokens: s.tokens,
+                    tier,
+                    last_used_unix: s.updated_unix,
+                });
+            }
+        }
+        self.send(EngineEvent::Sessions(rows));
+    }
+
+    fn send_memory(&mut self, ctx: &Context<'m>) {
+        let tokens: usize = self.hot.iter().map(|o| o.conversation.seq.kv_len()).sum();
+        let bytes: u64 = self.hot.iter().map(|o| ctx.state_size(o.seq) as u64).sum();
+        let hot = HotView {
+            sessions: self.hot.iter().filter_map(|o| o.name.clone()).collect(),
+            tokens: tokens as u64,
+            bytes,
+            capacity_tokens: ctx.info().n_ctx as u64,
+            page_tokens: ctx.info().page_tokens as u64,
+        };
+        let cold_sessions = self
+            .catalog
+            .list()
+            .map(|l| {
+                l.into_iter()
+                    .filter(|s| s.kv_tokens > 0)
+                    .map(|s| s.name)
+                    .collect()
+            })
+            .unwrap_or_default();
+        let snapshot = self.book.snapshot(
+            &self.options.paths,
+            hot,
+            &self.warm,
+            self.catalog.store(),
+            self.options.tiers.cold_budget,
+            cold_sessions,
+        );
+        self.send(EngineEvent::Memory(Box::new(snapshot)));
+    }
+}
+
+fn state<'a>(conversation: &'a Conversation<'_>) -> ConversationState<'a> {
+    ConversationState {
+        messages: &conversation.messages,
+        rendered_len: conversation.rendered_len,
+        raw: conversation.raw,
+    }
+}
+
+/// 18432 → "18,432".
+fn group(n: usize) -> String {
+    let s = n.to_string();
+    let mut out = String::new();
+    for (i, c) in s.chars().enumerate() {
+        if i > 0 && (s.len() - i) % 3 == 0 {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
+}
+
+/// Prefill progress as events (at most ~10 a second), and Ctrl-C as a stop.
+struct ProgressEvents<'a> {
+    events: &'a Sender<EngineEvent>,
+    started: Instant,
+    cancel: &'a AtomicBool,
+    last: Instant,
+}
+
+impl SyncObserver for ProgressEvents<'_> {
+    fn progress(&mut self, done: usize, total: usize) -> ControlFlow<()> {
+        if self.last.elapsed() >= Duration::from_millis(100) || done >= total {
+            self.last = Instant::now();
+            let rate = done as f64 / self.started.elapsed().as_secs_f64().max(1e-9);
+            let _ = self.events.send(EngineEvent::Progress {
+                kind: ProgressKind::Prefill,
+                done: done as u64,
+                total: total as u64,
+                rate,
+            });
+        }
+        if self.cancel.load(Ordering::Relaxed) {
+            ControlFlow::Break(())
+        } else {
+            ControlFlow::Continue(())
+        }
+    }
+
+    fn page_filled(
+        &mut self,
+        _ctx: &mut Context<'_>,
+        _positions: std::ops::Range<usize>,
+    ) -> Result<(), EngineError> {
+        Ok(())
+    }
+}

@@ -1,0 +1,111 @@
+//! The tier bookkeeping of one chat process: which sessions are hot (sequences of the
+//! context), what the warm pool holds, counters, and the snapshot the UI draws.
+
+use std::time::Instant;
+
+use crate::engine::gpu_devices;
+use crate::paths::Paths;
+use crate::tiers::{SystemMemory, WarmPool};
+use crate::tui::protocol::{DeviceMemory, MemorySnapshot, TierUsage};
+
+/// Tokens served from each tier since the process started.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct HitCounters {
+    pub hot: u64,
+    pub warm: u64,
+    pub cold: u64,
+    pub prefill: u64,
+}
+
+/// What the hot tier holds right now, as the engine reports it.
+pub struct HotView {
+    pub sessions: Vec<String>,
+    pub tokens: u64,
+    pub bytes: u64,
+    pub capacity_tokens: u64,
+    pub page_tokens: u64,
+}
+
+pub struct TierBook {
+    pub hits: HitCounters,
+    pub last_move: Option<String>,
+    pub warm_sessions: Vec<String>,
+    cold_cache: Option<(Instant, u64, u64)>,
+}
+
+impl TierBook {
+    pub fn new() -> Self {
+        Self {
+            hits: HitCounters::default(),
+            last_move: None,
+            warm_sessions: Vec::new(),
+            cold_cache: None,
+        }
+    }
+
+    /// Forgets the cached cold-store size (after a save, a gc, a removal).
+    pub fn cold_changed(&mut self) {
+        self.cold_cache = None;
+    }
+
+    pub fn snapshot(
+        &mut self,
+        paths: &Paths,
+        hot: HotView,
+        warm: &WarmPool,
+        store: &crate::store::ObjectStore,
+        cold_budget: Option<u64>,
+        cold_sessions: Vec<String>,
+    ) -> MemorySnapshot {
+        let (cold_count, cold_bytes) = match self.cold_cache {
+            Some((at, n, b)) if at.elapsed().as_secs() < 5 => (n, b),
+            _ => {
+                let (n, b) = store.usage().unwrap_or((0, 0));
+                self.cold_cache = Some((Instant::now(), n, b));
+                (n, b)
+            }
+        };
+        let system = SystemMemory::read(&paths.data);
+        let w = warm.stats();
+        MemorySnapshot {
+            gpus: gpu_devices()
+                .into_iter()
+                .map(|g| DeviceMemory {
+                    name: g.name,
+                    total_bytes: g.total_bytes,
+                    free_bytes: g.free_bytes,
+                })
+                .collect(),
+            hot: TierUsage {
+                used_bytes: hot.bytes,
+                // The hot budget is the context's cells, shown in bytes at the current rate.
+                budget_bytes: (hot.tokens > 0)
+                    .then(|| hot.bytes.saturating_mul(hot.capacity_tokens) / hot.tokens),
+                pages: hot.tokens / hot.page_tokens.max(1),
+                sessions: hot.sessions,
+                hit_tokens: self.hits.hot,
+            },
+            warm: TierUsage {
+                used_bytes: w.used_bytes,
+                budget_bytes: Some(w.budget_bytes),
+                pages: w.pages,
+                sessions: self.warm_sessions.clone(),
+                hit_tokens: self.hits.warm,
+            },
+            cold: TierUsage {
+                used_bytes: cold_bytes,
+                budget_bytes: cold_budget,
+                pages: cold_count,
+                sessions: cold_sessions,
+                hit_tokens: self.hits.cold,
+            },
+            prefill_tokens: self.hits.prefill,
+            process_rss_bytes: system.process_rss,
+            ram_total_bytes: system.ram_total,
+            ram_available_bytes: system.ram_available,
+            disk_total_bytes: system.disk_total,
+            disk_free_bytes: system.disk_free,
+            last_move: self.last_move.clone(),
+        }
+    }
+}

@@ -1,0 +1,233 @@
+//! The warm tier: KV pages kept in RAM under a byte budget, least recently used out first.
+//!
+//! Pages are immutable once full, so the pool never writes back: dropping a page only loses a
+//! copy of what the cold store already holds. Every insert evicts before it adds, so the
+//! budget holds at every moment.
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::{Duration, Instant};
+
+use crate::store::{ObjectId, ObjectStore, StoreError};
+
+struct Entry {
+    data: Arc<Vec<u8>>,
+    tick: u64,
+    used_at: Instant,
+}
+
+#[derive(Default)]
+struct Inner {
+    map: HashMap<ObjectId, Entry>,
+    /// tick → id, oldest first.
+    lru: BTreeMap<u64, ObjectId>,
+    used: u64,
+    tick: u64,
+    high_water: u64,
+    hits: u64,
+    loads: u64,
+}
+
+/// Counters for the stats and the TUI.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct WarmStats {
+    pub used_bytes: u64,
+    pub budget_bytes: u64,
+    pub pages: u64,
+    pub high_water_bytes: u64,
+    /// Page reads served from RAM.
+    pub hits: u64,
+    /// Page reads that went to the cold store.
+    pub loads: u64,
+}
+
+pub struct WarmPool {
+    budget: u64,
+    inner: Mutex<Inner>,
+}
+
+impl WarmPool {
+    pub fn new(budget: u64) -> Self {
+        Self {
+            budget,
+            inner: Mutex::new(Inner::default()),
+        }
+    }
+
+    fn lock(&self) -> MutexGuard<'_, Inner> {
+        // A panic while holding the lock leaves only a cache behind; keep using it.
+        self.inner.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// A page from RAM, else from the cold store (verified there) and kept in RAM.
+    pub fn get_or_load(&self, store: &ObjectStore, id: &ObjectId) -> Result<Vec<u8>, StoreError> {
+        {
+            let mut inner = self.lock();
+            if let Some(data) = touch(&mut inner, id) {
+                inner.hits += 1;
+                return Ok(data.as_ref().clone());
+            }
+        }
+        let data = store.get(id)?;
+        self.lock().loads += 1;
+        self.insert(*id, data.clone());
+        Ok(data)
+    }
+
+    pub fn contains(&self, id: &ObjectId) -> bool {
+        self.lock().map.contains_key(id)
+    }
+
+    /// Keeps a page in RAM (a page larger than the whole budget is not kept).
+    pub fn insert(&self, id: ObjectId, data: Vec<u8>) {
+        let size = data.len() as u64;
+        if size > self.budget {
+            return;
+        }
+        let mut inner = self.lock();
+        if touch(&mut inner, &id).is_some() {
+            return;
+        }
+        while inner.used + size > self.budget {
+            let Some((_, old)) = inner.lru.pop_first() else {
+                break;
+            };
+            if let Some(e) = inner.map.remove(&old) {
+                inner.used -= e.data.len() as u64;
+            }
+        }
+        inner.tick += 1;
+        let tick = inner.tick;
+        inner.lru.insert(tick, id);
+        inner.map.insert(
+            id,
+            Entry {
+                data: Arc::new(data),
+                tick,
+                used_at: Instant::now(),
+            },
+        );
+        inner.used += size;
+        inner.high_water = inner.high_water.max(inner.used);
+    }
+
+    /// Drops pages not used for `idle` (the warm-idle timeout). Returns bytes freed.
+    pub fn evict_idle(&self, idle: Duration) -> u64 {
+        let mut inner = self.lock();
+        let now = Instant::now();
+        let stale: Vec<(u64, ObjectId)> = inner
+            .map
+            .iter()
+            .filter(|(_, e)| now.duration_since(e.used_at) >= idle)
+            .map(|(id, e)| (e.tick, *id))
+            .collect();
+        let mut freed = 0;
+        for (tick, id) in stale {
+            inner.lru.remove(&tick);
+            if let Some(e) = inner.map.remove(&id) {
+                freed += e.data.len() as u64;
+            }
+        }
+        inner.used -= freed;
+        freed
+    }
+
+    /// Drops one page (a corrupt copy, say).
+    pub fn remove(&self, id: &ObjectId) {
+        let mut inner = self.lock();
+        if let Some(e) = inner.map.remove(id) {
+            inner.lru.remove(&e.tick);
+            inner.used -= e.data.len() as u64;
+        }
+    }
+
+    pub fn stats(&self) -> WarmStats {
+        let inner = self.lock();
+        WarmStats {
+            used_bytes: inner.used,
+            budget_bytes: self.budget,
+            pages: inner.map.len() as u64,
+            high_water_bytes: inner.high_water,
+            hits: inner.hits,
+            loads: inner.loads,
+        }
+    }
+
+    /// Starts loading `ids` from the cold store into RAM in the background (prefetch), for
+    /// example while the model loads or the user types.
+    pub fn prefetch(
+        self: &Arc<Self>,
+        store: ObjectStore,
+        ids: Vec<ObjectId>,
+    ) -> std::thread::JoinHandle<()> {
+        let pool = Arc::clone(self);
+        std::thread::spawn(move || {
+            for id in ids {
+                if pool.contains(&id) {
+                    continue;
+                }
+                match store.get(&id) {
+                    Ok(data) => pool.insert(id, data),
+                    // A damaged page is reported when a restore needs it.
+                    Err(_) => continue,
+                }
+            }
+        })
+    }
+}
+
+/// Marks a page as just used and returns it.
+fn touch(inner: &mut Inner, id: &ObjectId) -> Option<Arc<Vec<u8>>> {
+    inner.tick += 1;
+    let tick = inner.tick;
+    let entry = inner.map.get_mut(id)?;
+    let old = std::mem::replace(&mut entry.tick, tick);
+    entry.used_at = Instant::now();
+    let data = Arc::clone(&entry.data);
+    inner.lru.remove(&old);
+    inner.lru.insert(tick, *id);
+    Some(data)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn id(n: u8) -> ObjectId {
+        ObjectId([n; 32])
+    }
+
+    #[test]
+    fn budget_holds_and_least_recent_goes_first() {
+        let pool = WarmPool::new(300);
+        pool.insert(id(1), vec![1; 100]);
+        pool.insert(id(2), vec![2; 100]);
+        pool.insert(id(3), vec![3; 100]);
+        // Touch 1 so 2 is the least recently used.
+        let dir = tempfile::tempdir().unwrap();
+        let store = ObjectStore::open(dir.path()).unwrap();
+        assert_eq!(pool.get_or_load(&store, &id(1)).unwrap(), vec![1; 100]);
+        pool.insert(id(4), vec![4; 100]);
+        assert!(pool.contains(&id(1)) && !pool.contains(&id(2)));
+        assert!(pool.stats().used_bytes <= 300);
+        pool.insert(id(5), vec![5; 400]);
+        assert!(!pool.contains(&id(5)), "larger than the budget");
+        assert_eq!(pool.stats().hits, 1);
+    }
+
+    #[test]
+    fn loads_from_the_store_and_counts() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = ObjectStore::open(dir.path()).unwrap();
+        store
+            .put(&id(7), crate::store::ObjectKind::Page, &[7; 50])
+            .unwrap();
+        let pool = WarmPool::new(1000);
+        assert_eq!(pool.get_or_load(&store, &id(7)).unwrap(), vec![7; 50]);
+        assert_eq!(pool.get_or_load(&store, &id(7)).unwrap(), vec![7; 50]);
+        let s = pool.stats();
+        assert_eq!((s.loads, s.hits, s.pages), (1, 1, 1));
+        assert_eq!(pool.evict_idle(Duration::ZERO), 50);
+        assert_eq!(pool.stats().used_bytes, 0);
+    }
+}

@@ -1,0 +1,2 @@
+//! The interactive TUI (placeholder until the front end lands).
+pub mod protocol;
