@@ -35,6 +35,7 @@ Register-ArgumentCompleter -Native -CommandName 'kvrun' -ScriptBlock {
             [CompletionResult]::new('models', 'models', [CompletionResultType]::ParameterValue, 'List the models in kvrun''s models folder')
             [CompletionResult]::new('session', 'session', [CompletionResultType]::ParameterValue, 'Save, restore, list, fork, export and import persistent sessions')
             [CompletionResult]::new('gc', 'gc', [CompletionResultType]::ParameterValue, 'Delete KV pages that no session references any more')
+            [CompletionResult]::new('stats', 'stats', [CompletionResultType]::ParameterValue, 'Memory tiers and devices: the page store, RAM, disk and GPU figures')
             [CompletionResult]::new('bench', 'bench', [CompletionResultType]::ParameterValue, 'Benchmarks that print tables: prefill/decode speed, session restore')
             [CompletionResult]::new('completions', 'completions', [CompletionResultType]::ParameterValue, 'Print a shell completion script')
             [CompletionResult]::new('man', 'man', [CompletionResultType]::ParameterValue, 'Print the man page (or write one page per subcommand with --dir)')
@@ -332,6 +333,23 @@ Register-ArgumentCompleter -Native -CommandName 'kvrun' -ScriptBlock {
             [CompletionResult]::new('--version', '--version', [CompletionResultType]::ParameterName, 'Print version')
             break
         }
+        'kvrun;stats' {
+            [CompletionResult]::new('--hot-sessions', '--hot-sessions', [CompletionResultType]::ParameterName, 'Sessions kept resident in the context at once (switching to one is instant) [default: 4]')
+            [CompletionResult]::new('--warm-budget', '--warm-budget', [CompletionResultType]::ParameterName, 'RAM for pages of sessions that left the context, e.g. 2GiB [default: 2GiB]')
+            [CompletionResult]::new('--cold-budget', '--cold-budget', [CompletionResultType]::ParameterName, 'Disk for the page store; past it, pages no session uses go first [default: none]')
+            [CompletionResult]::new('--hot-idle', '--hot-idle', [CompletionResultType]::ParameterName, 'A session idle this long leaves the context, e.g. 10m [default: never]')
+            [CompletionResult]::new('--warm-idle', '--warm-idle', [CompletionResultType]::ParameterName, 'Pages unused this long leave RAM, e.g. 1h [default: never]')
+            [CompletionResult]::new('--json', '--json', [CompletionResultType]::ParameterName, 'Print JSON')
+            [CompletionResult]::new('-v', '-v', [CompletionResultType]::ParameterName, 'Show more diagnostics on stderr (-v: info and llama.cpp''s log, -vv: debug). KVRUN_LOG takes a tracing filter instead (e.g. KVRUN_LOG=kvrun=debug)')
+            [CompletionResult]::new('--verbose', '--verbose', [CompletionResultType]::ParameterName, 'Show more diagnostics on stderr (-v: info and llama.cpp''s log, -vv: debug). KVRUN_LOG takes a tracing filter instead (e.g. KVRUN_LOG=kvrun=debug)')
+            [CompletionResult]::new('-q', '-q', [CompletionResultType]::ParameterName, 'Hide progress bars and notes; errors still print')
+            [CompletionResult]::new('--quiet', '--quiet', [CompletionResultType]::ParameterName, 'Hide progress bars and notes; errors still print')
+            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help')
+            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help')
+            [CompletionResult]::new('-V', '-V ', [CompletionResultType]::ParameterName, 'Print version')
+            [CompletionResult]::new('--version', '--version', [CompletionResultType]::ParameterName, 'Print version')
+            break
+        }
         'kvrun;bench' {
             [CompletionResult]::new('-v', '-v', [CompletionResultType]::ParameterName, 'Show more diagnostics on stderr (-v: info and llama.cpp''s log, -vv: debug). KVRUN_LOG takes a tracing filter instead (e.g. KVRUN_LOG=kvrun=debug)')
             [CompletionResult]::new('--verbose', '--verbose', [CompletionResultType]::ParameterName, 'Show more diagnostics on stderr (-v: info and llama.cpp''s log, -vv: debug). KVRUN_LOG takes a tracing filter instead (e.g. KVRUN_LOG=kvrun=debug)')
@@ -437,6 +455,7 @@ Register-ArgumentCompleter -Native -CommandName 'kvrun' -ScriptBlock {
             [CompletionResult]::new('models', 'models', [CompletionResultType]::ParameterValue, 'List the models in kvrun''s models folder')
             [CompletionResult]::new('session', 'session', [CompletionResultType]::ParameterValue, 'Save, restore, list, fork, export and import persistent sessions')
             [CompletionResult]::new('gc', 'gc', [CompletionResultType]::ParameterValue, 'Delete KV pages that no session references any more')
+            [CompletionResult]::new('stats', 'stats', [CompletionResultType]::ParameterValue, 'Memory tiers and devices: the page store, RAM, disk and GPU figures')
             [CompletionResult]::new('bench', 'bench', [CompletionResultType]::ParameterValue, 'Benchmarks that print tables: prefill/decode speed, session restore')
             [CompletionResult]::new('completions', 'completions', [CompletionResultType]::ParameterValue, 'Print a shell completion script')
             [CompletionResult]::new('man', 'man', [CompletionResultType]::ParameterValue, 'Print the man page (or write one page per subcommand with --dir)')
@@ -491,6 +510,9 @@ Register-ArgumentCompleter -Native -CommandName 'kvrun' -ScriptBlock {
             break
         }
         'kvrun;help;gc' {
+            break
+        }
+        'kvrun;help;stats' {
             break
         }
         'kvrun;help;bench' {

@@ -46,6 +46,9 @@ _kvrun() {
             kvrun,session)
                 cmd="kvrun__subcmd__session"
                 ;;
+            kvrun,stats)
+                cmd="kvrun__subcmd__stats"
+                ;;
             kvrun__subcmd__bench,help)
                 cmd="kvrun__subcmd__bench__subcmd__help"
                 ;;
@@ -93,6 +96,9 @@ _kvrun() {
                 ;;
             kvrun__subcmd__help,session)
                 cmd="kvrun__subcmd__help__subcmd__session"
+                ;;
+            kvrun__subcmd__help,stats)
+                cmd="kvrun__subcmd__help__subcmd__stats"
                 ;;
             kvrun__subcmd__help__subcmd__bench,restore)
                 cmd="kvrun__subcmd__help__subcmd__bench__subcmd__restore"
@@ -185,7 +191,7 @@ _kvrun() {
 
     case "${cmd}" in
         kvrun)
-            opts="-v -q -h -V --verbose --quiet --help --version chat run pull models session gc bench completions man help"
+            opts="-v -q -h -V --verbose --quiet --help --version chat run pull models session gc stats bench completions man help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -535,7 +541,7 @@ _kvrun() {
             return 0
             ;;
         kvrun__subcmd__help)
-            opts="chat run pull models session gc bench completions man help"
+            opts="chat run pull models session gc stats bench completions man help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -817,6 +823,20 @@ _kvrun() {
         kvrun__subcmd__help__subcmd__session__subcmd__show)
             opts=""
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        kvrun__subcmd__help__subcmd__stats)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
             fi
@@ -1355,6 +1375,40 @@ _kvrun() {
                 return 0
             fi
             case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        kvrun__subcmd__stats)
+            opts="-v -q -h -V --json --hot-sessions --warm-budget --cold-budget --hot-idle --warm-idle --verbose --quiet --help --version"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --hot-sessions)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --warm-budget)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --cold-budget)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --hot-idle)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --warm-idle)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 *)
                     COMPREPLY=()
                     ;;

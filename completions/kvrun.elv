@@ -32,6 +32,7 @@ set edit:completion:arg-completer[kvrun] = {|@words|
             cand models 'List the models in kvrun''s models folder'
             cand session 'Save, restore, list, fork, export and import persistent sessions'
             cand gc 'Delete KV pages that no session references any more'
+            cand stats 'Memory tiers and devices: the page store, RAM, disk and GPU figures'
             cand bench 'Benchmarks that print tables: prefill/decode speed, session restore'
             cand completions 'Print a shell completion script'
             cand man 'Print the man page (or write one page per subcommand with --dir)'
@@ -304,6 +305,22 @@ set edit:completion:arg-completer[kvrun] = {|@words|
             cand -V 'Print version'
             cand --version 'Print version'
         }
+        &'kvrun;stats'= {
+            cand --hot-sessions 'Sessions kept resident in the context at once (switching to one is instant) [default: 4]'
+            cand --warm-budget 'RAM for pages of sessions that left the context, e.g. 2GiB [default: 2GiB]'
+            cand --cold-budget 'Disk for the page store; past it, pages no session uses go first [default: none]'
+            cand --hot-idle 'A session idle this long leaves the context, e.g. 10m [default: never]'
+            cand --warm-idle 'Pages unused this long leave RAM, e.g. 1h [default: never]'
+            cand --json 'Print JSON'
+            cand -v 'Show more diagnostics on stderr (-v: info and llama.cpp''s log, -vv: debug). KVRUN_LOG takes a tracing filter instead (e.g. KVRUN_LOG=kvrun=debug)'
+            cand --verbose 'Show more diagnostics on stderr (-v: info and llama.cpp''s log, -vv: debug). KVRUN_LOG takes a tracing filter instead (e.g. KVRUN_LOG=kvrun=debug)'
+            cand -q 'Hide progress bars and notes; errors still print'
+            cand --quiet 'Hide progress bars and notes; errors still print'
+            cand -h 'Print help'
+            cand --help 'Print help'
+            cand -V 'Print version'
+            cand --version 'Print version'
+        }
         &'kvrun;bench'= {
             cand -v 'Show more diagnostics on stderr (-v: info and llama.cpp''s log, -vv: debug). KVRUN_LOG takes a tracing filter instead (e.g. KVRUN_LOG=kvrun=debug)'
             cand --verbose 'Show more diagnostics on stderr (-v: info and llama.cpp''s log, -vv: debug). KVRUN_LOG takes a tracing filter instead (e.g. KVRUN_LOG=kvrun=debug)'
@@ -400,6 +417,7 @@ set edit:completion:arg-completer[kvrun] = {|@words|
             cand models 'List the models in kvrun''s models folder'
             cand session 'Save, restore, list, fork, export and import persistent sessions'
             cand gc 'Delete KV pages that no session references any more'
+            cand stats 'Memory tiers and devices: the page store, RAM, disk and GPU figures'
             cand bench 'Benchmarks that print tables: prefill/decode speed, session restore'
             cand completions 'Print a shell completion script'
             cand man 'Print the man page (or write one page per subcommand with --dir)'
@@ -440,6 +458,8 @@ set edit:completion:arg-completer[kvrun] = {|@words|
         &'kvrun;help;session;import'= {
         }
         &'kvrun;help;gc'= {
+        }
+        &'kvrun;help;stats'= {
         }
         &'kvrun;help;bench'= {
             cand speed 'Prefill and decode tokens per second, kvrun''s schedule next to llama.cpp''s'

@@ -46,6 +46,8 @@ pub enum Command {
     Session(SessionCommand),
     /// Delete KV pages that no session references any more.
     Gc(GcArgs),
+    /// Memory tiers and devices: the page store, RAM, disk and GPU figures.
+    Stats(StatsArgs),
     /// Benchmarks that print tables: prefill/decode speed, session restore.
     #[command(subcommand)]
     Bench(BenchCommand),
@@ -301,6 +303,15 @@ pub struct SessionImportArgs {
     /// Import under this name instead of the exported one.
     #[arg(long, value_name = "NAME")]
     pub name: Option<String>,
+}
+
+#[derive(Debug, Args)]
+pub struct StatsArgs {
+    /// Print JSON.
+    #[arg(long)]
+    pub json: bool,
+    #[command(flatten)]
+    pub tiers: TierArgs,
 }
 
 #[derive(Debug, Args)]

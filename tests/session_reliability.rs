@@ -104,7 +104,10 @@ fn kill_9_at_random_moments_never_loses_a_session() {
         let now = v["tokens"].as_u64().unwrap();
         // Either as before the turn, or with the whole turn (text + 4 generated tokens).
         // A whole turn adds its text and 4 generated tokens; nothing in between is visible.
-        assert!(now == known || now >= known + 5, "kill {i}: {known} -> {now}");
+        assert!(
+            now == known || now >= known + 5,
+            "kill {i}: {known} -> {now}"
+        );
         assert_eq!(
             now as usize,
             v["restored_tokens"].as_u64().unwrap() as usize + 1

@@ -24,7 +24,7 @@ const HELP: &str = "\
 commands:
   /help            show this help
   /reset           forget the conversation and start over
-  /stats           context, speed of the last reply, and the memory tiers
+  /stats [json]    context, speed of the last reply, and the memory tiers
   /save            save the session now (it also saves after every turn)
   /session NAME    switch to (or create) a session, restoring it through the tiers
   /sessions        list the sessions
@@ -171,7 +171,12 @@ fn line_mode(
             }
             "/stats" => {
                 drain(events, &mut state);
-                print_stats(&state);
+                if rest == "json" {
+                    // One line, for scripts: the memory tiers as the engine last reported.
+                    println!("{}", serde_json::to_string(&state.memory)?);
+                } else {
+                    print_stats(&state);
+                }
                 continue;
             }
             "/reset" => UserCommand::Reset,

@@ -12,6 +12,7 @@ mod pull;
 mod run;
 mod session;
 mod session_setup;
+mod stats;
 
 use std::process::ExitCode;
 use std::time::Instant;
@@ -56,6 +57,7 @@ pub fn dispatch(cli: Cli) -> Result<ExitCode> {
         Command::Models(args) => models::run(&env, args),
         Command::Session(command) => session::run(&env, command),
         Command::Gc(args) => gc::run(&env, args),
+        Command::Stats(args) => stats::run(&env, args),
         Command::Bench(crate::cli::BenchCommand::Speed(args)) => bench::run(&env, args),
         Command::Bench(crate::cli::BenchCommand::Restore(args)) => bench_restore::run(&env, args),
         Command::Completions(args) => completions::run(args),

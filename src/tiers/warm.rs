@@ -12,6 +12,9 @@ use crate::store::{ObjectId, ObjectStore, StoreError};
 
 struct Entry {
     data: Arc<Vec<u8>>,
+    /// Checked on every read: RAM can flip bits too, and a bad page must never reach
+    /// llama.cpp.
+    checksum: blake3::Hash,
     tick: u64,
     used_at: Instant,
 }
@@ -26,6 +29,7 @@ struct Inner {
     high_water: u64,
     hits: u64,
     loads: u64,
+    corrupt: u64,
 }
 
 /// Counters for the stats and the TUI.
@@ -39,6 +43,8 @@ pub struct WarmStats {
     pub hits: u64,
     /// Page reads that went to the cold store.
     pub loads: u64,
+    /// RAM copies that failed their checksum (dropped and reloaded from disk).
+    pub corrupt: u64,
 }
 
 pub struct WarmPool {
@@ -63,9 +69,14 @@ impl WarmPool {
     pub fn get_or_load(&self, store: &ObjectStore, id: &ObjectId) -> Result<Vec<u8>, StoreError> {
         {
             let mut inner = self.lock();
-            if let Some(data) = touch(&mut inner, id) {
-                inner.hits += 1;
-                return Ok(data.as_ref().clone());
+            if let Some((data, checksum)) = touch(&mut inner, id) {
+                if blake3::hash(&data) == checksum {
+                    inner.hits += 1;
+                    return Ok(data.as_ref().clone());
+                }
+                inner.corrupt += 1;
+                drop(inner);
+                self.remove(id);
             }
         }
         let data = store.get(id)?;
@@ -99,9 +110,11 @@ impl WarmPool {
         inner.tick += 1;
         let tick = inner.tick;
         inner.lru.insert(tick, id);
+        let checksum = blake3::hash(&data);
         inner.map.insert(
             id,
             Entry {
+                checksum,
                 data: Arc::new(data),
                 tick,
                 used_at: Instant::now(),
@@ -150,6 +163,7 @@ impl WarmPool {
             high_water_bytes: inner.high_water,
             hits: inner.hits,
             loads: inner.loads,
+            corrupt: inner.corrupt,
         }
     }
 
@@ -176,22 +190,58 @@ impl WarmPool {
     }
 }
 
-/// Marks a page as just used and returns it.
-fn touch(inner: &mut Inner, id: &ObjectId) -> Option<Arc<Vec<u8>>> {
+/// Marks a page as just used and returns it with its checksum.
+fn touch(inner: &mut Inner, id: &ObjectId) -> Option<(Arc<Vec<u8>>, blake3::Hash)> {
     inner.tick += 1;
     let tick = inner.tick;
     let entry = inner.map.get_mut(id)?;
     let old = std::mem::replace(&mut entry.tick, tick);
     entry.used_at = Instant::now();
-    let data = Arc::clone(&entry.data);
+    let found = (Arc::clone(&entry.data), entry.checksum);
     inner.lru.remove(&old);
     inner.lru.insert(tick, *id);
-    Some(data)
+    Some(found)
+}
+
+#[cfg(test)]
+impl WarmPool {
+    /// Flips a bit of a held page, as failing RAM would.
+    fn corrupt_for_test(&self, id: &ObjectId) {
+        let mut inner = self.lock();
+        if let Some(e) = inner.map.get_mut(id) {
+            let mut data = e.data.as_ref().clone();
+            data[0] ^= 1;
+            e.data = Arc::new(data);
+        }
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_corrupted_ram_copy_is_caught_and_reloaded_from_disk() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = ObjectStore::open(dir.path()).unwrap();
+        store
+            .put(&id(9), crate::store::ObjectKind::Page, &[9; 64])
+            .unwrap();
+        let pool = WarmPool::new(1000);
+        pool.get_or_load(&store, &id(9)).unwrap();
+        pool.corrupt_for_test(&id(9));
+        assert_eq!(pool.get_or_load(&store, &id(9)).unwrap(), vec![9; 64]);
+        let s = pool.stats();
+        assert_eq!((s.corrupt, s.loads), (1, 2));
+        // And a corrupt disk copy is an error, not data.
+        let path = store.object_path(&id(9));
+        let mut bytes = std::fs::read(&path).unwrap();
+        let n = bytes.len();
+        bytes[n - 1] ^= 1;
+        std::fs::write(&path, bytes).unwrap();
+        pool.remove(&id(9));
+        assert!(pool.get_or_load(&store, &id(9)).is_err());
+    }
 
     fn id(n: u8) -> ObjectId {
         ObjectId([n; 32])

@@ -23,13 +23,24 @@ pub fn uninterrupted(
     turns: &[&str],
     n: usize,
 ) -> Turns {
+    uninterrupted_with(model_path, ctx_size, KvType::F16, raw, turns, n)
+}
+
+pub fn uninterrupted_with(
+    model_path: &Path,
+    ctx_size: u32,
+    kv_type: KvType,
+    raw: bool,
+    turns: &[&str],
+    n: usize,
+) -> Turns {
     let model = Model::load(model_path, 0).unwrap();
     let engine = EngineSettings {
         ctx_size,
         threads: THREADS.parse().unwrap(),
         gpu_layers: 0,
         batch_size: 256,
-        kv_type: KvType::F16,
+        kv_type,
         flash_attn: FlashAttn::Auto,
     };
     let mut ctx = Context::new(&model, &engine, 256, 2).unwrap();

@@ -1,0 +1,130 @@
+//! `kvrun stats`: the tiers as seen from outside a chat process. The cold tier (the page
+//! store) and the devices are measured here; the hot and warm tiers live inside a running
+//! `kvrun chat` (its `/stats` and the TUI's memory panel show them live).
+
+use std::process::ExitCode;
+
+use anyhow::Result;
+use serde::Serialize;
+
+use super::Env;
+use crate::cli::StatsArgs;
+use crate::exit::usage;
+use crate::session::catalog::SessionCatalog;
+use crate::settings::resolve_tiers;
+use crate::tiers::SystemMemory;
+use crate::tui::protocol::DeviceMemory;
+use crate::ui::human_bytes;
+
+#[derive(Serialize)]
+struct Stats {
+    cold: ColdTier,
+    warm_budget_bytes: u64,
+    hot_sessions_per_process: u32,
+    gpus: Vec<DeviceMemory>,
+    ram_total_bytes: u64,
+    ram_available_bytes: u64,
+    disk_total_bytes: u64,
+    disk_free_bytes: u64,
+    sessions: Vec<SessionTier>,
+}
+
+#[derive(Serialize)]
+struct ColdTier {
+    used_bytes: u64,
+    budget_bytes: Option<u64>,
+    objects: u64,
+    path: String,
+}
+
+#[derive(Serialize)]
+struct SessionTier {
+    name: String,
+    tokens: usize,
+    kv_tokens: usize,
+    bytes: u64,
+    shared_bytes: u64,
+}
+
+pub fn run(env: &Env, args: StatsArgs) -> Result<ExitCode> {
+    let tiers = resolve_tiers(&args.tiers, &env.config).map_err(usage)?;
+    let catalog = SessionCatalog::open(&env.paths)?;
+    let (objects, used) = catalog.store().usage()?;
+    let system = SystemMemory::read(&env.paths.data);
+    let stats = Stats {
+        cold: ColdTier {
+            used_bytes: used,
+            budget_bytes: tiers.cold_budget,
+            objects,
+            path: catalog.store().root().display().to_string(),
+        },
+        warm_budget_bytes: tiers.warm_budget,
+        hot_sessions_per_process: tiers.hot_sessions,
+        gpus: crate::engine::gpu_devices()
+            .into_iter()
+            .map(|g| DeviceMemory {
+                name: g.name,
+                total_bytes: g.total_bytes,
+                free_bytes: g.free_bytes,
+            })
+            .collect(),
+        ram_total_bytes: system.ram_total,
+        ram_available_bytes: system.ram_available,
+        disk_total_bytes: system.disk_total,
+        disk_free_bytes: system.disk_free,
+        sessions: catalog
+            .list()?
+            .into_iter()
+            .filter(|s| s.error.is_none())
+            .map(|s| SessionTier {
+                name: s.name,
+                tokens: s.tokens,
+                kv_tokens: s.kv_tokens,
+                bytes: s.bytes,
+                shared_bytes: s.shared_bytes,
+            })
+            .collect(),
+    };
+    if args.json {
+        println!("{}", serde_json::to_string_pretty(&stats)?);
+        return Ok(ExitCode::SUCCESS);
+    }
+    let budget = |b: Option<u64>| b.map_or("no budget".into(), human_bytes);
+    if stats.gpus.is_empty() {
+        println!("VRAM  no GPU: the hot tier (a chat's context) lives in RAM");
+    }
+    for g in &stats.gpus {
+        println!(
+            "VRAM  {}: {} free of {}",
+            g.name,
+            human_bytes(g.free_bytes),
+            human_bytes(g.total_bytes)
+        );
+    }
+    println!(
+        "RAM   {} available of {}; warm pool budget {} per chat process",
+        human_bytes(stats.ram_available_bytes),
+        human_bytes(stats.ram_total_bytes),
+        human_bytes(stats.warm_budget_bytes)
+    );
+    println!(
+        "NVMe  cold tier {} of {} in {} objects ({}); disk {} free of {}",
+        human_bytes(stats.cold.used_bytes),
+        budget(stats.cold.budget_bytes),
+        stats.cold.objects,
+        stats.cold.path,
+        human_bytes(stats.disk_free_bytes),
+        human_bytes(stats.disk_total_bytes)
+    );
+    for s in &stats.sessions {
+        println!(
+            "      {:<24} {:>8} tokens, {} on disk ({} shared)",
+            s.name,
+            s.tokens,
+            human_bytes(s.bytes),
+            human_bytes(s.shared_bytes)
+        );
+    }
+    println!("(hot and warm tiers live inside `kvrun chat`: see its /stats or the TUI)");
+    Ok(ExitCode::SUCCESS)
+}

@@ -1,0 +1,260 @@
+//! Memory tiers in one chat process: sessions cycle through hot, warm and cold without
+//! changing what they generate, budgets hold, and quantized KV behaves like f16.
+
+mod common;
+
+use std::io::{BufRead, BufReader, Write};
+use std::process::Stdio;
+
+use common::inproc::{uninterrupted_with, THREADS};
+use common::*;
+use kvrun::settings::KvType;
+
+/// The token log of a session, read from its manifest (header line, then JSON).
+fn session_log(home: &Home, name: &str) -> Vec<i64> {
+    let text = std::fs::read_to_string(home.path().join(format!("sessions/{name}/session.kvrun")))
+        .unwrap();
+    let json = text.split_once('\n').unwrap().1;
+    let v: serde_json::Value = serde_json::from_str(json).unwrap();
+    v["tokens"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t.as_i64().unwrap())
+        .collect()
+}
+
+fn memory_lines(stdout: &str) -> Vec<serde_json::Value> {
+    stdout
+        .lines()
+        .filter(|l| l.starts_with("{\"gpus\""))
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
+}
+
+#[test]
+fn cycling_five_sessions_through_the_tiers_changes_nothing() {
+    let model = default_model();
+    let m = path_str(&model);
+    let names: Vec<String> = (0..5).map(|i| format!("s{i}")).collect();
+    let first = |i: usize| format!("Session {i}. Remember the number {}.", 17 * (i + 1));
+    let second = |i: usize| format!("Which number for session {i}?");
+    // Two sessions fit the context at a time and the RAM pool holds about one more: the
+    // others are restored from disk on every switch.
+    let warm_budget = "2MiB";
+    let mut script = String::new();
+    for (i, n) in names.iter().enumerate() {
+        script += &format!("/session {n}\n{}\n/stats json\n", first(i));
+    }
+    for round in 0..2 {
+        for (i, n) in names.iter().enumerate() {
+            script += &format!(
+                "/session {n}\n{}\n/stats json\n",
+                if round == 0 {
+                    second(i)
+                } else {
+                    "Thanks.".into()
+                }
+            );
+        }
+    }
+    let cycled = Home::new();
+    let out = cycled.run_with_stdin(
+        &[
+            "chat",
+            m,
+            "--plain",
+            "-n",
+            "12",
+            "--temp",
+            "0",
+            "-t",
+            THREADS,
+            "--hot-sessions",
+            "2",
+            "--warm-budget",
+            warm_budget,
+        ],
+        &script,
+    );
+    assert!(out.status.success(), "{}", stderr(&out));
+    let snapshots = memory_lines(&stdout(&out));
+    assert_eq!(snapshots.len(), 15);
+    for s in &snapshots {
+        // Budgets hold at every step.
+        assert!(
+            s["warm"]["used_bytes"].as_u64() <= s["warm"]["budget_bytes"].as_u64(),
+            "{s}"
+        );
+        assert!(s["hot"]["sessions"].as_array().unwrap().len() <= 2, "{s}");
+    }
+    let last = snapshots.last().unwrap();
+    assert!(
+        last["cold"]["hit_tokens"].as_u64().unwrap() > 0,
+        "nothing came back from disk: {last}"
+    );
+    // Reference: each session's three turns in its own process, never switched away from.
+    let reference = Home::new();
+    for (i, n) in names.iter().enumerate() {
+        let out = reference.run_with_stdin(
+            &[
+                "chat",
+                m,
+                "--session",
+                n,
+                "--plain",
+                "-n",
+                "12",
+                "--temp",
+                "0",
+                "-t",
+                THREADS,
+            ],
+            &format!("{}\n{}\nThanks.\n", first(i), second(i)),
+        );
+        assert!(out.status.success(), "{}", stderr(&out));
+        assert_eq!(
+            session_log(&cycled, n),
+            session_log(&reference, n),
+            "session {n} diverged"
+        );
+    }
+}
+
+#[test]
+fn idle_sessions_leave_the_context() {
+    let home = Home::new();
+    let model = tiny_model();
+    let mut chat = home
+        .cmd()
+        .args([
+            "chat",
+            path_str(&model),
+            "--plain",
+            "-n",
+            "4",
+            "--temp",
+            "0",
+            "--hot-idle",
+            "1s",
+        ])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut stdin = chat.stdin.take().unwrap();
+    let mut lines = BufReader::new(chat.stdout.take().unwrap()).lines();
+    let mut stats = |stdin: &mut std::process::ChildStdin| -> serde_json::Value {
+        stdin.write_all(b"/stats json\n").unwrap();
+        loop {
+            let line = lines.next().unwrap().unwrap();
+            if line.starts_with("{\"gpus\"") {
+                return serde_json::from_str(&line).unwrap();
+            }
+        }
+    };
+    stdin
+        .write_all(b"/session a\nhello\n/session b\nhi\n")
+        .unwrap();
+    let hot = |v: &serde_json::Value| v["hot"]["sessions"].as_array().unwrap().len();
+    assert_eq!(hot(&stats(&mut stdin)), 2);
+    std::thread::sleep(std::time::Duration::from_millis(2500));
+    let after = stats(&mut stdin);
+    assert_eq!(
+        after["hot"]["sessions"],
+        serde_json::json!(["b"]),
+        "{after}"
+    );
+    drop(stdin);
+    assert!(chat.wait().unwrap().success());
+}
+
+#[test]
+fn q8_0_sessions_save_restore_and_continue_deterministically() {
+    let model = tiny_model();
+    let m = path_str(&model);
+    let turns = [long_text(1), " and then".to_string(), " more".to_string()];
+    let turns: Vec<&str> = turns.iter().map(String::as_str).collect();
+    let expected = uninterrupted_with(&model, 4096, KvType::Q8_0, true, &turns, 12);
+    let home = Home::new();
+    for (i, t) in turns.iter().enumerate() {
+        let v = run_json(
+            &home,
+            &[
+                "run",
+                "--session",
+                "q",
+                m,
+                "--raw",
+                "-p",
+                t,
+                "-n",
+                "12",
+                "--temp",
+                "0",
+                "-t",
+                THREADS,
+                "--kv-type",
+                "q8_0",
+                "--logprobs",
+            ],
+        );
+        if i > 0 {
+            assert!(v["restored_tokens"].as_u64().unwrap() > 0);
+        }
+        assert_eq!(
+            tokens(&v),
+            expected[i].0.iter().map(|&t| t as i64).collect::<Vec<_>>()
+        );
+        assert_eq!(max_diff(&logprobs(&v), &expected[i].1), 0.0);
+    }
+    // q8_0 pages are about half the size of f16 ones.
+    let f16 = Home::new();
+    run_json(
+        &f16,
+        &[
+            "run",
+            "--session",
+            "q",
+            m,
+            "--raw",
+            "-p",
+            turns[0],
+            "-n",
+            "1",
+            "-t",
+            THREADS,
+        ],
+    );
+    let bytes = |h: &Home| -> u64 {
+        std::fs::read_dir(h.path().join("kv/objects"))
+            .unwrap()
+            .flatten()
+            .filter(|e| e.path().is_dir())
+            .flat_map(|d| std::fs::read_dir(d.path()).unwrap().flatten())
+            .map(|f| f.metadata().unwrap().len())
+            .sum()
+    };
+    let q8 = Home::new();
+    run_json(
+        &q8,
+        &[
+            "run",
+            "--session",
+            "q",
+            m,
+            "--raw",
+            "-p",
+            turns[0],
+            "-n",
+            "1",
+            "-t",
+            THREADS,
+            "--kv-type",
+            "q8_0",
+        ],
+    );
+    let ratio = bytes(&q8) as f64 / bytes(&f16) as f64;
+    assert!(ratio < 0.6, "q8_0 uses {ratio:.2} of f16's bytes");
+}
