@@ -361,6 +361,7 @@ Register-ArgumentCompleter -Native -CommandName 'kvrun' -ScriptBlock {
             [CompletionResult]::new('--version', '--version', [CompletionResultType]::ParameterName, 'Print version')
             [CompletionResult]::new('speed', 'speed', [CompletionResultType]::ParameterValue, 'Prefill and decode tokens per second, kvrun''s schedule next to llama.cpp''s')
             [CompletionResult]::new('restore', 'restore', [CompletionResultType]::ParameterValue, 'Session restore against cold prefill and llama.cpp''s own state files')
+            [CompletionResult]::new('switch', 'switch', [CompletionResultType]::ParameterValue, 'Switching between many sessions through the hot, warm and cold tiers')
             [CompletionResult]::new('help', 'help', [CompletionResultType]::ParameterValue, 'Print this message or the help of the given subcommand(s)')
             break
         }
@@ -410,9 +411,33 @@ Register-ArgumentCompleter -Native -CommandName 'kvrun' -ScriptBlock {
             [CompletionResult]::new('--version', '--version', [CompletionResultType]::ParameterName, 'Print version')
             break
         }
+        'kvrun;bench;switch' {
+            [CompletionResult]::new('--sessions', '--sessions', [CompletionResultType]::ParameterName, 'Sessions to switch between')
+            [CompletionResult]::new('--tokens', '--tokens', [CompletionResultType]::ParameterName, 'Tokens in each session')
+            [CompletionResult]::new('--rounds', '--rounds', [CompletionResultType]::ParameterName, 'Rounds of switching through all sessions')
+            [CompletionResult]::new('-c', '-c', [CompletionResultType]::ParameterName, 'Context size in tokens [default: 8192, capped at the model''s training context]')
+            [CompletionResult]::new('--ctx-size', '--ctx-size', [CompletionResultType]::ParameterName, 'Context size in tokens [default: 8192, capped at the model''s training context]')
+            [CompletionResult]::new('-t', '-t', [CompletionResultType]::ParameterName, 'CPU threads [default: the number of cores]')
+            [CompletionResult]::new('--threads', '--threads', [CompletionResultType]::ParameterName, 'CPU threads [default: the number of cores]')
+            [CompletionResult]::new('--gpu-layers', '--gpu-layers', [CompletionResultType]::ParameterName, 'Layers to offload to the GPU (needs a GPU build) [default: all when built with a GPU backend, else 0]')
+            [CompletionResult]::new('-b', '-b', [CompletionResultType]::ParameterName, 'Largest prompt batch in tokens; batches never cross a KV page boundary [default: 256]')
+            [CompletionResult]::new('--batch-size', '--batch-size', [CompletionResultType]::ParameterName, 'Largest prompt batch in tokens; batches never cross a KV page boundary [default: 256]')
+            [CompletionResult]::new('--kv-type', '--kv-type', [CompletionResultType]::ParameterName, 'KV cache element type [default: f16]')
+            [CompletionResult]::new('--flash-attn', '--flash-attn', [CompletionResultType]::ParameterName, 'Flash attention [default: auto]')
+            [CompletionResult]::new('-v', '-v', [CompletionResultType]::ParameterName, 'Show more diagnostics on stderr (-v: info and llama.cpp''s log, -vv: debug). KVRUN_LOG takes a tracing filter instead (e.g. KVRUN_LOG=kvrun=debug)')
+            [CompletionResult]::new('--verbose', '--verbose', [CompletionResultType]::ParameterName, 'Show more diagnostics on stderr (-v: info and llama.cpp''s log, -vv: debug). KVRUN_LOG takes a tracing filter instead (e.g. KVRUN_LOG=kvrun=debug)')
+            [CompletionResult]::new('-q', '-q', [CompletionResultType]::ParameterName, 'Hide progress bars and notes; errors still print')
+            [CompletionResult]::new('--quiet', '--quiet', [CompletionResultType]::ParameterName, 'Hide progress bars and notes; errors still print')
+            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help')
+            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help')
+            [CompletionResult]::new('-V', '-V ', [CompletionResultType]::ParameterName, 'Print version')
+            [CompletionResult]::new('--version', '--version', [CompletionResultType]::ParameterName, 'Print version')
+            break
+        }
         'kvrun;bench;help' {
             [CompletionResult]::new('speed', 'speed', [CompletionResultType]::ParameterValue, 'Prefill and decode tokens per second, kvrun''s schedule next to llama.cpp''s')
             [CompletionResult]::new('restore', 'restore', [CompletionResultType]::ParameterValue, 'Session restore against cold prefill and llama.cpp''s own state files')
+            [CompletionResult]::new('switch', 'switch', [CompletionResultType]::ParameterValue, 'Switching between many sessions through the hot, warm and cold tiers')
             [CompletionResult]::new('help', 'help', [CompletionResultType]::ParameterValue, 'Print this message or the help of the given subcommand(s)')
             break
         }
@@ -420,6 +445,9 @@ Register-ArgumentCompleter -Native -CommandName 'kvrun' -ScriptBlock {
             break
         }
         'kvrun;bench;help;restore' {
+            break
+        }
+        'kvrun;bench;help;switch' {
             break
         }
         'kvrun;bench;help;help' {
@@ -518,12 +546,16 @@ Register-ArgumentCompleter -Native -CommandName 'kvrun' -ScriptBlock {
         'kvrun;help;bench' {
             [CompletionResult]::new('speed', 'speed', [CompletionResultType]::ParameterValue, 'Prefill and decode tokens per second, kvrun''s schedule next to llama.cpp''s')
             [CompletionResult]::new('restore', 'restore', [CompletionResultType]::ParameterValue, 'Session restore against cold prefill and llama.cpp''s own state files')
+            [CompletionResult]::new('switch', 'switch', [CompletionResultType]::ParameterValue, 'Switching between many sessions through the hot, warm and cold tiers')
             break
         }
         'kvrun;help;bench;speed' {
             break
         }
         'kvrun;help;bench;restore' {
+            break
+        }
+        'kvrun;help;bench;switch' {
             break
         }
         'kvrun;help;completions' {

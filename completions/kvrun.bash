@@ -58,6 +58,9 @@ _kvrun() {
             kvrun__subcmd__bench,speed)
                 cmd="kvrun__subcmd__bench__subcmd__speed"
                 ;;
+            kvrun__subcmd__bench,switch)
+                cmd="kvrun__subcmd__bench__subcmd__switch"
+                ;;
             kvrun__subcmd__bench__subcmd__help,help)
                 cmd="kvrun__subcmd__bench__subcmd__help__subcmd__help"
                 ;;
@@ -66,6 +69,9 @@ _kvrun() {
                 ;;
             kvrun__subcmd__bench__subcmd__help,speed)
                 cmd="kvrun__subcmd__bench__subcmd__help__subcmd__speed"
+                ;;
+            kvrun__subcmd__bench__subcmd__help,switch)
+                cmd="kvrun__subcmd__bench__subcmd__help__subcmd__switch"
                 ;;
             kvrun__subcmd__help,bench)
                 cmd="kvrun__subcmd__help__subcmd__bench"
@@ -105,6 +111,9 @@ _kvrun() {
                 ;;
             kvrun__subcmd__help__subcmd__bench,speed)
                 cmd="kvrun__subcmd__help__subcmd__bench__subcmd__speed"
+                ;;
+            kvrun__subcmd__help__subcmd__bench,switch)
+                cmd="kvrun__subcmd__help__subcmd__bench__subcmd__switch"
                 ;;
             kvrun__subcmd__help__subcmd__session,export)
                 cmd="kvrun__subcmd__help__subcmd__session__subcmd__export"
@@ -205,7 +214,7 @@ _kvrun() {
             return 0
             ;;
         kvrun__subcmd__bench)
-            opts="-v -q -h -V --verbose --quiet --help --version speed restore help"
+            opts="-v -q -h -V --verbose --quiet --help --version speed restore switch help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -219,7 +228,7 @@ _kvrun() {
             return 0
             ;;
         kvrun__subcmd__bench__subcmd__help)
-            opts="speed restore help"
+            opts="speed restore switch help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -261,6 +270,20 @@ _kvrun() {
             return 0
             ;;
         kvrun__subcmd__bench__subcmd__help__subcmd__speed)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        kvrun__subcmd__bench__subcmd__help__subcmd__switch)
             opts=""
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
@@ -352,6 +375,68 @@ _kvrun() {
                     return 0
                     ;;
                 --repeat)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --ctx-size)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                -c)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --threads)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                -t)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --gpu-layers)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --batch-size)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                -b)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --kv-type)
+                    COMPREPLY=($(compgen -W "f16 q8_0 q4_0" -- "${cur}"))
+                    return 0
+                    ;;
+                --flash-attn)
+                    COMPREPLY=($(compgen -W "on off auto" -- "${cur}"))
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        kvrun__subcmd__bench__subcmd__switch)
+            opts="-c -t -b -v -q -h -V --sessions --tokens --rounds --ctx-size --threads --gpu-layers --batch-size --kv-type --flash-attn --verbose --quiet --help --version"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --sessions)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --tokens)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --rounds)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -555,7 +640,7 @@ _kvrun() {
             return 0
             ;;
         kvrun__subcmd__help__subcmd__bench)
-            opts="speed restore"
+            opts="speed restore switch"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -583,6 +668,20 @@ _kvrun() {
             return 0
             ;;
         kvrun__subcmd__help__subcmd__bench__subcmd__speed)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        kvrun__subcmd__help__subcmd__bench__subcmd__switch)
             opts=""
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )

@@ -332,6 +332,7 @@ set edit:completion:arg-completer[kvrun] = {|@words|
             cand --version 'Print version'
             cand speed 'Prefill and decode tokens per second, kvrun''s schedule next to llama.cpp''s'
             cand restore 'Session restore against cold prefill and llama.cpp''s own state files'
+            cand switch 'Switching between many sessions through the hot, warm and cold tiers'
             cand help 'Print this message or the help of the given subcommand(s)'
         }
         &'kvrun;bench;speed'= {
@@ -378,14 +379,39 @@ set edit:completion:arg-completer[kvrun] = {|@words|
             cand -V 'Print version'
             cand --version 'Print version'
         }
+        &'kvrun;bench;switch'= {
+            cand --sessions 'Sessions to switch between'
+            cand --tokens 'Tokens in each session'
+            cand --rounds 'Rounds of switching through all sessions'
+            cand -c 'Context size in tokens [default: 8192, capped at the model''s training context]'
+            cand --ctx-size 'Context size in tokens [default: 8192, capped at the model''s training context]'
+            cand -t 'CPU threads [default: the number of cores]'
+            cand --threads 'CPU threads [default: the number of cores]'
+            cand --gpu-layers 'Layers to offload to the GPU (needs a GPU build) [default: all when built with a GPU backend, else 0]'
+            cand -b 'Largest prompt batch in tokens; batches never cross a KV page boundary [default: 256]'
+            cand --batch-size 'Largest prompt batch in tokens; batches never cross a KV page boundary [default: 256]'
+            cand --kv-type 'KV cache element type [default: f16]'
+            cand --flash-attn 'Flash attention [default: auto]'
+            cand -v 'Show more diagnostics on stderr (-v: info and llama.cpp''s log, -vv: debug). KVRUN_LOG takes a tracing filter instead (e.g. KVRUN_LOG=kvrun=debug)'
+            cand --verbose 'Show more diagnostics on stderr (-v: info and llama.cpp''s log, -vv: debug). KVRUN_LOG takes a tracing filter instead (e.g. KVRUN_LOG=kvrun=debug)'
+            cand -q 'Hide progress bars and notes; errors still print'
+            cand --quiet 'Hide progress bars and notes; errors still print'
+            cand -h 'Print help'
+            cand --help 'Print help'
+            cand -V 'Print version'
+            cand --version 'Print version'
+        }
         &'kvrun;bench;help'= {
             cand speed 'Prefill and decode tokens per second, kvrun''s schedule next to llama.cpp''s'
             cand restore 'Session restore against cold prefill and llama.cpp''s own state files'
+            cand switch 'Switching between many sessions through the hot, warm and cold tiers'
             cand help 'Print this message or the help of the given subcommand(s)'
         }
         &'kvrun;bench;help;speed'= {
         }
         &'kvrun;bench;help;restore'= {
+        }
+        &'kvrun;bench;help;switch'= {
         }
         &'kvrun;bench;help;help'= {
         }
@@ -464,10 +490,13 @@ set edit:completion:arg-completer[kvrun] = {|@words|
         &'kvrun;help;bench'= {
             cand speed 'Prefill and decode tokens per second, kvrun''s schedule next to llama.cpp''s'
             cand restore 'Session restore against cold prefill and llama.cpp''s own state files'
+            cand switch 'Switching between many sessions through the hot, warm and cold tiers'
         }
         &'kvrun;help;bench;speed'= {
         }
         &'kvrun;help;bench;restore'= {
+        }
+        &'kvrun;help;bench;switch'= {
         }
         &'kvrun;help;completions'= {
         }

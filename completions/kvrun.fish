@@ -213,13 +213,14 @@ complete -c kvrun -n "__fish_kvrun_using_subcommand stats" -s v -l verbose -d 'S
 complete -c kvrun -n "__fish_kvrun_using_subcommand stats" -s q -l quiet -d 'Hide progress bars and notes; errors still print'
 complete -c kvrun -n "__fish_kvrun_using_subcommand stats" -s h -l help -d 'Print help'
 complete -c kvrun -n "__fish_kvrun_using_subcommand stats" -s V -l version -d 'Print version'
-complete -c kvrun -n "__fish_kvrun_using_subcommand bench; and not __fish_seen_subcommand_from speed restore help" -s v -l verbose -d 'Show more diagnostics on stderr (-v: info and llama.cpp\'s log, -vv: debug). KVRUN_LOG takes a tracing filter instead (e.g. KVRUN_LOG=kvrun=debug)'
-complete -c kvrun -n "__fish_kvrun_using_subcommand bench; and not __fish_seen_subcommand_from speed restore help" -s q -l quiet -d 'Hide progress bars and notes; errors still print'
-complete -c kvrun -n "__fish_kvrun_using_subcommand bench; and not __fish_seen_subcommand_from speed restore help" -s h -l help -d 'Print help'
-complete -c kvrun -n "__fish_kvrun_using_subcommand bench; and not __fish_seen_subcommand_from speed restore help" -s V -l version -d 'Print version'
-complete -c kvrun -n "__fish_kvrun_using_subcommand bench; and not __fish_seen_subcommand_from speed restore help" -f -a "speed" -d 'Prefill and decode tokens per second, kvrun\'s schedule next to llama.cpp\'s'
-complete -c kvrun -n "__fish_kvrun_using_subcommand bench; and not __fish_seen_subcommand_from speed restore help" -f -a "restore" -d 'Session restore against cold prefill and llama.cpp\'s own state files'
-complete -c kvrun -n "__fish_kvrun_using_subcommand bench; and not __fish_seen_subcommand_from speed restore help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
+complete -c kvrun -n "__fish_kvrun_using_subcommand bench; and not __fish_seen_subcommand_from speed restore switch help" -s v -l verbose -d 'Show more diagnostics on stderr (-v: info and llama.cpp\'s log, -vv: debug). KVRUN_LOG takes a tracing filter instead (e.g. KVRUN_LOG=kvrun=debug)'
+complete -c kvrun -n "__fish_kvrun_using_subcommand bench; and not __fish_seen_subcommand_from speed restore switch help" -s q -l quiet -d 'Hide progress bars and notes; errors still print'
+complete -c kvrun -n "__fish_kvrun_using_subcommand bench; and not __fish_seen_subcommand_from speed restore switch help" -s h -l help -d 'Print help'
+complete -c kvrun -n "__fish_kvrun_using_subcommand bench; and not __fish_seen_subcommand_from speed restore switch help" -s V -l version -d 'Print version'
+complete -c kvrun -n "__fish_kvrun_using_subcommand bench; and not __fish_seen_subcommand_from speed restore switch help" -f -a "speed" -d 'Prefill and decode tokens per second, kvrun\'s schedule next to llama.cpp\'s'
+complete -c kvrun -n "__fish_kvrun_using_subcommand bench; and not __fish_seen_subcommand_from speed restore switch help" -f -a "restore" -d 'Session restore against cold prefill and llama.cpp\'s own state files'
+complete -c kvrun -n "__fish_kvrun_using_subcommand bench; and not __fish_seen_subcommand_from speed restore switch help" -f -a "switch" -d 'Switching between many sessions through the hot, warm and cold tiers'
+complete -c kvrun -n "__fish_kvrun_using_subcommand bench; and not __fish_seen_subcommand_from speed restore switch help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
 complete -c kvrun -n "__fish_kvrun_using_subcommand bench; and __fish_seen_subcommand_from speed" -l prompt-tokens -d 'Prompt lengths to measure, in tokens' -r
 complete -c kvrun -n "__fish_kvrun_using_subcommand bench; and __fish_seen_subcommand_from speed" -l decode-tokens -d 'Tokens to generate for the decode figure' -r
 complete -c kvrun -n "__fish_kvrun_using_subcommand bench; and __fish_seen_subcommand_from speed" -l repeat -d 'Repetitions per row; the table shows the median' -r
@@ -254,8 +255,26 @@ complete -c kvrun -n "__fish_kvrun_using_subcommand bench; and __fish_seen_subco
 complete -c kvrun -n "__fish_kvrun_using_subcommand bench; and __fish_seen_subcommand_from restore" -s q -l quiet -d 'Hide progress bars and notes; errors still print'
 complete -c kvrun -n "__fish_kvrun_using_subcommand bench; and __fish_seen_subcommand_from restore" -s h -l help -d 'Print help'
 complete -c kvrun -n "__fish_kvrun_using_subcommand bench; and __fish_seen_subcommand_from restore" -s V -l version -d 'Print version'
+complete -c kvrun -n "__fish_kvrun_using_subcommand bench; and __fish_seen_subcommand_from switch" -l sessions -d 'Sessions to switch between' -r
+complete -c kvrun -n "__fish_kvrun_using_subcommand bench; and __fish_seen_subcommand_from switch" -l tokens -d 'Tokens in each session' -r
+complete -c kvrun -n "__fish_kvrun_using_subcommand bench; and __fish_seen_subcommand_from switch" -l rounds -d 'Rounds of switching through all sessions' -r
+complete -c kvrun -n "__fish_kvrun_using_subcommand bench; and __fish_seen_subcommand_from switch" -s c -l ctx-size -d 'Context size in tokens [default: 8192, capped at the model\'s training context]' -r
+complete -c kvrun -n "__fish_kvrun_using_subcommand bench; and __fish_seen_subcommand_from switch" -s t -l threads -d 'CPU threads [default: the number of cores]' -r
+complete -c kvrun -n "__fish_kvrun_using_subcommand bench; and __fish_seen_subcommand_from switch" -l gpu-layers -d 'Layers to offload to the GPU (needs a GPU build) [default: all when built with a GPU backend, else 0]' -r
+complete -c kvrun -n "__fish_kvrun_using_subcommand bench; and __fish_seen_subcommand_from switch" -s b -l batch-size -d 'Largest prompt batch in tokens; batches never cross a KV page boundary [default: 256]' -r
+complete -c kvrun -n "__fish_kvrun_using_subcommand bench; and __fish_seen_subcommand_from switch" -l kv-type -d 'KV cache element type [default: f16]' -r -f -a "f16\t''
+q8_0\t''
+q4_0\t''"
+complete -c kvrun -n "__fish_kvrun_using_subcommand bench; and __fish_seen_subcommand_from switch" -l flash-attn -d 'Flash attention [default: auto]' -r -f -a "on\t''
+off\t''
+auto\t''"
+complete -c kvrun -n "__fish_kvrun_using_subcommand bench; and __fish_seen_subcommand_from switch" -s v -l verbose -d 'Show more diagnostics on stderr (-v: info and llama.cpp\'s log, -vv: debug). KVRUN_LOG takes a tracing filter instead (e.g. KVRUN_LOG=kvrun=debug)'
+complete -c kvrun -n "__fish_kvrun_using_subcommand bench; and __fish_seen_subcommand_from switch" -s q -l quiet -d 'Hide progress bars and notes; errors still print'
+complete -c kvrun -n "__fish_kvrun_using_subcommand bench; and __fish_seen_subcommand_from switch" -s h -l help -d 'Print help'
+complete -c kvrun -n "__fish_kvrun_using_subcommand bench; and __fish_seen_subcommand_from switch" -s V -l version -d 'Print version'
 complete -c kvrun -n "__fish_kvrun_using_subcommand bench; and __fish_seen_subcommand_from help" -f -a "speed" -d 'Prefill and decode tokens per second, kvrun\'s schedule next to llama.cpp\'s'
 complete -c kvrun -n "__fish_kvrun_using_subcommand bench; and __fish_seen_subcommand_from help" -f -a "restore" -d 'Session restore against cold prefill and llama.cpp\'s own state files'
+complete -c kvrun -n "__fish_kvrun_using_subcommand bench; and __fish_seen_subcommand_from help" -f -a "switch" -d 'Switching between many sessions through the hot, warm and cold tiers'
 complete -c kvrun -n "__fish_kvrun_using_subcommand bench; and __fish_seen_subcommand_from help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
 complete -c kvrun -n "__fish_kvrun_using_subcommand completions" -s v -l verbose -d 'Show more diagnostics on stderr (-v: info and llama.cpp\'s log, -vv: debug). KVRUN_LOG takes a tracing filter instead (e.g. KVRUN_LOG=kvrun=debug)'
 complete -c kvrun -n "__fish_kvrun_using_subcommand completions" -s q -l quiet -d 'Hide progress bars and notes; errors still print'
@@ -287,3 +306,4 @@ complete -c kvrun -n "__fish_kvrun_using_subcommand help; and __fish_seen_subcom
 complete -c kvrun -n "__fish_kvrun_using_subcommand help; and __fish_seen_subcommand_from session" -f -a "import" -d 'Read a session from an exported file, validating everything first'
 complete -c kvrun -n "__fish_kvrun_using_subcommand help; and __fish_seen_subcommand_from bench" -f -a "speed" -d 'Prefill and decode tokens per second, kvrun\'s schedule next to llama.cpp\'s'
 complete -c kvrun -n "__fish_kvrun_using_subcommand help; and __fish_seen_subcommand_from bench" -f -a "restore" -d 'Session restore against cold prefill and llama.cpp\'s own state files'
+complete -c kvrun -n "__fish_kvrun_using_subcommand help; and __fish_seen_subcommand_from bench" -f -a "switch" -d 'Switching between many sessions through the hot, warm and cold tiers'

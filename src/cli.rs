@@ -348,6 +348,25 @@ pub enum BenchCommand {
     Speed(BenchArgs),
     /// Session restore against cold prefill and llama.cpp's own state files.
     Restore(BenchRestoreArgs),
+    /// Switching between many sessions through the hot, warm and cold tiers.
+    Switch(BenchSwitchArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct BenchSwitchArgs {
+    #[command(flatten)]
+    pub model: ModelArg,
+    /// Sessions to switch between.
+    #[arg(long, default_value_t = 6)]
+    pub sessions: u32,
+    /// Tokens in each session.
+    #[arg(long, default_value_t = 8192)]
+    pub tokens: u32,
+    /// Rounds of switching through all sessions.
+    #[arg(long, default_value_t = 2)]
+    pub rounds: u32,
+    #[command(flatten)]
+    pub engine: EngineArgs,
 }
 
 #[derive(Debug, Args)]

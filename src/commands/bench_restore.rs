@@ -135,7 +135,7 @@ fn print_restore_table(rows: &[Row]) {
 }
 
 /// Prefills `tokens` into a new raw session under `home` and saves it.
-fn prefill_session(
+pub(super) fn prefill_session(
     model: &Model,
     model_path: &Path,
     ctx: &mut Context<'_>,
@@ -281,7 +281,7 @@ fn measure_length(
 }
 
 /// Empties the OS page cache (Linux, root only). Returns whether it worked.
-fn drop_page_cache() -> bool {
+pub(super) fn drop_page_cache() -> bool {
     // Flush dirty pages first (std has no sync(2)), then drop the clean ones.
     let _ = Command::new("sync").status();
     std::fs::write("/proc/sys/vm/drop_caches", "3").is_ok()
@@ -306,7 +306,11 @@ fn read_speed(files: &[PathBuf]) -> Result<f64> {
 }
 
 /// Runs kvrun in a fresh process against `home` and parses its `--json` output.
-fn child_json(home: &Path, args: &[&str], engine: &EngineSettings) -> Result<serde_json::Value> {
+pub(super) fn child_json(
+    home: &Path,
+    args: &[&str],
+    engine: &EngineSettings,
+) -> Result<serde_json::Value> {
     let exe = std::env::current_exe().context("locating the kvrun binary")?;
     let out = Command::new(exe)
         .env("KVRUN_HOME", home)

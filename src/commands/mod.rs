@@ -3,6 +3,7 @@
 
 mod bench;
 mod bench_restore;
+mod bench_switch;
 mod chat;
 mod completions;
 mod gc;
@@ -60,6 +61,7 @@ pub fn dispatch(cli: Cli) -> Result<ExitCode> {
         Command::Stats(args) => stats::run(&env, args),
         Command::Bench(crate::cli::BenchCommand::Speed(args)) => bench::run(&env, args),
         Command::Bench(crate::cli::BenchCommand::Restore(args)) => bench_restore::run(&env, args),
+        Command::Bench(crate::cli::BenchCommand::Switch(args)) => bench_switch::run(&env, args),
         Command::Completions(args) => completions::run(args),
         Command::Man(args) => man::run(args),
     }

@@ -1,0 +1,273 @@
+//! `kvrun bench switch`: an agent and its sub-agents. N sessions of T tokens each, a chat
+//! engine whose hot tier and warm budget hold about a third of them, and a round-robin of
+//! switches, each followed by one generated token. Reports time-to-first-token per switch
+//! against prefilling the same context, each tier's high-water mark, what prefetch does to a
+//! cold restore, and f16 against q8_0.
+
+use std::process::ExitCode;
+use std::sync::atomic::AtomicBool;
+use std::sync::mpsc::Receiver;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use anyhow::{bail, Result};
+
+use super::bench::bench_tokens;
+use super::bench_restore::{child_json, drop_page_cache, prefill_session};
+use super::run::SESSION_SEQS;
+use super::{load_model, Env};
+use crate::chat::{self, ChatOptions, TierSettings};
+use crate::cli::BenchSwitchArgs;
+use crate::engine::Context;
+use crate::models::{ModelChoice, ModelSource};
+use crate::paths::Paths;
+use crate::session::catalog::SessionCatalog;
+use crate::settings::{
+    ContextOverflow, EngineSettings, KvType, SamplingSettings, DEFAULT_PAGE_TOKENS,
+};
+use crate::tui::protocol::{EngineEvent, UserCommand};
+use crate::ui::human_bytes;
+
+pub fn run(env: &Env, args: BenchSwitchArgs) -> Result<ExitCode> {
+    let mut engine = EngineSettings::resolve(&args.engine, &env.config);
+    let choice = crate::models::choose(args.model.model.as_deref(), &env.config, &env.paths);
+    let (model, _) = load_model(&choice, engine.gpu_layers)?;
+    let n = args.sessions.max(2) as usize;
+    let t = args.tokens as usize;
+    if t + 512 > model.facts().n_ctx_train as usize {
+        bail!("{t} tokens do not fit the model's context");
+    }
+    let work = tempfile::Builder::new().prefix("kvrun-bench-").tempdir()?;
+    let mut kv_rows = Vec::new();
+    for kv_type in [KvType::F16, KvType::Q8_0] {
+        engine.kv_type = kv_type;
+        engine.ctx_size = (t + 512) as u32;
+        let home = work.path().join(kv_type.as_str());
+        let paths = Paths::under(&home);
+        let catalog = SessionCatalog::open(&paths)?;
+        env.ui.note(format!(
+            "{}: prefilling {n} sessions of {t} tokens ...",
+            kv_type.as_str()
+        ));
+        let mut prefill_s = Vec::new();
+        for i in 0..n {
+            // A distinct first page per session, so no two share pages.
+            let mut tokens = model.tokenize_prompt(&format!("Sub-agent {i} notes.\n"));
+            tokens.extend(bench_tokens(&model, t - tokens.len()));
+            let mut ctx = Context::new(&model, &engine, DEFAULT_PAGE_TOKENS, SESSION_SEQS)?;
+            let (s, _) = prefill_session(
+                &model,
+                &choice.path,
+                &mut ctx,
+                &catalog,
+                &format!("agent{i}"),
+                &engine,
+                &tokens,
+            )?;
+            prefill_s.push(s);
+        }
+        let session_bytes = catalog.list()?.first().map_or(0, |s| s.bytes);
+        let check = child_json(
+            &home,
+            &["session", "restore", "agent0", "--check", "--json"],
+            &engine,
+        )?;
+        kv_rows.push((
+            kv_type,
+            session_bytes as f64 / t as f64,
+            check["restore_ms"].as_f64().unwrap_or(f64::NAN),
+        ));
+        if kv_type == KvType::F16 {
+            let third = n.div_ceil(3);
+            let tiers = TierSettings {
+                hot_sessions: third as u32,
+                warm_budget: session_bytes * third as u64,
+                cold_budget: None,
+                hot_idle: None,
+                warm_idle: None,
+            };
+            env.ui.note("switching ...");
+            let stats = switch_rounds(&paths, &choice, &engine, tiers, n, args.rounds)?;
+            let prefill = median(&prefill_s);
+            println!("| switches | median TTFT ms | worst TTFT ms | prefill of one session s | hot high-water | warm high-water (budget) | cold |");
+            println!("|---:|---:|---:|---:|---:|---:|---:|");
+            println!(
+                "| {} | {:.0} | {:.0} | {:.1} | {} | {} ({}) | {} |",
+                stats.ttft_ms.len(),
+                median(&stats.ttft_ms),
+                stats.ttft_ms.iter().copied().fold(0.0, f64::max),
+                prefill,
+                human_bytes(stats.hot_high),
+                human_bytes(stats.warm_high),
+                human_bytes(session_bytes * third as u64),
+                human_bytes(stats.cold_bytes),
+            );
+            println!();
+            let (cold_ms, prefetched_ms) = prefetch_effect(&paths, &choice, &engine)?;
+            println!("| cold restore of one session | without prefetch ms | prefetched while the model loads ms |");
+            println!("|---|---:|---:|");
+            println!("| {t} tokens | {cold_ms:.0} | {prefetched_ms:.0} |");
+            println!();
+        }
+    }
+    println!("| KV type | bytes per token (snapshot) | restore ms ({t} tokens, fresh process) |");
+    println!("|---|---:|---:|");
+    for (kv, per_token, ms) in kv_rows {
+        println!("| {} | {per_token:.0} | {ms:.1} |", kv.as_str());
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+struct SwitchStats {
+    ttft_ms: Vec<f64>,
+    hot_high: u64,
+    warm_high: u64,
+    cold_bytes: u64,
+}
+
+fn options(
+    paths: &Paths,
+    choice: &ModelChoice,
+    engine: &EngineSettings,
+    tiers: TierSettings,
+    session: Option<String>,
+) -> ChatOptions {
+    ChatOptions {
+        paths: paths.clone(),
+        model: ModelChoice {
+            path: choice.path.clone(),
+            source: ModelSource::Argument,
+        },
+        engine: engine.clone(),
+        sampling: SamplingSettings {
+            temp: 0.0,
+            top_k: 0,
+            top_p: 1.0,
+            min_p: 0.0,
+            repeat_penalty: 1.0,
+            seed: 0,
+        },
+        session,
+        system: None,
+        overflow: ContextOverflow::Error,
+        max_tokens: Some(1),
+        tiers,
+    }
+}
+
+/// Waits for an event matching `pick`, keeping track of memory snapshots.
+fn until<T>(
+    events: &Receiver<EngineEvent>,
+    stats: &mut SwitchStats,
+    mut pick: impl FnMut(&EngineEvent) -> Option<T>,
+) -> Result<T> {
+    loop {
+        let event = events.recv_timeout(Duration::from_secs(600))?;
+        if let EngineEvent::Memory(m) = &event {
+            stats.hot_high = stats.hot_high.max(m.hot.used_bytes);
+            stats.warm_high = stats.warm_high.max(m.warm.used_bytes);
+            stats.cold_bytes = m.cold.used_bytes;
+        }
+        if let EngineEvent::Error(e) = &event {
+            bail!("{e}");
+        }
+        if let Some(found) = pick(&event) {
+            return Ok(found);
+        }
+    }
+}
+
+fn switch_rounds(
+    paths: &Paths,
+    choice: &ModelChoice,
+    engine: &EngineSettings,
+    tiers: TierSettings,
+    n: usize,
+    rounds: u32,
+) -> Result<SwitchStats> {
+    let (tx, events) = std::sync::mpsc::channel();
+    let (commands, handle) = chat::spawn(
+        options(paths, choice, engine, tiers, None),
+        tx,
+        Arc::new(AtomicBool::new(false)),
+    );
+    let mut stats = SwitchStats {
+        ttft_ms: Vec::new(),
+        hot_high: 0,
+        warm_high: 0,
+        cold_bytes: 0,
+    };
+    until(&events, &mut stats, |e| {
+        matches!(e, EngineEvent::Ready { .. }).then_some(())
+    })?;
+    for _ in 0..rounds {
+        for i in 0..n {
+            let started = Instant::now();
+            commands.send(UserCommand::Switch(format!("agent{i}")))?;
+            commands.send(UserCommand::Send(" Next step:".into()))?;
+            until(&events, &mut stats, |e| {
+                matches!(e, EngineEvent::Token(_) | EngineEvent::TurnDone { .. }).then_some(())
+            })?;
+            stats.ttft_ms.push(started.elapsed().as_secs_f64() * 1e3);
+            until(&events, &mut stats, |e| {
+                matches!(e, EngineEvent::Context { .. }).then_some(())
+            })?;
+        }
+    }
+    commands.send(UserCommand::Quit)?;
+    until(&events, &mut stats, |e| {
+        matches!(e, EngineEvent::Exited).then_some(())
+    })?;
+    let _ = handle.join();
+    Ok(stats)
+}
+
+/// Cold restore time of one session with an empty warm pool, and with its pages prefetched
+/// while the model loads (the engine does that for the session it starts in).
+fn prefetch_effect(
+    paths: &Paths,
+    choice: &ModelChoice,
+    engine: &EngineSettings,
+) -> Result<(f64, f64)> {
+    let measure = |start_in: Option<String>| -> Result<f64> {
+        drop_page_cache();
+        let (tx, events) = std::sync::mpsc::channel();
+        let tiers = TierSettings::default();
+        let (commands, handle) = chat::spawn(
+            options(paths, choice, engine, tiers, start_in.clone()),
+            tx,
+            Arc::new(AtomicBool::new(false)),
+        );
+        let mut stats = SwitchStats {
+            ttft_ms: Vec::new(),
+            hot_high: 0,
+            warm_high: 0,
+            cold_bytes: 0,
+        };
+        if start_in.is_none() {
+            until(&events, &mut stats, |e| {
+                matches!(e, EngineEvent::Ready { .. }).then_some(())
+            })?;
+            commands.send(UserCommand::Switch("agent1".into()))?;
+        }
+        let ms = until(&events, &mut stats, |e| match e {
+            EngineEvent::Restored { ms, .. } => Some(*ms),
+            _ => None,
+        })?;
+        commands.send(UserCommand::Quit)?;
+        until(&events, &mut stats, |e| {
+            matches!(e, EngineEvent::Exited).then_some(())
+        })?;
+        let _ = handle.join();
+        Ok(ms)
+    };
+    let cold = measure(None)?;
+    let prefetched = measure(Some("agent1".into()))?;
+    Ok((cold, prefetched))
+}
+
+fn median(values: &[f64]) -> f64 {
+    let mut v = values.to_vec();
+    v.sort_by(f64::total_cmp);
+    v.get(v.len() / 2).copied().unwrap_or(f64::NAN)
+}
