@@ -9,7 +9,7 @@
 //! - [`gguf`]: GGUF validation (before llama.cpp sees a file) and a writer for test models.
 //! - [`pull`]: model downloads.
 //! - [`settings`], [`config`], [`paths`], [`models`]: what to run with, and where things live.
-//! - [`ui`]: progress bars and terminal output for the CLI.
+//! - [`ui`]: progress bars and terminal output for the CLI; [`tui`]: the full-screen chat.
 
 pub mod chat;
 pub mod cli;

@@ -1,0 +1,259 @@
+//! The memory panel: one gauge per tier (VRAM/hot, RAM/warm, NVMe/cold), each with used,
+//! budget and the device's size, then pages, hits and the last move. On a small screen it
+//! collapses to one summary line.
+
+use ratatui::layout::Rect;
+use ratatui::style::{Color, Modifier, Style};
+use ratatui::text::{Line, Span};
+use ratatui::widgets::{Block, Paragraph};
+use ratatui::Frame;
+
+use super::super::app::App;
+use super::super::protocol::{MemorySnapshot, TierUsage};
+use super::{compact_count, thousands};
+use crate::ui::human_bytes;
+
+const HOT: Color = Color::Red;
+const WARM: Color = Color::Yellow;
+const COLD: Color = Color::Blue;
+
+/// Rows the panel wants (with its border) at `width` inner columns.
+pub(super) fn height(app: &App, width: u16) -> u16 {
+    lines(app, width).len() as u16 + 2
+}
+
+pub(super) fn draw_panel(frame: &mut Frame, area: Rect, app: &App) {
+    let block = Block::bordered()
+        .border_style(Style::new().fg(Color::DarkGray))
+        .title(" memory ");
+    let inner = block.inner(area);
+    frame.render_widget(block, area);
+    frame.render_widget(Paragraph::new(lines(app, inner.width)), inner);
+}
+
+fn lines(app: &App, width: u16) -> Vec<Line<'static>> {
+    let Some(m) = &app.memory else {
+        return vec![Line::styled(
+            "waiting for the engine…",
+            Style::new().fg(Color::DarkGray),
+        )];
+    };
+    // "VRAM " + bar + " 100%"
+    let bar_width = width.saturating_sub(10).max(4) as usize;
+    let mut out = Vec::new();
+
+    // VRAM: the hot tier. Without a GPU the hot tier is llama.cpp's context in RAM, and it
+    // is measured against RAM instead of an absent VRAM.
+    let hot_device = if m.gpus.is_empty() {
+        m.ram_total_bytes
+    } else {
+        m.gpus.iter().map(|g| g.total_bytes).sum()
+    };
+    // Without a GPU there is no VRAM to show: the gauge is the hot tier's, and it says so.
+    let hot_label = if m.gpus.is_empty() { "hot" } else { "VRAM" };
+    out.push(gauge(hot_label, &m.hot, hot_device, bar_width, HOT));
+    out.push(used_of_budget("hot", &m.hot));
+    if m.gpus.is_empty() {
+        out.push(detail("no GPU: hot tier in RAM".to_string()));
+    }
+    for gpu in &m.gpus {
+        out.push(detail(gpu.name.chars().take(28).collect()));
+        out.push(detail(format!(
+            "{} free of {}",
+            human_bytes(gpu.free_bytes),
+            human_bytes(gpu.total_bytes)
+        )));
+    }
+
+    out.push(gauge("RAM", &m.warm, m.ram_total_bytes, bar_width, WARM));
+    out.push(used_of_budget("warm", &m.warm));
+    out.push(detail(format!(
+        "rss {} · system {}",
+        human_bytes(m.process_rss_bytes),
+        human_bytes(m.ram_total_bytes)
+    )));
+    out.push(detail(format!(
+        "available {}",
+        human_bytes(m.ram_available_bytes)
+    )));
+
+    out.push(gauge("NVMe", &m.cold, m.disk_total_bytes, bar_width, COLD));
+    out.push(used_of_budget("cold", &m.cold));
+    out.push(detail(format!(
+        "fs {}, {} free",
+        human_bytes(m.disk_total_bytes),
+        human_bytes(m.disk_free_bytes)
+    )));
+
+    out.push(labelled(
+        "pages",
+        format!(
+            "hot {} · warm {} · cold {}",
+            thousands(m.hot.pages),
+            thousands(m.warm.pages),
+            thousands(m.cold.pages)
+        ),
+    ));
+    out.push(labelled(
+        "hits",
+        format!(
+            "hot {} · warm {} · cold {}",
+            compact_count(m.hot.hit_tokens),
+            compact_count(m.warm.hit_tokens),
+            compact_count(m.cold.hit_tokens),
+        ),
+    ));
+    out.push(labelled(
+        "",
+        format!("prefill {} tokens", compact_count(m.prefill_tokens)),
+    ));
+    if let Some(last) = &m.last_move {
+        // The last move is the panel's story ("18,432 tokens promoted cold→hot in 412 ms"):
+        // wrap it rather than clip it.
+        let avail = (width as usize).saturating_sub(6).max(8);
+        for (i, row) in super::conversation::wrap(&super::sanitize(last), avail)
+            .into_iter()
+            .enumerate()
+        {
+            out.push(labelled(if i == 0 { "last" } else { "" }, row));
+        }
+    }
+    out
+}
+
+fn labelled(label: &str, text: String) -> Line<'static> {
+    Line::from(vec![
+        Span::styled(
+            format!("{label:<6}"),
+            Style::new().add_modifier(Modifier::BOLD),
+        ),
+        Span::raw(text),
+    ])
+}
+
+fn detail(text: String) -> Line<'static> {
+    Line::from(format!("     {text}"))
+}
+
+/// "hot 1.0 GiB / 4.0 GiB budget", or "hot 1.0 GiB, no budget".
+fn used_of_budget(name: &str, tier: &TierUsage) -> Line<'static> {
+    detail(match tier.budget_bytes {
+        Some(b) => format!(
+            "{name} {} / {} budget",
+            human_bytes(tier.used_bytes),
+            human_bytes(b)
+        ),
+        None => format!("{name} {}, no budget", human_bytes(tier.used_bytes)),
+    })
+}
+
+/// A bar of used against the budget (or the device when the tier has none) and the percent.
+fn gauge(
+    device: &str,
+    tier: &TierUsage,
+    device_bytes: u64,
+    width: usize,
+    color: Color,
+) -> Line<'static> {
+    let limit = tier.budget_bytes.unwrap_or(device_bytes);
+    let ratio = if limit == 0 {
+        0.0
+    } else {
+        (tier.used_bytes as f64 / limit as f64).clamp(0.0, 1.0)
+    };
+    let filled = (ratio * width as f64).round() as usize;
+    // A tier in use never looks empty, however small its share.
+    let filled = if tier.used_bytes > 0 {
+        filled.max(1)
+    } else {
+        0
+    };
+    Line::from(vec![
+        Span::styled(
+            format!("{device:<5}"),
+            Style::new().fg(color).add_modifier(Modifier::BOLD),
+        ),
+        Span::styled("█".repeat(filled), Style::new().fg(color)),
+        Span::styled(
+            "░".repeat(width.saturating_sub(filled)),
+            Style::new().fg(Color::DarkGray),
+        ),
+        Span::raw(format!(" {:>3.0}%", ratio * 100.0)),
+    ])
+}
+
+/// One line for a small screen: each tier's use and its share of the budget.
+pub(super) fn draw_summary(frame: &mut Frame, area: Rect, app: &App) {
+    let line = match &app.memory {
+        None => Line::styled("memory: waiting…", Style::new().fg(Color::DarkGray)),
+        Some(m) => summary(m, area.width),
+    };
+    frame.render_widget(Paragraph::new(line), area);
+}
+
+fn summary(m: &MemorySnapshot, width: u16) -> Line<'static> {
+    let tier = |name: &str, t: &TierUsage, color: Color| {
+        let share = match t.budget_bytes {
+            Some(b) if b > 0 => format!(" {:.0}%", t.used_bytes as f64 * 100.0 / b as f64),
+            _ => String::new(),
+        };
+        vec![
+            Span::styled(format!("{name} "), Style::new().fg(color)),
+            Span::raw(format!("{}{share} ", short_bytes(t.used_bytes))),
+        ]
+    };
+    let mut spans = tier("hot", &m.hot, HOT);
+    spans.extend(tier("warm", &m.warm, WARM));
+    spans.extend(tier("cold", &m.cold, COLD));
+    let mut line = Line::from(spans);
+    // Where the hot tier lives, when there is room to say it.
+    if m.gpus.is_empty() && line.width() + 7 <= width as usize {
+        line.spans
+            .insert(1, Span::styled("(RAM) ", Style::new().fg(HOT)));
+    }
+    line
+}
+
+/// "1.5G", "512M", "24G": bytes in at most four characters.
+fn short_bytes(bytes: u64) -> String {
+    const UNITS: [&str; 5] = ["B", "K", "M", "G", "T"];
+    let mut value = bytes as f64;
+    let mut unit = 0;
+    while value >= 1024.0 && unit + 1 < UNITS.len() {
+        value /= 1024.0;
+        unit += 1;
+    }
+    if value < 10.0 && unit > 0 {
+        format!("{value:.1}{}", UNITS[unit])
+    } else {
+        format!("{value:.0}{}", UNITS[unit])
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn short_bytes_fit_four_chars() {
+        assert_eq!(short_bytes(512), "512B");
+        assert_eq!(short_bytes(1536 * 1024 * 1024), "1.5G");
+        assert_eq!(short_bytes(512 * 1024 * 1024), "512M");
+        assert_eq!(short_bytes(24 * 1024 * 1024 * 1024), "24G");
+    }
+
+    #[test]
+    fn gauge_never_hides_a_used_tier() {
+        let t = TierUsage {
+            used_bytes: 1,
+            budget_bytes: Some(1 << 40),
+            ..Default::default()
+        };
+        let text: String = gauge("VRAM", &t, 0, 10, HOT)
+            .spans
+            .iter()
+            .map(|s| s.content.as_ref())
+            .collect();
+        assert_eq!(text, "VRAM █░░░░░░░░░   0%");
+    }
+}
