@@ -396,7 +396,13 @@ impl App {
                     decode_tokens_per_s,
                 });
             }
-            EngineEvent::Context { used, n_ctx } => self.context = Some((used, n_ctx)),
+            EngineEvent::Context { used, n_ctx } => {
+                self.context = Some((used, n_ctx));
+                // The engine ends every command with one Context event, failed turns
+                // included (they send Error, not TurnDone).
+                self.generating = false;
+                self.reply_open = false;
+            }
             EngineEvent::Saved { session, ms, bytes } => {
                 self.last_save_ms = Some(ms);
                 let size = crate::ui::human_bytes(bytes);
@@ -439,15 +445,17 @@ impl App {
                 self.sessions = rows;
             }
             EngineEvent::Error(text) => {
-                // The engine stays usable after an error; so must the input box.
-                self.generating = false;
-                self.reply_open = false;
                 self.progress = None;
-                self.messages.push(Message {
-                    role: Role::Error,
-                    content: text.clone(),
-                    stopped: false,
-                });
+                // In the conversation where the user is looking, unless a reply is still
+                // streaming: the error would split it in two. The footer shows it either way.
+                if !self.reply_open {
+                    self.generating = false;
+                    self.messages.push(Message {
+                        role: Role::Error,
+                        content: text.clone(),
+                        stopped: false,
+                    });
+                }
                 self.set_note(&text, true);
             }
             EngineEvent::Info(text) => self.set_note(&text, false),

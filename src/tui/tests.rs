@@ -387,8 +387,35 @@ fn tokens_stream_into_one_reply_and_errors_leave_it_usable() {
     let mut app = streamed_app();
     assert_eq!(app.messages.len(), 2);
     assert!(app.messages[1].content.contains("```rust\nlet text"));
-    engine(&mut app, [EngineEvent::Error("decode failed".into())]);
+    // An error while a reply streams goes to the footer and leaves the reply whole.
+    type_text(&mut app, "next");
+    press(&mut app, [key(KeyCode::Enter)]);
+    engine(
+        &mut app,
+        [
+            EngineEvent::Token("part one".into()),
+            EngineEvent::Error("cold tier over budget".into()),
+            EngineEvent::Token(", part two".into()),
+        ],
+    );
+    assert_eq!(app.messages.last().unwrap().content, "part one, part two");
+    assert!(app.note.as_ref().is_some_and(|n| n.error));
+    // A failed turn: Error, then the Context every command ends with. The app is usable.
+    engine(&mut app, [turn_done(false)]);
+    type_text(&mut app, "fails");
+    press(&mut app, [key(KeyCode::Enter)]);
+    engine(
+        &mut app,
+        [
+            EngineEvent::Error("decode failed".into()),
+            EngineEvent::Context {
+                used: 10,
+                n_ctx: 4096,
+            },
+        ],
+    );
     assert_eq!(app.messages.last().unwrap().role, Role::Error);
+    assert!(!app.generating);
     type_text(&mut app, "again");
     assert_eq!(
         press(&mut app, [key(KeyCode::Enter)]),
