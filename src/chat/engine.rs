@@ -501,7 +501,9 @@ impl<'c, 'm> Engine<'c, 'm, '_> {
                 "the context is full; /reset to start over".into(),
             ));
         }
-        self.autosave(ctx)
+        self.autosave(ctx)?;
+        self.send_sessions();
+        Ok(())
     }
 
     /// Saves the active conversation if it is a session (after every turn).

@@ -35,8 +35,12 @@ Ctrl-C stops the current reply. End a line with \\ to continue on the next one."
 pub fn run(env: &Env, args: ChatArgs) -> Result<ExitCode> {
     let options = options(env, &args)?;
     pull_default_if_missing(env, &options.model)?;
+    let tui = !args.plain && std::io::stdin().is_terminal() && std::io::stdout().is_terminal();
     let cancel = Arc::new(AtomicBool::new(false));
     let (events_tx, events) = std::sync::mpsc::channel();
+    if tui {
+        return run_tui(env, options, events_tx, events, cancel);
+    }
     let (commands, engine) = chat::spawn(options, events_tx, cancel.clone());
     let result = line_mode(env, &events, &commands, &cancel);
     let _ = commands.send(UserCommand::Quit);
@@ -50,6 +54,50 @@ pub fn run(env: &Env, args: ChatArgs) -> Result<ExitCode> {
     }
     let _ = engine.join();
     result
+}
+
+/// The full-screen TUI: logs go to a file while it owns the terminal, Ctrl-C (a key there,
+/// not a signal) stops a reply through the engine's cancel flag.
+fn run_tui(
+    env: &Env,
+    options: ChatOptions,
+    events_tx: Sender<EngineEvent>,
+    events: Receiver<EngineEvent>,
+    cancel: Arc<AtomicBool>,
+) -> Result<ExitCode> {
+    let title = options
+        .model
+        .path
+        .file_stem()
+        .map(|s| s.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let session = options.session.clone();
+    let log = crate::logging::to_file(&env.paths.logs).ok();
+    let (engine_commands, engine) = chat::spawn(options, events_tx, cancel.clone());
+    // Stop is a flag the generating engine watches; everything else is a command.
+    let (tui_commands, from_tui) = std::sync::mpsc::channel::<UserCommand>();
+    let forwarder = std::thread::spawn(move || {
+        for command in from_tui {
+            if command == UserCommand::Stop {
+                cancel.store(true, Ordering::SeqCst);
+            } else if engine_commands.send(command).is_err() {
+                break;
+            }
+        }
+    });
+    let result = crate::tui::run_terminal(
+        crate::tui::TuiOptions { title, session },
+        events,
+        tui_commands,
+    );
+    // The engine saves every open session on quit; wait for it.
+    let _ = forwarder.join();
+    let _ = engine.join();
+    crate::logging::to_stderr();
+    if let (Err(_), Some(log)) = (&result, log) {
+        eprintln!("(the log is in {})", log.display());
+    }
+    result.map(|()| ExitCode::SUCCESS)
 }
 
 /// Settles the model, settings and tiers. A named session's recorded settings win over the

@@ -1,7 +1,7 @@
 //! The real terminal: raw mode and the alternate screen on the way in, and the way back out
 //! on every exit path (normal quit, error, panic, SIGTERM/SIGHUP).
 
-use std::io::{self, Write};
+use std::io::{self, IsTerminal, Write};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{Receiver, Sender};
 use std::sync::{Arc, Mutex, Once};
@@ -68,7 +68,7 @@ struct CrosstermInput {
 
 impl InputSource for CrosstermInput {
     fn next_input(&mut self, timeout: Duration) -> anyhow::Result<Option<Input>> {
-        if self.terminate.swap(false, Ordering::SeqCst) {
+        if self.terminate.swap(false, Ordering::SeqCst) || !io::stdin().is_terminal() {
             return Ok(Some(Input::Terminate));
         }
         if event::poll(timeout).context("reading the terminal")? {
@@ -87,13 +87,28 @@ fn register_signals(flag: &Arc<AtomicBool>) -> anyhow::Result<Vec<signal_hook::S
     let mut signals = vec![SIGTERM, SIGINT];
     #[cfg(unix)]
     signals.push(signal_hook::consts::SIGHUP);
-    signals
-        .into_iter()
-        .map(|s| {
-            signal_hook::flag::register(s, Arc::clone(flag))
-                .with_context(|| format!("installing a handler for signal {s}"))
-        })
-        .collect()
+    let seen = Arc::new(AtomicBool::new(false));
+    let mut ids = Vec::new();
+    for s in signals {
+        for target in [flag, &seen] {
+            ids.push(
+                signal_hook::flag::register(s, Arc::clone(target))
+                    .with_context(|| format!("installing a handler for signal {s}"))?,
+            );
+        }
+    }
+    // When the terminal itself is gone (the window closed, the tmux pane killed), stdin
+    // reads EOF forever and crossterm's poll can spin inside without returning to the loop
+    // that would see the flag. Sessions are saved after every turn, so after a grace period
+    // for a clean quit the watchdog ends the process rather than let it spin.
+    std::thread::spawn(move || loop {
+        std::thread::sleep(Duration::from_millis(200));
+        if seen.load(Ordering::SeqCst) {
+            std::thread::sleep(Duration::from_secs(5));
+            std::process::exit(129);
+        }
+    });
+    Ok(ids)
 }
 
 /// Puts the terminal into TUI mode; dropping it puts it back, whatever happened in between.
