@@ -7,6 +7,7 @@ use anyhow::{bail, Result};
 
 use crate::engine::{ChatMessage, Context, Model, TokenId};
 use crate::sequence::Sequence;
+use crate::session::live::ConversationState;
 use crate::settings::ContextOverflow;
 
 pub struct Conversation<'m> {
@@ -158,6 +159,15 @@ impl<'m> Conversation<'m> {
             Some(tail) => self.model.tokenize(tail, false),
             // The template re-rendered earlier turns differently: fall back to the whole.
             None => self.model.tokenize(rendered, false),
+        }
+    }
+
+    /// What a session save records besides the tokens.
+    pub fn state(&self) -> ConversationState<'_> {
+        ConversationState {
+            messages: &self.messages,
+            rendered_len: self.rendered_len,
+            raw: self.raw,
         }
     }
 

@@ -142,6 +142,18 @@ impl SamplingSettings {
         }
     }
 
+    /// Plain argmax: fully deterministic (benchmarks and tests).
+    pub fn greedy() -> Self {
+        Self {
+            temp: 0.0,
+            top_k: 0,
+            top_p: 1.0,
+            min_p: 0.0,
+            repeat_penalty: 1.0,
+            seed: 0,
+        }
+    }
+
     /// A session's recorded sampling, with any flag given now taking precedence.
     pub fn resolve_over(args: &SamplingArgs, base: &SamplingSettings) -> Self {
         Self {

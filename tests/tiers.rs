@@ -258,3 +258,89 @@ fn q8_0_sessions_save_restore_and_continue_deterministically() {
     let ratio = bytes(&q8) as f64 / bytes(&f16) as f64;
     assert!(ratio < 0.6, "q8_0 uses {ratio:.2} of f16's bytes");
 }
+
+#[test]
+fn pages_shared_by_two_sessions_stay_single_in_every_tier() {
+    let home = Home::new();
+    let model = tiny_model();
+    let m = path_str(&model);
+    let doc = long_text(2);
+    run_json(
+        &home,
+        &[
+            "run",
+            "--session",
+            "a",
+            m,
+            "--raw",
+            "-p",
+            &doc,
+            "-n",
+            "1",
+            "-t",
+            THREADS,
+        ],
+    );
+    let b = run_json(
+        &home,
+        &[
+            "run",
+            "--session",
+            "b",
+            m,
+            "--raw",
+            "-p",
+            &format!("{doc} More."),
+            "-n",
+            "1",
+            "-t",
+            THREADS,
+        ],
+    );
+    assert!(b["reused_tokens"].as_u64().unwrap() > 0);
+    let pages = |name: &str| -> Vec<String> {
+        let text =
+            std::fs::read_to_string(home.path().join(format!("sessions/{name}/session.kvrun")))
+                .unwrap();
+        let v: serde_json::Value = serde_json::from_str(text.split_once('\n').unwrap().1).unwrap();
+        v["snapshot"]["pages"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|p| p.as_str().unwrap().to_string())
+            .collect()
+    };
+    let (pa, pb) = (pages("a"), pages("b"));
+    let shared = pa.iter().filter(|p| pb.contains(p)).count();
+    assert!(shared > 0, "no shared pages");
+    // Cold: one file per object id, so a shared page is one file.
+    let out = home.run(&["stats", "--json"]);
+    let stats: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let mut all: Vec<String> = pa.iter().chain(&pb).cloned().collect();
+    all.sort();
+    all.dedup();
+    assert!(stats["cold"]["objects"].as_u64().unwrap() < (pa.len() + pb.len()) as u64);
+    // Warm and hot: cycling both through a one-session context keeps one copy of each page.
+    let out = home.run_with_stdin(
+        &[
+            "chat",
+            m,
+            "--plain",
+            "-n",
+            "1",
+            "--temp",
+            "0",
+            "--hot-sessions",
+            "1",
+        ],
+        "/session a\n/session b\n/session a\n/stats json\n",
+    );
+    assert!(out.status.success(), "{}", stderr(&out));
+    let snapshot = memory_lines(&stdout(&out)).pop().unwrap();
+    let objects = stats["cold"]["objects"].as_u64().unwrap();
+    assert!(
+        snapshot["warm"]["pages"].as_u64().unwrap() <= objects,
+        "{snapshot}"
+    );
+    assert_eq!(snapshot["hot"]["sessions"], serde_json::json!(["a"]));
+}

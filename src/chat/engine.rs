@@ -21,7 +21,7 @@ use crate::session::capture::Slot;
 use crate::session::catalog::SessionCatalog;
 use crate::session::error::SessionError;
 use crate::session::identity::{kv_identity, model_identity};
-use crate::session::live::{ConversationState, LiveSession, SessionObserver};
+use crate::session::live::{LiveSession, SessionObserver};
 use crate::settings::{ContextOverflow, EngineSettings, SamplingSettings, DEFAULT_PAGE_TOKENS};
 use crate::tiers::WarmPool;
 use crate::tui::protocol::{
@@ -376,7 +376,7 @@ impl<'c, 'm> Engine<'c, 'm, '_> {
         }
         let tokens = open.conversation.seq.kv_len();
         if let Some(live) = &mut open.live {
-            live.save(ctx, &open.conversation.seq, state(&open.conversation))?;
+            live.save(ctx, &open.conversation.seq, open.conversation.state())?;
             self.book.cold_changed();
             // Demotion writes only what the lower tier lacks: pages already on disk are read
             // back into RAM in the background, off the token path.
@@ -523,7 +523,7 @@ impl<'c, 'm> Engine<'c, 'm, '_> {
             ));
             return Ok(());
         };
-        let report = live.save(ctx, &open.conversation.seq, state(&open.conversation))?;
+        let report = live.save(ctx, &open.conversation.seq, open.conversation.state())?;
         self.book.cold_changed();
         let name = live.name.clone();
         self.send(EngineEvent::Saved {
@@ -623,7 +623,7 @@ impl<'c, 'm> Engine<'c, 'm, '_> {
         for i in 0..self.hot.len() {
             let open = &mut self.hot[i];
             if let Some(live) = &mut open.live {
-                if let Err(e) = live.save(ctx, &open.conversation.seq, state(&open.conversation)) {
+                if let Err(e) = live.save(ctx, &open.conversation.seq, open.conversation.state()) {
                     let _ = self.events.send(EngineEvent::Error(format!(
                         "saving session '{}' failed: {e:#}",
                         live.name
@@ -744,14 +744,6 @@ impl<'c, 'm> Engine<'c, 'm, '_> {
             cold_sessions,
         );
         self.send(EngineEvent::Memory(Box::new(snapshot)));
-    }
-}
-
-fn state<'a>(conversation: &'a Conversation<'_>) -> ConversationState<'a> {
-    ConversationState {
-        messages: &conversation.messages,
-        rendered_len: conversation.rendered_len,
-        raw: conversation.raw,
     }
 }
 

@@ -6,3 +6,4 @@ mod engine;
 mod tiers;
 
 pub use engine::{spawn, ChatOptions, TierSettings};
+pub use tiers::gpu_memory;

@@ -26,6 +26,18 @@ pub struct HotView {
     pub page_tokens: u64,
 }
 
+/// The GPUs as the memory panel shows them.
+pub fn gpu_memory() -> Vec<DeviceMemory> {
+    gpu_devices()
+        .into_iter()
+        .map(|g| DeviceMemory {
+            name: g.name,
+            total_bytes: g.total_bytes,
+            free_bytes: g.free_bytes,
+        })
+        .collect()
+}
+
 pub struct TierBook {
     pub hits: HitCounters,
     pub last_move: Option<String>,
@@ -68,14 +80,7 @@ impl TierBook {
         let system = SystemMemory::read(&paths.data);
         let w = warm.stats();
         MemorySnapshot {
-            gpus: gpu_devices()
-                .into_iter()
-                .map(|g| DeviceMemory {
-                    name: g.name,
-                    total_bytes: g.total_bytes,
-                    free_bytes: g.free_bytes,
-                })
-                .collect(),
+            gpus: gpu_memory(),
             hot: TierUsage {
                 used_bytes: hot.bytes,
                 // The hot budget is the context's cells, shown in bytes at the current rate.

@@ -100,14 +100,7 @@ fn measure(
     let started = Instant::now();
     seq.sync(&mut ctx, true, &mut NoObserver)?;
     let prefill_s = started.elapsed().as_secs_f64();
-    let greedy = SamplingSettings {
-        temp: 0.0,
-        top_k: 0,
-        top_p: 1.0,
-        min_p: 0.0,
-        repeat_penalty: 1.0,
-        seed: 0,
-    };
+    let greedy = SamplingSettings::greedy();
     let mut sampler = Sampler::new(model, &greedy, seq.tokens());
     let cancel = AtomicBool::new(false);
     let options = GenerateOptions {

@@ -145,14 +145,7 @@ pub(super) fn prefill_session(
     tokens: &[TokenId],
 ) -> Result<(f64, f64)> {
     let lock = catalog.lock(name)?;
-    let greedy = SamplingSettings {
-        temp: 0.0,
-        top_k: 0,
-        top_p: 1.0,
-        min_p: 0.0,
-        repeat_penalty: 1.0,
-        seed: 0,
-    };
+    let greedy = SamplingSettings::greedy();
     let mut live = LiveSession::new(
         catalog,
         name,
@@ -215,6 +208,8 @@ fn measure_length(
     let llama_bytes = std::fs::metadata(&llama_file)?.len();
     drop(ctx);
     let mut fresh = Context::new(model, engine, DEFAULT_PAGE_TOKENS, SESSION_SEQS)?;
+    // From a cold page cache, like kvrun's restore below.
+    drop_page_cache();
     let started = Instant::now();
     fresh.llama_seq_load_file(&llama_file, 0, tokens.len())?;
     let llama_load_ms = started.elapsed().as_secs_f64() * 1e3;

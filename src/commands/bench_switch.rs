@@ -87,7 +87,11 @@ pub fn run(env: &Env, args: BenchSwitchArgs) -> Result<ExitCode> {
                 warm_idle: None,
             };
             env.ui.note("switching ...");
-            let stats = switch_rounds(&paths, &choice, &engine, tiers, n, args.rounds)?;
+            // The hot tier is the context's cell pool: size it for a third of the sessions.
+            let mut hot_engine = engine.clone();
+            hot_engine.ctx_size =
+                (third * (t + 256) + 512).min(model.facts().n_ctx_train as usize) as u32;
+            let stats = switch_rounds(&paths, &choice, &hot_engine, tiers, n, args.rounds)?;
             let prefill = median(&prefill_s);
             println!("| switches | median TTFT ms | worst TTFT ms | prefill of one session s | hot high-water | warm high-water (budget) | cold |");
             println!("|---:|---:|---:|---:|---:|---:|---:|");
@@ -139,14 +143,7 @@ fn options(
             source: ModelSource::Argument,
         },
         engine: engine.clone(),
-        sampling: SamplingSettings {
-            temp: 0.0,
-            top_k: 0,
-            top_p: 1.0,
-            min_p: 0.0,
-            repeat_penalty: 1.0,
-            seed: 0,
-        },
+        sampling: SamplingSettings::greedy(),
         session,
         system: None,
         overflow: ContextOverflow::Error,

@@ -17,7 +17,7 @@ use crate::engine::{Context, Model, Sampler, TokenId, TokenLogprob};
 use crate::exit::usage;
 use crate::sequence::{GenerateOptions, Generated, StopReason, SyncObserver};
 use crate::session::catalog::SessionCatalog;
-use crate::session::live::{ConversationState, SessionObserver};
+use crate::session::live::SessionObserver;
 use crate::settings::{ContextOverflow, EngineSettings, SamplingSettings, DEFAULT_PAGE_TOKENS};
 use crate::ui::PrefillBar;
 
@@ -153,15 +153,7 @@ fn run_session(env: &Env, args: &RunArgs, name: &str) -> Result<ExitCode> {
     };
     drop(bar);
     conversation.add_assistant(generated.text.clone());
-    let saved = live.save(
-        &mut ctx,
-        &conversation.seq,
-        ConversationState {
-            messages: &conversation.messages,
-            rendered_len: conversation.rendered_len,
-            raw: conversation.raw,
-        },
-    )?;
+    let saved = live.save(&mut ctx, &conversation.seq, conversation.state())?;
     let fields = SessionFields {
         session: name.to_string(),
         session_tokens: conversation.seq.len(),

@@ -19,7 +19,7 @@ use crate::exit::usage;
 use crate::sequence::NoObserver;
 use crate::session::catalog::SessionCatalog;
 use crate::session::export;
-use crate::session::live::{ConversationState, SessionObserver};
+use crate::session::live::SessionObserver;
 use crate::settings::{ContextOverflow, DEFAULT_PAGE_TOKENS};
 use crate::ui::{human_bytes, PrefillBar};
 
@@ -93,15 +93,7 @@ fn save(env: &Env, args: SessionSaveArgs) -> Result<ExitCode> {
     };
     let prefill_ms = started.elapsed().as_secs_f64() * 1e3;
     drop(bar);
-    let saved = live.save(
-        &mut ctx,
-        &conversation.seq,
-        ConversationState {
-            messages: &conversation.messages,
-            rendered_len: conversation.rendered_len,
-            raw: conversation.raw,
-        },
-    )?;
+    let saved = live.save(&mut ctx, &conversation.seq, conversation.state())?;
     let report = SaveReportJson {
         session: args.name.clone(),
         tokens: conversation.seq.len(),

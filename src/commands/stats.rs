@@ -60,14 +60,7 @@ pub fn run(env: &Env, args: StatsArgs) -> Result<ExitCode> {
         },
         warm_budget_bytes: tiers.warm_budget,
         hot_sessions_per_process: tiers.hot_sessions,
-        gpus: crate::engine::gpu_devices()
-            .into_iter()
-            .map(|g| DeviceMemory {
-                name: g.name,
-                total_bytes: g.total_bytes,
-                free_bytes: g.free_bytes,
-            })
-            .collect(),
+        gpus: crate::chat::gpu_memory(),
         ram_total_bytes: system.ram_total,
         ram_available_bytes: system.ram_available,
         disk_total_bytes: system.disk_total,

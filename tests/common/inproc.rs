@@ -45,14 +45,7 @@ pub fn uninterrupted_with(
     };
     let mut ctx = Context::new(&model, &engine, 256, 2).unwrap();
     let mut conversation = Conversation::new(&model, raw, None);
-    let greedy = SamplingSettings {
-        temp: 0.0,
-        top_k: 40,
-        top_p: 0.95,
-        min_p: 0.05,
-        repeat_penalty: 1.0,
-        seed: 0,
-    };
+    let greedy = SamplingSettings::greedy();
     let cancel = AtomicBool::new(false);
     let mut out = Vec::new();
     for turn in turns {
