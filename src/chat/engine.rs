@@ -172,6 +172,11 @@ fn run(
             Ok(command) => {
                 if let Err(e) = engine.handle(&mut ctx, command) {
                     let _ = events.send(EngineEvent::Error(crate::exit::one_line(&e)));
+                    // A failed switch may have emptied the context: keep a conversation open.
+                    if engine.hot.is_empty() {
+                        engine.open_unsaved(&mut ctx);
+                    }
+                    engine.active = engine.active.min(engine.hot.len() - 1);
                 }
                 engine.send_memory(&ctx);
                 // Every command ends with exactly one Context event: front ends wait for it.
@@ -256,6 +261,14 @@ impl<'c, 'm> Engine<'c, 'm, '_> {
             self.send_switched();
             return Ok(());
         }
+        // Lock and read the session before anything leaves the context, so a session in use
+        // elsewhere or unreadable changes nothing here.
+        let lock = self.catalog.lock(name)?;
+        let manifest = match self.catalog.read_manifest(name) {
+            Ok(m) => Some(m),
+            Err(SessionError::NotFound { .. }) => None,
+            Err(e) => return Err(e.into()),
+        };
         // An unsaved conversation lives only while it is active (`/fork NAME` keeps one).
         if let Some(i) = self.hot.iter().position(|o| o.live.is_none()) {
             let open = self.hot.remove(i);
@@ -271,12 +284,6 @@ impl<'c, 'm> Engine<'c, 'm, '_> {
             self.demote_lru(ctx, None)?;
         }
         let seq = self.free_seq().context("no free sequence")?;
-        let lock = self.catalog.lock(name)?;
-        let manifest = match self.catalog.read_manifest(name) {
-            Ok(m) => Some(m),
-            Err(SessionError::NotFound { .. }) => None,
-            Err(e) => return Err(e.into()),
-        };
         let identity = model_identity(&self.options.model.path, &self.model.facts().description)?;
         let mut live = LiveSession::new(
             self.catalog,
