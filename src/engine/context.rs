@@ -19,7 +19,7 @@ pub struct ContextInfo {
     pub n_ctx: u32,
     /// Tokens per KV page; no decode batch crosses a page boundary.
     pub page_tokens: u32,
-    /// Largest decode batch (a divisor-free cap at or below `page_tokens`).
+    /// Largest decode batch (never above `page_tokens`).
     pub n_batch: u32,
     pub n_seq_max: u32,
     pub kv_type: KvType,

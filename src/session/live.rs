@@ -348,6 +348,7 @@ impl<'c> LiveSession<'c> {
         };
         let name = self.name.clone();
         // Full-attention pages, up to the first damaged one.
+        let read_started = Instant::now();
         let mut base: Vec<Vec<u8>> = Vec::with_capacity(snap.pages.len());
         for (i, id) in snap.pages.iter().enumerate() {
             match read_rows(id, p * layout.bytes_per_token(BASE)) {
@@ -466,7 +467,15 @@ impl<'c> LiveSession<'c> {
                     chunks: swa_slices.iter().map(Vec::as_slice).collect(),
                 });
             }
-            match capture::restore_into(ctx, self.slot, &layout, &sections) {
+            let read_ms = read_started.elapsed().as_secs_f64() * 1e3;
+            let load_started = Instant::now();
+            let loaded = capture::restore_into(ctx, self.slot, &layout, &sections);
+            tracing::debug!(
+                "session '{name}': read and verified pages in {read_ms:.1} ms, assembled and \
+                 loaded {end} tokens in {:.1} ms",
+                load_started.elapsed().as_secs_f64() * 1e3
+            );
+            match loaded {
                 Ok(()) => {
                     for id in snap.pages.iter().take(pages) {
                         self.present.insert(*id);
