@@ -1,6 +1,6 @@
 //! Diagnostics through `tracing`. Silent by default (warnings from kvrun only); `-v` adds
 //! kvrun's info and llama.cpp's own log, `-vv` debug. `KVRUN_LOG` takes a full filter
-//! instead (for example `KVRUN_LOG=kvrun=debug,llama_cpp_2=info`).
+//! instead (for example `KVRUN_LOG=kvrun=debug,llama-cpp-2=info`; llama.cpp logs under `llama-cpp-2`).
 //!
 //! Logs go to stderr, except while the TUI owns the terminal: then they go to a file in the
 //! logs folder, never onto the screen being drawn.
@@ -19,9 +19,9 @@ static LOG_FILE: Mutex<Option<File>> = Mutex::new(None);
 pub fn init(verbose: u8, quiet: bool) {
     let default = match (quiet, verbose) {
         (true, _) => "error",
-        (false, 0) => "kvrun=warn,llama_cpp_2=off",
-        (false, 1) => "kvrun=info,llama_cpp_2=info",
-        (false, _) => "kvrun=debug,llama_cpp_2=debug",
+        (false, 0) => "kvrun=warn,llama-cpp-2=off",
+        (false, 1) => "kvrun=info,llama-cpp-2=info",
+        (false, _) => "kvrun=debug,llama-cpp-2=debug",
     };
     let filter = std::env::var("KVRUN_LOG")
         .ok()

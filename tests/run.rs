@@ -178,3 +178,20 @@ fn model_names_resolve_in_the_models_folder() {
     assert_eq!(list[0]["architecture"], "llama");
     assert_eq!(list[0]["context_length"], 4096);
 }
+
+#[test]
+fn llama_cpp_log_is_silent_by_default_and_shown_with_v() {
+    let home = Home::new();
+    let model = tiny_model();
+    let m = path_str(&model);
+    let quiet = home.run(&["run", m, "-p", "hi", "-n", "1"]);
+    assert!(quiet.status.success());
+    assert!(stderr(&quiet).trim().is_empty(), "{}", stderr(&quiet));
+    let verbose = home.run(&["-v", "run", m, "-p", "hi", "-n", "1"]);
+    assert!(verbose.status.success());
+    assert!(
+        stderr(&verbose).contains("llama_model_loader"),
+        "{}",
+        stderr(&verbose)
+    );
+}
