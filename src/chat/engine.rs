@@ -732,23 +732,12 @@ impl<'c, 'm> Engine<'c, 'm, '_> {
             capacity_tokens: ctx.info().n_ctx as u64,
             page_tokens: ctx.info().page_tokens as u64,
         };
-        let cold_sessions = self
-            .catalog
-            .list()
-            .map(|l| {
-                l.into_iter()
-                    .filter(|s| s.kv_tokens > 0)
-                    .map(|s| s.name)
-                    .collect()
-            })
-            .unwrap_or_default();
         let snapshot = self.book.snapshot(
             &self.options.paths,
             hot,
             &self.warm,
-            self.catalog.store(),
+            self.catalog,
             self.options.tiers.cold_budget,
-            cold_sessions,
         );
         self.send(EngineEvent::Memory(Box::new(snapshot)));
     }

@@ -5,6 +5,7 @@ use std::time::Instant;
 
 use crate::engine::gpu_devices;
 use crate::paths::Paths;
+use crate::session::catalog::SessionCatalog;
 use crate::tiers::{SystemMemory, WarmPool};
 use crate::tui::protocol::{DeviceMemory, MemorySnapshot, TierUsage};
 
@@ -42,7 +43,10 @@ pub struct TierBook {
     pub hits: HitCounters,
     pub last_move: Option<String>,
     pub warm_sessions: Vec<String>,
-    cold_cache: Option<(Instant, u64, u64)>,
+    /// The cold tier's figures (object count, bytes, sessions with pages), re-read after a
+    /// save or every few seconds rather than on every one-second snapshot: listing sessions
+    /// parses every manifest.
+    cold_cache: Option<(Instant, u64, u64, Vec<String>)>,
 }
 
 impl TierBook {
@@ -65,17 +69,26 @@ impl TierBook {
         paths: &Paths,
         hot: HotView,
         warm: &WarmPool,
-        store: &crate::store::ObjectStore,
+        catalog: &SessionCatalog,
         cold_budget: Option<u64>,
-        cold_sessions: Vec<String>,
     ) -> MemorySnapshot {
-        let (cold_count, cold_bytes) = match self.cold_cache {
-            Some((at, n, b)) if at.elapsed().as_secs() < 5 => (n, b),
-            _ => {
-                let (n, b) = store.usage().unwrap_or((0, 0));
-                self.cold_cache = Some((Instant::now(), n, b));
-                (n, b)
-            }
+        let fresh = matches!(&self.cold_cache, Some((at, ..)) if at.elapsed().as_secs() < 5);
+        if !fresh {
+            let (n, b) = catalog.store().usage().unwrap_or((0, 0));
+            let sessions = catalog
+                .list()
+                .map(|l| {
+                    l.into_iter()
+                        .filter(|s| s.kv_tokens > 0)
+                        .map(|s| s.name)
+                        .collect()
+                })
+                .unwrap_or_default();
+            self.cold_cache = Some((Instant::now(), n, b, sessions));
+        }
+        let (cold_count, cold_bytes, cold_sessions) = match &self.cold_cache {
+            Some((_, n, b, sessions)) => (*n, *b, sessions.clone()),
+            None => (0, 0, Vec::new()),
         };
         let system = SystemMemory::read(&paths.data);
         let w = warm.stats();
