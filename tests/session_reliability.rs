@@ -36,23 +36,6 @@ fn check(home: &Home, name: &str) -> std::process::Output {
     ])
 }
 
-fn objects(home: &Home) -> Vec<PathBuf> {
-    fn walk(dir: &Path, out: &mut Vec<PathBuf>) {
-        for e in std::fs::read_dir(dir).into_iter().flatten().flatten() {
-            let p = e.path();
-            if p.is_dir() {
-                walk(&p, out);
-            } else if !e.file_name().to_string_lossy().starts_with('.') {
-                out.push(p);
-            }
-        }
-    }
-    let mut out = Vec::new();
-    walk(&home.path().join("kv/objects"), &mut out);
-    out.sort();
-    out
-}
-
 #[test]
 fn kill_9_at_random_moments_never_loses_a_session() {
     let home = Home::new();
@@ -154,7 +137,7 @@ fn next_turn_matches(damaged: &Home, reference: &Home, model: &Path, expect_warn
 fn bit_flipped_page_is_detected_and_recomputed() {
     let (damaged, reference, model) = damaged_and_reference();
     // Flip one bit in the payload of the first full page (the largest objects are pages).
-    let mut files = objects(&damaged);
+    let mut files = object_files(&damaged);
     files.sort_by_key(|p| std::fs::metadata(p).unwrap().len());
     let page = files.last().unwrap();
     let mut bytes = std::fs::read(page).unwrap();
@@ -167,7 +150,7 @@ fn bit_flipped_page_is_detected_and_recomputed() {
 #[test]
 fn truncated_objects_are_detected_and_recomputed() {
     let (damaged, reference, model) = damaged_and_reference();
-    for file in objects(&damaged) {
+    for file in object_files(&damaged) {
         let len = std::fs::metadata(&file).unwrap().len();
         std::fs::OpenOptions::new()
             .write(true)
@@ -182,7 +165,7 @@ fn truncated_objects_are_detected_and_recomputed() {
 #[test]
 fn missing_objects_are_recomputed() {
     let (damaged, reference, model) = damaged_and_reference();
-    for file in objects(&damaged) {
+    for file in object_files(&damaged) {
         std::fs::remove_file(file).unwrap();
     }
     next_turn_matches(&damaged, &reference, &model, "recomput");

@@ -206,7 +206,7 @@ fn fork_is_independent_and_copies_no_page() {
     let model = tiny_model();
     let m = path_str(&model);
     session_turn(&home, m, "a", true, &long_text(1), "4");
-    let objects = |h: &Home| walk_files(&h.path().join("kv/objects")).len();
+    let objects = |h: &Home| object_files(h).len();
     let before = objects(&home);
     let out = home.run(&["session", "fork", "a", "b"]);
     assert!(out.status.success(), "{}", stderr(&out));
@@ -235,35 +235,14 @@ fn session_json(home: &Home, name: &str) -> serde_json::Value {
     serde_json::from_slice(&out.stdout).unwrap()
 }
 
-pub fn walk_files(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
-    let mut out = Vec::new();
-    if let Ok(entries) = std::fs::read_dir(dir) {
-        for e in entries.flatten() {
-            let p = e.path();
-            if p.is_dir() {
-                out.extend(walk_files(&p));
-            } else if !p.file_name().unwrap().to_string_lossy().starts_with('.') {
-                out.push(p);
-            }
-        }
-    }
-    out
-}
-
 #[test]
 fn sessions_sharing_a_prefix_store_it_once() {
     let home = Home::new();
     let model = tiny_model();
     let m = path_str(&model);
     let doc = long_text(2);
-    let size = |h: &Home| -> u64 {
-        walk_files(&h.path().join("kv/objects"))
-            .iter()
-            .map(|p| std::fs::metadata(p).unwrap().len())
-            .sum()
-    };
     session_turn(&home, m, "s0", true, &format!("{doc} Task 0."), "1");
-    let one = size(&home);
+    let one = object_bytes(&home);
     for i in 1..5 {
         let v = session_turn(
             &home,
@@ -275,7 +254,7 @@ fn sessions_sharing_a_prefix_store_it_once() {
         );
         assert!(v["reused_tokens"].as_u64().unwrap() > 0);
     }
-    let all = size(&home);
+    let all = object_bytes(&home);
     assert!(
         (all as f64) < 1.5 * one as f64,
         "5 sessions use {all} bytes, one uses {one}"
@@ -288,9 +267,9 @@ fn save_writes_only_new_pages() {
     let model = tiny_model();
     let m = path_str(&model);
     session_turn(&home, m, "inc", true, &long_text(2), "1");
-    let before = walk_files(&home.path().join("kv/objects"));
+    let before = object_files(&home);
     session_turn(&home, m, "inc", true, " a short turn", "4");
-    let after = walk_files(&home.path().join("kv/objects"));
+    let after = object_files(&home);
     // Old page files are untouched (same modification time), and at most one page plus the
     // new tail were added.
     let new: Vec<_> = after.iter().filter(|p| !before.contains(p)).collect();

@@ -10,13 +10,9 @@ use common::inproc::{uninterrupted_with, THREADS};
 use common::*;
 use kvrun::settings::KvType;
 
-/// The token log of a session, read from its manifest (header line, then JSON).
+/// The token log of a session, read from its manifest.
 fn session_log(home: &Home, name: &str) -> Vec<i64> {
-    let text = std::fs::read_to_string(home.path().join(format!("sessions/{name}/session.kvrun")))
-        .unwrap();
-    let json = text.split_once('\n').unwrap().1;
-    let v: serde_json::Value = serde_json::from_str(json).unwrap();
-    v["tokens"]
+    manifest_json(home, name)["tokens"]
         .as_array()
         .unwrap()
         .iter()
@@ -227,15 +223,6 @@ fn q8_0_sessions_save_restore_and_continue_deterministically() {
             THREADS,
         ],
     );
-    let bytes = |h: &Home| -> u64 {
-        std::fs::read_dir(h.path().join("kv/objects"))
-            .unwrap()
-            .flatten()
-            .filter(|e| e.path().is_dir())
-            .flat_map(|d| std::fs::read_dir(d.path()).unwrap().flatten())
-            .map(|f| f.metadata().unwrap().len())
-            .sum()
-    };
     let q8 = Home::new();
     run_json(
         &q8,
@@ -255,7 +242,7 @@ fn q8_0_sessions_save_restore_and_continue_deterministically() {
             "q8_0",
         ],
     );
-    let ratio = bytes(&q8) as f64 / bytes(&f16) as f64;
+    let ratio = object_bytes(&q8) as f64 / object_bytes(&f16) as f64;
     assert!(ratio < 0.6, "q8_0 uses {ratio:.2} of f16's bytes");
 }
 
@@ -299,11 +286,7 @@ fn pages_shared_by_two_sessions_stay_single_in_every_tier() {
     );
     assert!(b["reused_tokens"].as_u64().unwrap() > 0);
     let pages = |name: &str| -> Vec<String> {
-        let text =
-            std::fs::read_to_string(home.path().join(format!("sessions/{name}/session.kvrun")))
-                .unwrap();
-        let v: serde_json::Value = serde_json::from_str(text.split_once('\n').unwrap().1).unwrap();
-        v["snapshot"]["pages"]
+        manifest_json(&home, name)["snapshot"]["pages"]
             .as_array()
             .unwrap()
             .iter()

@@ -169,3 +169,38 @@ pub fn long_text(copies: usize) -> String {
     let text = include_str!("../../assets/bench-prompt.txt");
     text.repeat(copies)
 }
+
+/// Every file under `dir`, recursively, except dot-files (locks), sorted.
+pub fn walk_files(dir: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    for e in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+        let p = e.path();
+        if p.is_dir() {
+            out.extend(walk_files(&p));
+        } else if !e.file_name().to_string_lossy().starts_with('.') {
+            out.push(p);
+        }
+    }
+    out.sort();
+    out
+}
+
+/// The KV object files of a home's store.
+pub fn object_files(home: &Home) -> Vec<PathBuf> {
+    walk_files(&home.path().join("kv/objects"))
+}
+
+/// Bytes of a home's KV object files.
+pub fn object_bytes(home: &Home) -> u64 {
+    object_files(home)
+        .iter()
+        .map(|p| std::fs::metadata(p).unwrap().len())
+        .sum()
+}
+
+/// A session's manifest as JSON (the file is a header line, then JSON).
+pub fn manifest_json(home: &Home, name: &str) -> serde_json::Value {
+    let text = std::fs::read_to_string(home.path().join(format!("sessions/{name}/session.kvrun")))
+        .unwrap();
+    serde_json::from_str(text.split_once('\n').unwrap().1).unwrap()
+}
