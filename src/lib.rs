@@ -19,6 +19,7 @@ pub mod conversation;
 pub mod engine;
 pub mod exit;
 pub mod gguf;
+pub mod interrupt;
 pub mod kv;
 pub mod logging;
 pub mod models;

@@ -33,6 +33,9 @@ pub trait SyncObserver {
     ) -> Result<(), EngineError> {
         Ok(())
     }
+    /// A decode finished: the context's sequence `seq` now holds `kv_len` tokens. Live
+    /// figures (context use, hot bytes) are read here while a reply streams.
+    fn decoded(&mut self, _ctx: &Context<'_>, _seq: i32, _kv_len: usize) {}
 }
 
 /// An observer that does nothing.
@@ -163,6 +166,7 @@ impl Sequence {
                 ControlFlow::Continue(())
             })?;
             self.kv_len = end;
+            observer.decoded(ctx, self.seq_id, end);
             if end % page == 0 {
                 observer.page_filled(ctx, end - page..end)?;
             }
@@ -176,6 +180,7 @@ impl Sequence {
                 ControlFlow::Continue(())
             })?;
             self.kv_len = n;
+            observer.decoded(ctx, self.seq_id, n);
             if n % page == 0 {
                 observer.page_filled(ctx, n - page..n)?;
             }
@@ -207,6 +212,11 @@ impl Sequence {
             prefilled: 0,
         };
         if options.max_tokens == 0 {
+            return Ok(out);
+        }
+        // Stopped before it started (a quit while the turn was queued): decode nothing.
+        if cancel.load(Ordering::Relaxed) {
+            out.stop = StopReason::Cancelled;
             return Ok(out);
         }
         let mut utf8 = Utf8Stream::default();

@@ -2,21 +2,21 @@
 //! cell pool (the hot tier); a RAM pool of pages is the warm tier; the object store the cold
 //! tier. Switching to a hot session is instant; others are restored through the tiers.
 
-use std::ops::ControlFlow;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::mpsc::{Receiver, RecvTimeoutError, Sender};
+use std::sync::mpsc::{Receiver, RecvTimeoutError, Sender, TryRecvError};
 use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use anyhow::{Context as _, Result};
 
+use super::progress::{OtherHot, TurnEvents};
 use super::tiers::{HotView, TierBook};
 use crate::conversation::Conversation;
-use crate::engine::{Context, EngineError, Model, Sampler};
+use crate::engine::{Context, Model, Sampler};
+use crate::interrupt::Interrupt;
 use crate::models::ModelChoice;
 use crate::paths::Paths;
-use crate::sequence::{GenerateOptions, StopReason, SyncObserver};
+use crate::sequence::{GenerateOptions, StopReason};
 use crate::session::capture::Slot;
 use crate::session::catalog::SessionCatalog;
 use crate::session::error::SessionError;
@@ -53,6 +53,10 @@ impl Default for TierSettings {
     }
 }
 
+/// The longest reply when `-n` is not given: a base model rarely emits an end token, and a
+/// reply nobody stops must not run on until the context is full.
+pub const DEFAULT_CHAT_MAX_TOKENS: u32 = 1024;
+
 pub struct ChatOptions {
     pub paths: Paths,
     pub model: ModelChoice,
@@ -62,22 +66,25 @@ pub struct ChatOptions {
     pub session: Option<String>,
     pub system: Option<String>,
     pub overflow: ContextOverflow,
+    /// The longest reply (None: [`DEFAULT_CHAT_MAX_TOKENS`]).
     pub max_tokens: Option<u32>,
     pub tiers: TierSettings,
 }
 
-/// Starts the engine thread. `cancel` stops the reply being generated (Ctrl-C); it is a
-/// flag rather than a command because the engine is busy generating when it matters.
+/// Starts the engine thread. `interrupt` stops the reply being generated (Ctrl-C) or
+/// everything (a quit); it is a flag rather than a command because the engine is busy
+/// generating when it matters. After a quit the engine saves every session and exits,
+/// whether or not the front end still sends commands.
 pub fn spawn(
     options: ChatOptions,
     events: Sender<EngineEvent>,
-    cancel: Arc<AtomicBool>,
+    interrupt: Interrupt,
 ) -> (Sender<UserCommand>, JoinHandle<()>) {
     let (tx, rx) = std::sync::mpsc::channel();
     let handle = std::thread::Builder::new()
         .name("kvrun-engine".into())
         .spawn(move || {
-            if let Err(e) = run(options, rx, &events, &cancel) {
+            if let Err(e) = run(options, rx, &events, &interrupt) {
                 let _ = events.send(EngineEvent::Error(crate::exit::one_line(&e)));
             }
             let _ = events.send(EngineEvent::Exited);
@@ -101,7 +108,7 @@ struct Engine<'c, 'm, 'x> {
     catalog: &'c SessionCatalog,
     warm: Arc<WarmPool>,
     events: &'x Sender<EngineEvent>,
-    cancel: &'x AtomicBool,
+    interrupt: &'x Interrupt,
     hot: Vec<Open<'c, 'm>>,
     active: usize,
     book: TierBook,
@@ -112,7 +119,7 @@ fn run(
     options: ChatOptions,
     commands: Receiver<UserCommand>,
     events: &Sender<EngineEvent>,
-    cancel: &AtomicBool,
+    interrupt: &Interrupt,
 ) -> Result<()> {
     let catalog = SessionCatalog::open(&options.paths)?;
     let warm = Arc::new(WarmPool::new(options.tiers.warm_budget));
@@ -154,7 +161,7 @@ fn run(
         catalog: &catalog,
         warm,
         events,
-        cancel,
+        interrupt,
         hot: Vec::new(),
         active: 0,
         book: TierBook::new(),
@@ -167,7 +174,17 @@ fn run(
     engine.send_memory(&ctx);
     engine.send_sessions();
     loop {
-        match commands.recv_timeout(Duration::from_secs(1)) {
+        // Once quitting, commands already queued still run (a message sent just before the
+        // quit is kept; its turn stops before decoding), then the engine leaves without
+        // waiting for a Quit that a vanished front end may never send.
+        let next = if interrupt.quitting() {
+            commands.try_recv().map_err(|e| match e {
+                TryRecvError::Empty | TryRecvError::Disconnected => RecvTimeoutError::Disconnected,
+            })
+        } else {
+            commands.recv_timeout(Duration::from_secs(1))
+        };
+        match next {
             Ok(UserCommand::Quit) | Err(RecvTimeoutError::Disconnected) => break,
             Ok(command) => {
                 if let Err(e) = engine.handle(&mut ctx, command) {
@@ -441,13 +458,9 @@ impl<'c, 'm> Engine<'c, 'm, '_> {
             reuse.warnings.clear();
         }
         let room = n_ctx.saturating_sub(open.conversation.seq.len());
+        let limit = self.options.max_tokens.unwrap_or(DEFAULT_CHAT_MAX_TOKENS) as usize;
         let options = GenerateOptions {
-            max_tokens: self
-                .options
-                .max_tokens
-                .map(|n| n as usize)
-                .unwrap_or(room)
-                .min(room),
+            max_tokens: limit.min(room),
             logprobs: None,
         };
         let mut sampler = Sampler::new(
@@ -455,13 +468,19 @@ impl<'c, 'm> Engine<'c, 'm, '_> {
             &self.options.sampling,
             open.conversation.seq.tokens(),
         );
-        self.cancel.store(false, Ordering::SeqCst);
-        let mut progress = ProgressEvents {
-            events: self.events,
-            started: Instant::now(),
-            cancel: self.cancel,
-            last: Instant::now(),
-        };
+        let cancel = self.interrupt.begin_turn();
+        let others = self
+            .hot
+            .iter()
+            .enumerate()
+            .filter(|(i, _)| *i != active)
+            .fold(OtherHot::default(), |acc, (_, o)| OtherHot {
+                tokens: acc.tokens + o.conversation.seq.kv_len() as u64,
+                bytes: acc.bytes + ctx.state_size(o.seq) as u64,
+            });
+        let page_tokens = ctx.info().page_tokens as u64;
+        let open = &mut self.hot[active];
+        let mut progress = TurnEvents::new(self.events, cancel, others, page_tokens);
         let events = self.events;
         let mut emit = |piece: &str| -> std::io::Result<()> {
             let _ = events.send(EngineEvent::Token(piece.to_string()));
@@ -477,7 +496,7 @@ impl<'c, 'm> Engine<'c, 'm, '_> {
                     ctx,
                     &mut sampler,
                     &options,
-                    self.cancel,
+                    cancel,
                     &mut observer,
                     &mut emit,
                 )
@@ -486,13 +505,17 @@ impl<'c, 'm> Engine<'c, 'm, '_> {
                 ctx,
                 &mut sampler,
                 &options,
-                self.cancel,
+                cancel,
                 &mut progress,
                 &mut emit,
             ),
         };
         let generated = result?;
+        let interrupted = generated.stop == StopReason::Cancelled;
         open.conversation.add_assistant(generated.text.clone());
+        if let Some(live) = &mut open.live {
+            live.set_interrupted(interrupted);
+        }
         let rate = |n: usize, d: Duration| n as f64 / d.as_secs_f64().max(1e-9);
         self.book.hits.prefill += generated.prefilled as u64;
         self.last_prefill_tps = rate(generated.prefilled, generated.prefill_time);
@@ -503,10 +526,17 @@ impl<'c, 'm> Engine<'c, 'm, '_> {
             decode_tokens_per_s: rate(generated.tokens.len(), generated.decode_time),
             stopped: generated.stop == StopReason::Cancelled,
         });
-        if generated.stop == StopReason::ContextFull {
-            self.send(EngineEvent::Info(
+        match generated.stop {
+            StopReason::ContextFull => self.send(EngineEvent::Info(
                 "the context is full; /reset to start over".into(),
-            ));
+            )),
+            StopReason::MaxTokens if self.options.max_tokens.is_none() => {
+                self.send(EngineEvent::Info(format!(
+                    "the reply reached {DEFAULT_CHAT_MAX_TOKENS} tokens, the default limit; \
+                     -n N sets another"
+                )))
+            }
+            _ => {}
         }
         self.autosave(ctx)?;
         self.send_sessions();
@@ -631,10 +661,14 @@ impl<'c, 'm> Engine<'c, 'm, '_> {
             let open = &mut self.hot[i];
             if let Some(live) = &mut open.live {
                 if let Err(e) = live.save(ctx, &open.conversation.seq, open.conversation.state()) {
-                    let _ = self.events.send(EngineEvent::Error(format!(
-                        "saving session '{}' failed: {e:#}",
-                        live.name
-                    )));
+                    // The front end may be gone (a lost terminal): the log has it too.
+                    let text = format!(
+                        "saving session '{}' failed (its previous save is intact): {}",
+                        live.name,
+                        crate::exit::one_line(&e)
+                    );
+                    tracing::error!("{text}");
+                    let _ = self.events.send(EngineEvent::Error(text));
                 }
             }
         }
@@ -754,40 +788,4 @@ fn group(n: usize) -> String {
         out.push(c);
     }
     out
-}
-
-/// Prefill progress as events (at most ~10 a second), and Ctrl-C as a stop.
-struct ProgressEvents<'a> {
-    events: &'a Sender<EngineEvent>,
-    started: Instant,
-    cancel: &'a AtomicBool,
-    last: Instant,
-}
-
-impl SyncObserver for ProgressEvents<'_> {
-    fn progress(&mut self, done: usize, total: usize) -> ControlFlow<()> {
-        if self.last.elapsed() >= Duration::from_millis(100) || done >= total {
-            self.last = Instant::now();
-            let rate = done as f64 / self.started.elapsed().as_secs_f64().max(1e-9);
-            let _ = self.events.send(EngineEvent::Progress {
-                kind: ProgressKind::Prefill,
-                done: done as u64,
-                total: total as u64,
-                rate,
-            });
-        }
-        if self.cancel.load(Ordering::Relaxed) {
-            ControlFlow::Break(())
-        } else {
-            ControlFlow::Continue(())
-        }
-    }
-
-    fn page_filled(
-        &mut self,
-        _ctx: &mut Context<'_>,
-        _positions: std::ops::Range<usize>,
-    ) -> Result<(), EngineError> {
-        Ok(())
-    }
 }

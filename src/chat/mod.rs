@@ -3,7 +3,8 @@
 //! Generation and restores run here, off the UI thread, so the screen keeps redrawing.
 
 mod engine;
+mod progress;
 mod tiers;
 
-pub use engine::{spawn, ChatOptions, TierSettings};
+pub use engine::{spawn, ChatOptions, TierSettings, DEFAULT_CHAT_MAX_TOKENS};
 pub use tiers::gpu_memory;

@@ -103,6 +103,8 @@ impl TierBook {
                 sessions: hot.sessions,
                 hit_tokens: self.hits.hot,
             },
+            hot_cells: hot.capacity_tokens,
+            hot_cells_used: hot.tokens,
             warm: TierUsage {
                 used_bytes: w.used_bytes,
                 budget_bytes: Some(w.budget_bytes),

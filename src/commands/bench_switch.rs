@@ -5,9 +5,7 @@
 //! cold restore, and f16 against q8_0.
 
 use std::process::ExitCode;
-use std::sync::atomic::AtomicBool;
 use std::sync::mpsc::Receiver;
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use anyhow::{bail, Result};
@@ -186,7 +184,7 @@ fn switch_rounds(
     let (commands, handle) = chat::spawn(
         options(paths, choice, engine, tiers, None),
         tx,
-        Arc::new(AtomicBool::new(false)),
+        crate::interrupt::Interrupt::new(),
     );
     let mut stats = SwitchStats {
         ttft_ms: Vec::new(),
@@ -233,7 +231,7 @@ fn prefetch_effect(
         let (commands, handle) = chat::spawn(
             options(paths, choice, engine, tiers, start_in.clone()),
             tx,
-            Arc::new(AtomicBool::new(false)),
+            crate::interrupt::Interrupt::new(),
         );
         let mut stats = SwitchStats {
             ttft_ms: Vec::new(),

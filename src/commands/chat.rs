@@ -1,70 +1,41 @@
 //! `kvrun chat`: an interactive conversation. On a terminal it is the TUI; with `--plain`,
-//! or when stdin or stdout is not a terminal, a line-mode REPL. Both are front ends of the
-//! same chat engine (a worker thread), so sessions, switching and the tiers behave alike.
+//! or when stdin or stdout is not a terminal, a line-mode REPL (`chat_line`). Both are front
+//! ends of the same chat engine (a worker thread), so sessions, switching and the tiers
+//! behave alike, and so do the ways out: each stops a reply under way within a token
+//! (through [`Interrupt`]), lets the engine save every open session, and only then exits.
 
-use std::io::{BufRead, IsTerminal, Write};
+use std::io::IsTerminal;
 use std::process::ExitCode;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::mpsc::{Receiver, Sender};
+use std::sync::atomic::{AtomicI32, Ordering};
+use std::sync::mpsc::Receiver;
 use std::sync::{Arc, Mutex};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
 
-use anyhow::{bail, Result};
+use anyhow::Result;
 
-use super::{session_setup, Env};
+use super::{chat_line, session_setup, Env};
 use crate::chat::{self, ChatOptions};
 use crate::cli::ChatArgs;
 use crate::exit::usage;
+use crate::interrupt::{signal_exit_code, signal_name, Interrupt};
 use crate::models::ModelChoice;
 use crate::session::catalog::SessionCatalog;
 use crate::settings::{resolve_tiers, ContextOverflow, EngineSettings, SamplingSettings};
-use crate::tui::protocol::{EngineEvent, MemorySnapshot, UserCommand};
-use crate::ui::human_bytes;
+use crate::tui::protocol::{EngineEvent, UserCommand};
 
-const HELP: &str = "\
-commands:
-  /help            show this help
-  /reset           forget the conversation and start over
-  /stats [json]    context, speed of the last reply, and the memory tiers
-  /save            save the session now (it also saves after every turn)
-  /session NAME    switch to (or create) a session, restoring it through the tiers
-  /sessions        list the sessions
-  /fork NAME       copy this conversation into a new session and continue there
-  /quit            leave (Ctrl-D works too)
-Ctrl-C stops the current reply. End a line with \\ to continue on the next one.";
+/// After a signal, how long the engine may take to stop and save before the process ends
+/// anyway (saves are atomic: an unfinished one leaves the previous snapshot).
+const SAVE_DEADLINE: Duration = Duration::from_secs(30);
+/// Once the engine is done, how long the front end has to restore the terminal and return.
+const FRONT_END_GRACE: Duration = Duration::from_secs(1);
 
 pub fn run(env: &Env, args: ChatArgs) -> Result<ExitCode> {
     let options = options(env, &args)?;
     pull_default_if_missing(env, &options.model)?;
     let tui = !args.plain && std::io::stdin().is_terminal() && std::io::stdout().is_terminal();
-    let cancel = Arc::new(AtomicBool::new(false));
+    let interrupt = Interrupt::new();
     let (events_tx, events) = std::sync::mpsc::channel();
-    if tui {
-        return run_tui(env, options, events_tx, events, cancel);
-    }
-    let (commands, engine) = chat::spawn(options, events_tx, cancel.clone());
-    let result = line_mode(env, &events, &commands, &cancel);
-    let _ = commands.send(UserCommand::Quit);
-    // The engine saves every open session before it exits.
-    for event in events.iter() {
-        match event {
-            EngineEvent::Exited => break,
-            EngineEvent::Error(e) => eprintln!("error: {e}"),
-            _ => {}
-        }
-    }
-    let _ = engine.join();
-    result
-}
-
-/// The full-screen TUI: logs go to a file while it owns the terminal, Ctrl-C (a key there,
-/// not a signal) stops a reply through the engine's cancel flag.
-fn run_tui(
-    env: &Env,
-    options: ChatOptions,
-    events_tx: Sender<EngineEvent>,
-    events: Receiver<EngineEvent>,
-    cancel: Arc<AtomicBool>,
-) -> Result<ExitCode> {
     let title = options
         .model
         .path
@@ -72,32 +43,176 @@ fn run_tui(
         .map(|s| s.to_string_lossy().into_owned())
         .unwrap_or_default();
     let session = options.session.clone();
-    let log = crate::logging::to_file(&env.paths.logs).ok();
-    let (engine_commands, engine) = chat::spawn(options, events_tx, cancel.clone());
-    // Stop is a flag the generating engine watches; everything else is a command.
-    let (tui_commands, from_tui) = std::sync::mpsc::channel::<UserCommand>();
-    let forwarder = std::thread::spawn(move || {
-        for command in from_tui {
-            if command == UserCommand::Stop {
-                cancel.store(true, Ordering::SeqCst);
-            } else if engine_commands.send(command).is_err() {
-                break;
-            }
+    let log = if tui {
+        crate::logging::to_file(&env.paths.logs).ok()
+    } else {
+        None
+    };
+    let (commands, engine) = chat::spawn(options, events_tx, interrupt.clone());
+    let leaving = Leaving::new(interrupt.clone(), engine);
+    let result = if tui {
+        run_tui(
+            title,
+            session,
+            &events,
+            commands.clone(),
+            &interrupt,
+            &leaving,
+        )
+    } else {
+        chat_line::run(env, &events, &commands, &interrupt, &leaving)
+    };
+    // Whatever ended the front end, the engine stops the reply, saves and exits.
+    interrupt.quit();
+    let _ = commands.send(UserCommand::Quit);
+    let mut errors = match &result {
+        Ok(outcome) => outcome.errors.clone(),
+        Err(_) => Vec::new(),
+    };
+    errors.extend(engine_errors_until_exit(&events));
+    leaving.join_engine();
+    if log.is_some() {
+        crate::logging::to_stderr();
+    }
+    for e in &errors {
+        eprintln!("error: {e}");
+    }
+    if let (Err(_), Some(log)) = (&result, &log) {
+        eprintln!("(the log is in {})", log.display());
+    }
+    let outcome = result?;
+    Ok(if !errors.is_empty() {
+        ExitCode::FAILURE
+    } else if let Some(signal) = leaving.signal() {
+        signal_exit_code(signal)
+    } else {
+        outcome.code
+    })
+}
+
+/// How a front end ended.
+pub(super) struct Outcome {
+    pub code: ExitCode,
+    /// Engine errors it saw while quitting (a failed final save), for stderr.
+    pub errors: Vec<String>,
+}
+
+/// The engine's remaining events until it exits; returns the errors among them.
+fn engine_errors_until_exit(events: &Receiver<EngineEvent>) -> Vec<String> {
+    let mut errors = Vec::new();
+    for event in events.iter() {
+        match event {
+            EngineEvent::Exited => break,
+            EngineEvent::Error(e) => errors.push(e),
+            _ => {}
         }
-    });
+    }
+    errors
+}
+
+/// The full-screen TUI: Ctrl-C (a key there, not a signal) stops a reply through the
+/// interrupt; a quit raises it too, so the engine stops generating and saves.
+fn run_tui(
+    title: String,
+    session: Option<String>,
+    events: &Receiver<EngineEvent>,
+    engine_commands: std::sync::mpsc::Sender<UserCommand>,
+    interrupt: &Interrupt,
+    leaving: &Leaving,
+) -> Result<Outcome> {
+    {
+        let leaving = leaving.clone();
+        crate::interrupt::on_signals(move |signal| leaving.signalled(signal))?;
+    }
+    // Stop and quit are flags the generating engine watches; everything else is a command.
+    let (tui_commands, from_tui) = std::sync::mpsc::channel::<UserCommand>();
+    let forwarder = {
+        let interrupt = interrupt.clone();
+        std::thread::spawn(move || {
+            for command in from_tui {
+                match command {
+                    UserCommand::Stop => interrupt.stop_reply(),
+                    command => {
+                        if command == UserCommand::Quit {
+                            interrupt.quit();
+                        }
+                        if engine_commands.send(command).is_err() {
+                            break;
+                        }
+                    }
+                }
+            }
+        })
+    };
     let result = crate::tui::run_terminal(
         crate::tui::TuiOptions { title, session },
         events,
         tui_commands,
     );
-    // The engine saves every open session on quit; wait for it.
     let _ = forwarder.join();
-    let _ = engine.join();
-    crate::logging::to_stderr();
-    if let (Err(_), Some(log)) = (&result, log) {
-        eprintln!("(the log is in {})", log.display());
+    result.map(|errors| Outcome {
+        code: ExitCode::SUCCESS,
+        errors,
+    })
+}
+
+/// A way out by signal: the exit code to leave with, and a watchdog that ends the process
+/// if the front end cannot return (a vanished terminal can leave it blocked) once the
+/// engine has saved.
+#[derive(Clone)]
+pub(super) struct Leaving {
+    interrupt: Interrupt,
+    signal: Arc<AtomicI32>,
+    engine: Arc<Mutex<Option<JoinHandle<()>>>>,
+}
+
+impl Leaving {
+    fn new(interrupt: Interrupt, engine: JoinHandle<()>) -> Self {
+        Self {
+            interrupt,
+            signal: Arc::new(AtomicI32::new(0)),
+            engine: Arc::new(Mutex::new(Some(engine))),
+        }
     }
-    result.map(|()| ExitCode::SUCCESS)
+
+    /// A signal asked to leave: stop the reply now and make sure the process ends.
+    pub(super) fn signalled(&self, signal: i32) {
+        self.interrupt.quit();
+        if self.signal.swap(signal, Ordering::SeqCst) != 0 {
+            return;
+        }
+        tracing::info!("{}: stopping, saving and leaving", signal_name(signal));
+        let engine = self.engine.clone();
+        std::thread::spawn(move || {
+            let started = Instant::now();
+            let engine_done = || {
+                engine
+                    .lock()
+                    .map(|h| h.as_ref().is_none_or(JoinHandle::is_finished))
+                    .unwrap_or(true)
+            };
+            while !engine_done() && started.elapsed() < SAVE_DEADLINE {
+                std::thread::sleep(Duration::from_millis(20));
+            }
+            std::thread::sleep(FRONT_END_GRACE);
+            tracing::warn!(
+                "the front end did not return after {}; leaving",
+                signal_name(signal)
+            );
+            std::process::exit(i32::from(128u8.saturating_add(signal as u8)));
+        });
+    }
+
+    fn signal(&self) -> Option<i32> {
+        Some(self.signal.load(Ordering::SeqCst)).filter(|s| *s != 0)
+    }
+
+    fn join_engine(&self) {
+        let handle = self.engine.lock().ok().and_then(|mut h| h.take());
+        if let Some(handle) = handle {
+            let _ = handle.join();
+        }
+    }
 }
 
 /// Settles the model, settings and tiers. A named session's recorded settings win over the
@@ -149,278 +264,4 @@ fn pull_default_if_missing(env: &Env, choice: &ModelChoice) -> Result<()> {
         super::pull::pull_default(env)?;
     }
     Ok(())
-}
-
-/// What the REPL remembers between commands.
-#[derive(Default)]
-struct ReplState {
-    n_ctx: u32,
-    used: usize,
-    last_turn: Option<String>,
-    memory: Option<Box<MemorySnapshot>>,
-}
-
-fn line_mode(
-    env: &Env,
-    events: &Receiver<EngineEvent>,
-    commands: &Sender<UserCommand>,
-    cancel: &Arc<AtomicBool>,
-) -> Result<ExitCode> {
-    let mut state = ReplState::default();
-    // Wait for the model (or the error that kept it from loading).
-    loop {
-        match events.recv() {
-            Ok(EngineEvent::Ready { model, n_ctx, .. }) => {
-                state.n_ctx = n_ctx;
-                if std::io::stdin().is_terminal() {
-                    env.ui.note(format!(
-                        "kvrun chat: {model} (context {n_ctx} tokens). /help for commands."
-                    ));
-                }
-                break;
-            }
-            Ok(EngineEvent::Error(e)) => bail!("{e}"),
-            Ok(EngineEvent::Exited) | Err(_) => bail!("the chat engine stopped"),
-            Ok(_) => {}
-        }
-    }
-    // Ctrl-C while a reply streams stops the reply; at the prompt it quits (the engine saves).
-    let generating = Arc::new(AtomicBool::new(false));
-    {
-        let (generating, cancel) = (generating.clone(), cancel.clone());
-        let quit = Mutex::new(commands.clone());
-        let _ = ctrlc::set_handler(move || {
-            if generating.load(Ordering::SeqCst) {
-                cancel.store(true, Ordering::SeqCst);
-            } else if let Ok(q) = quit.lock() {
-                let _ = q.send(UserCommand::Quit);
-                eprintln!();
-                std::process::exit(130);
-            }
-        });
-    }
-    let interactive = std::io::stdin().is_terminal();
-    let stdin = std::io::stdin();
-    let mut lines = stdin.lock().lines();
-    while let Some(input) = read_message(&mut lines, interactive)? {
-        let trimmed = input.trim();
-        if trimmed.is_empty() {
-            continue;
-        }
-        let (command, rest) = match trimmed.split_once(char::is_whitespace) {
-            Some((c, r)) => (c, r.trim()),
-            None => (trimmed, ""),
-        };
-        let sent = match command {
-            "/quit" | "/exit" => break,
-            "/help" => {
-                println!("{HELP}");
-                continue;
-            }
-            "/stats" => {
-                drain(events, &mut state);
-                if rest == "json" {
-                    // One line, for scripts: the memory tiers as the engine last reported.
-                    println!("{}", serde_json::to_string(&state.memory)?);
-                } else {
-                    print_stats(&state);
-                }
-                continue;
-            }
-            "/reset" => UserCommand::Reset,
-            "/save" => UserCommand::Save,
-            "/sessions" => UserCommand::ListSessions,
-            "/session" | "/fork" if rest.is_empty() => {
-                println!("{command} needs a session name");
-                continue;
-            }
-            "/session" => UserCommand::Switch(rest.to_string()),
-            "/fork" => UserCommand::Fork(rest.to_string()),
-            _ if trimmed.starts_with('/') => {
-                println!("unknown command {trimmed}; /help lists the commands");
-                continue;
-            }
-            _ => UserCommand::Send(input.clone()),
-        };
-        let is_turn = matches!(sent, UserCommand::Send(_));
-        let listing = matches!(sent, UserCommand::ListSessions);
-        generating.store(is_turn, Ordering::SeqCst);
-        let reset = matches!(sent, UserCommand::Reset);
-        commands
-            .send(sent)
-            .map_err(|_| anyhow::anyhow!("the chat engine stopped"))?;
-        let ended = wait(events, &mut state, is_turn, listing);
-        generating.store(false, Ordering::SeqCst);
-        if !ended? {
-            break;
-        }
-        if reset {
-            println!("(conversation cleared)");
-        }
-    }
-    Ok(ExitCode::SUCCESS)
-}
-
-/// Handles events until the command is done. Returns false when the engine has exited.
-fn wait(
-    events: &Receiver<EngineEvent>,
-    state: &mut ReplState,
-    turn: bool,
-    listing: bool,
-) -> Result<bool> {
-    let mut out = std::io::stdout();
-    loop {
-        let Ok(event) = events.recv() else {
-            return Ok(false);
-        };
-        match event {
-            EngineEvent::Token(piece) => {
-                out.write_all(piece.as_bytes())?;
-                out.flush()?;
-            }
-            EngineEvent::TurnDone {
-                prefilled,
-                prefill_tokens_per_s,
-                generated,
-                decode_tokens_per_s,
-                stopped,
-            } => {
-                println!();
-                if stopped {
-                    eprintln!("(stopped)");
-                }
-                state.last_turn = Some(format!(
-                    "last reply: prefill {prefilled} tokens at {prefill_tokens_per_s:.1} tok/s, \
-                     decode {generated} tokens at {decode_tokens_per_s:.1} tok/s"
-                ));
-            }
-            // Every command ends with one Context event.
-            EngineEvent::Context { used, n_ctx } => {
-                state.used = used;
-                state.n_ctx = n_ctx;
-                return Ok(true);
-            }
-            EngineEvent::Memory(m) => state.memory = Some(m),
-            EngineEvent::Sessions(rows) if listing => {
-                for r in rows {
-                    println!(
-                        "{} {:<24} {:>8} tokens  {}",
-                        if r.active { "*" } else { " " },
-                        r.name,
-                        r.tokens,
-                        r.tier.as_str()
-                    );
-                }
-            }
-            EngineEvent::Saved { session, ms, .. } if !turn => {
-                println!("(saved '{session}' in {ms:.0} ms)");
-            }
-            EngineEvent::Restored {
-                session,
-                tokens,
-                ms,
-                from,
-            } => eprintln!(
-                "(session '{session}': {tokens} tokens from {} in {ms:.0} ms)",
-                from.as_str()
-            ),
-            EngineEvent::Info(note) => eprintln!("({note})"),
-            EngineEvent::Error(e) => eprintln!("error: {e}"),
-            EngineEvent::Exited => return Ok(false),
-            _ => {}
-        }
-    }
-}
-
-/// Takes whatever events arrived meanwhile (memory snapshots, mostly).
-fn drain(events: &Receiver<EngineEvent>, state: &mut ReplState) {
-    while let Ok(event) = events.try_recv() {
-        match event {
-            EngineEvent::Memory(m) => state.memory = Some(m),
-            EngineEvent::Context { used, n_ctx } => {
-                state.used = used;
-                state.n_ctx = n_ctx;
-            }
-            _ => {}
-        }
-    }
-}
-
-fn print_stats(state: &ReplState) {
-    let n_ctx = state.n_ctx.max(1) as usize;
-    println!(
-        "context: {} / {n_ctx} tokens ({:.1}%)",
-        state.used,
-        100.0 * state.used as f64 / n_ctx as f64
-    );
-    if let Some(t) = &state.last_turn {
-        println!("{t}");
-    }
-    if let Some(m) = &state.memory {
-        let budget = |b: Option<u64>| b.map_or("no budget".to_string(), human_bytes);
-        println!(
-            "hot:  {} in {} session(s) [{}]{}",
-            human_bytes(m.hot.used_bytes),
-            m.hot.sessions.len(),
-            m.hot.sessions.join(", "),
-            if m.gpus.is_empty() {
-                " (no GPU: the hot tier is in RAM)"
-            } else {
-                ""
-            }
-        );
-        println!(
-            "warm: {} of {}, {} pages (RAM: process {}, {} available of {})",
-            human_bytes(m.warm.used_bytes),
-            budget(m.warm.budget_bytes),
-            m.warm.pages,
-            human_bytes(m.process_rss_bytes),
-            human_bytes(m.ram_available_bytes),
-            human_bytes(m.ram_total_bytes)
-        );
-        println!(
-            "cold: {} of {}, {} objects (disk: {} free of {})",
-            human_bytes(m.cold.used_bytes),
-            budget(m.cold.budget_bytes),
-            m.cold.pages,
-            human_bytes(m.disk_free_bytes),
-            human_bytes(m.disk_total_bytes)
-        );
-        println!(
-            "served: {} tokens hot, {} warm, {} cold, {} prefilled",
-            m.hot.hit_tokens, m.warm.hit_tokens, m.cold.hit_tokens, m.prefill_tokens
-        );
-        if let Some(last) = &m.last_move {
-            println!("last move: {last}");
-        }
-    }
-}
-
-/// Reads one message; a line ending in `\\` continues on the next. None at end of input.
-fn read_message(
-    lines: &mut impl Iterator<Item = std::io::Result<String>>,
-    interactive: bool,
-) -> Result<Option<String>> {
-    let mut message = String::new();
-    loop {
-        if interactive {
-            let prompt = if message.is_empty() { "> " } else { ". " };
-            print!("{prompt}");
-            std::io::stdout().flush()?;
-        }
-        let Some(line) = lines.next() else {
-            return Ok((!message.is_empty()).then_some(message));
-        };
-        let line = line?;
-        match line.strip_suffix('\\') {
-            Some(head) => {
-                message.push_str(head);
-                message.push('\n');
-            }
-            None => {
-                message.push_str(&line);
-                return Ok(Some(message));
-            }
-        }
-    }
 }

@@ -5,6 +5,7 @@ mod bench;
 mod bench_restore;
 mod bench_switch;
 mod chat;
+mod chat_line;
 mod completions;
 mod gc;
 mod man;

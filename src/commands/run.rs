@@ -1,10 +1,17 @@
 //! `kvrun run`: one prompt in, generated text out. stdout carries only the text (or one
 //! JSON object with `--json`); everything else goes to stderr. With `--session NAME` it is
 //! the agent path: restore the session, append the turn, generate, save, exit.
+//!
+//! Interrupted (SIGINT, SIGTERM or SIGHUP while it prefills or generates), a session run
+//! keeps what it did: the prompt joins the token log, the pages its prefill filled are
+//! saved, and the partial reply is kept and marked interrupted in the manifest; then it
+//! exits with 128 + the signal's number. Before generation starts a signal ends it at once,
+//! and the session stays exactly as it was (its manifest is only ever replaced whole).
 
 use std::io::{IsTerminal, Read, Write};
 use std::process::ExitCode;
-use std::sync::atomic::AtomicBool;
+use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context as _, Result};
@@ -15,6 +22,7 @@ use crate::cli::RunArgs;
 use crate::conversation::Conversation;
 use crate::engine::{Context, Model, Sampler, TokenId, TokenLogprob};
 use crate::exit::usage;
+use crate::interrupt::{signal_exit_code, Interrupt};
 use crate::sequence::{GenerateOptions, Generated, StopReason, SyncObserver};
 use crate::session::catalog::SessionCatalog;
 use crate::session::live::SessionObserver;
@@ -134,8 +142,18 @@ fn run_session(env: &Env, args: &RunArgs, name: &str) -> Result<ExitCode> {
     };
     session_setup::reuse_prefix(env, &mut live, &mut ctx, &mut conversation, &mut restore)?;
 
-    let cancel = AtomicBool::new(false);
-    let mut bar = PrefillBar::new(env.ui, conversation.pending(), &cancel);
+    // From here a signal stops the work and the session keeps it (see the module docs).
+    let interrupt = Interrupt::new();
+    let signal = Arc::new(AtomicI32::new(0));
+    {
+        let (interrupt, signal) = (interrupt.clone(), signal.clone());
+        crate::interrupt::on_signals(move |s| {
+            signal.store(s, Ordering::SeqCst);
+            interrupt.stop_reply();
+        })?;
+    }
+    let cancel = interrupt.flag();
+    let mut bar = PrefillBar::new(env.ui, conversation.pending(), cancel);
     let generated = {
         let mut observer = SessionObserver {
             session: &mut live,
@@ -147,12 +165,14 @@ fn run_session(env: &Env, args: &RunArgs, name: &str) -> Result<ExitCode> {
             &mut ctx,
             &mut conversation,
             &sampling,
-            &cancel,
+            cancel,
             &mut observer,
         )?
     };
     drop(bar);
     conversation.add_assistant(generated.text.clone());
+    let signalled = Some(signal.load(Ordering::SeqCst)).filter(|s| *s != 0);
+    live.set_interrupted(signalled.is_some());
     let saved = live.save(&mut ctx, &conversation.seq, conversation.state())?;
     let fields = SessionFields {
         session: name.to_string(),
@@ -162,7 +182,14 @@ fn run_session(env: &Env, args: &RunArgs, name: &str) -> Result<ExitCode> {
         restore_ms: restore.restore_ms,
         save_ms: saved.save_ms,
     };
-    finish(env, args, &ctx, added, load_ms, generated, Some(fields))
+    let code = finish(env, args, &ctx, added, load_ms, generated, Some(fields))?;
+    Ok(signalled.map_or(code, |s| {
+        env.ui.warn(format!(
+            "interrupted ({}): session '{name}' keeps the prompt and the reply so far",
+            crate::interrupt::signal_name(s)
+        ));
+        signal_exit_code(s)
+    }))
 }
 
 /// Generates the reply, streaming it to stdout unless `--json`.

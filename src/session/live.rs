@@ -76,6 +76,8 @@ pub struct LiveSession<'c> {
     slot: capture::Slot,
     /// RAM cache of pages in front of the store (the warm tier), if any.
     warm: Option<std::sync::Arc<crate::tiers::WarmPool>>,
+    /// The last reply was cut short; recorded in the next save's manifest.
+    interrupted: bool,
 }
 
 impl<'c> LiveSession<'c> {
@@ -98,7 +100,6 @@ impl<'c> LiveSession<'c> {
             name: name.to_string(),
             catalog,
             _lock: lock,
-            saved,
             model,
             kv,
             engine,
@@ -112,6 +113,8 @@ impl<'c> LiveSession<'c> {
             capture_error: None,
             slot: capture::Slot::default(),
             warm: None,
+            interrupted: saved.as_ref().is_some_and(|m| m.interrupted),
+            saved,
         }
     }
 
@@ -122,6 +125,11 @@ impl<'c> LiveSession<'c> {
 
     pub fn slot(&self) -> capture::Slot {
         self.slot
+    }
+
+    /// Records whether the last reply was cut short (saved with the next manifest).
+    pub fn set_interrupted(&mut self, interrupted: bool) {
+        self.interrupted = interrupted;
     }
 
     /// Reads and writes pages through a RAM pool (the warm tier).
@@ -702,6 +710,7 @@ impl<'c> LiveSession<'c> {
             messages: conversation.messages.to_vec(),
             rendered_len: conversation.rendered_len,
             raw: conversation.raw,
+            interrupted: self.interrupted,
             snapshot: (kv_len > 0).then(|| KvSnapshot {
                 kv_len,
                 pages: ids.clone(),
@@ -768,6 +777,10 @@ pub struct SessionObserver<'a, 'c> {
 impl SyncObserver for SessionObserver<'_, '_> {
     fn progress(&mut self, done: usize, total: usize) -> ControlFlow<()> {
         self.inner.progress(done, total)
+    }
+
+    fn decoded(&mut self, ctx: &Context<'_>, seq: i32, kv_len: usize) {
+        self.inner.decoded(ctx, seq, kv_len);
     }
 
     fn page_filled(

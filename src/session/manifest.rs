@@ -33,6 +33,10 @@ pub struct SessionManifest {
     pub rendered_len: usize,
     /// Whether this is a raw (no chat template) session.
     pub raw: bool,
+    /// The last reply was cut short (Ctrl-C, quit, a signal, a lost terminal): its text and
+    /// tokens so far are kept, and the next turn starts after them.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub interrupted: bool,
     /// The KV snapshot; `None` when only the token log is kept.
     pub snapshot: Option<KvSnapshot>,
 }

@@ -82,6 +82,7 @@ pub(crate) fn manifest(
         }],
         rendered_len: 21,
         raw: false,
+        interrupted: false,
         snapshot: Some(KvSnapshot {
             kv_len: pages.len() * 16 + 4,
             pages: pages.to_vec(),

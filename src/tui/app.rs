@@ -97,6 +97,8 @@ pub struct App {
     /// The last message is a reply still receiving tokens.
     reply_open: bool,
     pub(crate) quitting: bool,
+    /// Engine errors after Quit was sent (a failed final save).
+    quit_errors: Vec<String>,
     exited: bool,
     exit_now: bool,
     last_interrupt: Option<Instant>,
@@ -129,6 +131,7 @@ impl App {
             generating: false,
             reply_open: false,
             quitting: false,
+            quit_errors: Vec::new(),
             exited: false,
             exit_now: false,
             last_interrupt: None,
@@ -152,6 +155,12 @@ impl App {
     /// Quit was sent to the engine; the loop waits for Exited (or a timeout).
     pub fn quitting(&self) -> bool {
         self.quitting
+    }
+
+    /// Engine errors that came after Quit was sent: the screen is about to go, so the
+    /// caller prints them.
+    pub fn errors_while_quitting(&self) -> &[String] {
+        &self.quit_errors
     }
 
     /// The loop should end now: the engine has exited, or the user insisted.
@@ -435,6 +444,21 @@ impl App {
                 }
             }
             EngineEvent::Memory(snapshot) => self.memory = Some(*snapshot),
+            EngineEvent::Live {
+                used,
+                hot_cells,
+                hot_bytes,
+                hot_pages,
+            } => {
+                if let Some((u, _)) = &mut self.context {
+                    *u = used;
+                }
+                if let Some(m) = &mut self.memory {
+                    m.hot_cells_used = hot_cells;
+                    m.hot.used_bytes = hot_bytes;
+                    m.hot.pages = hot_pages;
+                }
+            }
             EngineEvent::Sessions(rows) => {
                 // Keep the cursor on the same session when the list is refreshed.
                 let selected = self.sessions.get(self.selected).map(|r| r.name.clone());
@@ -445,6 +469,9 @@ impl App {
                 self.sessions = rows;
             }
             EngineEvent::Error(text) => {
+                if self.quitting {
+                    self.quit_errors.push(text.clone());
+                }
                 self.progress = None;
                 // In the conversation where the user is looking, unless a reply is still
                 // streaming: the error would split it in two. The footer shows it either way.

@@ -23,7 +23,8 @@ pub enum UserCommand {
     ListSessions,
     /// Forget the active conversation.
     Reset,
-    /// Save and leave.
+    /// Save and leave (front ends also raise the engine's quit flag, which stops a reply
+    /// being generated; the command itself is only read between turns).
     Quit,
 }
 
@@ -90,6 +91,10 @@ pub struct MemorySnapshot {
     /// GPUs; empty on a machine without one (the hot tier then lives in RAM).
     pub gpus: Vec<DeviceMemory>,
     pub hot: TierUsage,
+    /// The hot tier's budget: the context's cells, shared by the hot sessions...
+    pub hot_cells: u64,
+    /// ...and how many of them hold tokens.
+    pub hot_cells_used: u64,
     pub warm: TierUsage,
     pub cold: TierUsage,
     /// Tokens recomputed by prefill since start.
@@ -153,6 +158,14 @@ pub enum EngineEvent {
         generated: usize,
         decode_tokens_per_s: f64,
         stopped: bool,
+    },
+    /// Live figures while a turn decodes (about twice a second): the active session's
+    /// tokens in the context, and the hot tier's cells, bytes and pages.
+    Live {
+        used: usize,
+        hot_cells: u64,
+        hot_bytes: u64,
+        hot_pages: u64,
     },
     /// Context use after a turn or switch.
     Context {

@@ -34,12 +34,13 @@ static KEYBOARD_PUSHED: AtomicBool = AtomicBool::new(false);
 static UI_THREAD: Mutex<Option<ThreadId>> = Mutex::new(None);
 
 /// Runs the TUI on the real terminal until quit. Engine events arrive on `events`;
-/// commands go out on `commands`.
+/// commands go out on `commands`. Returns the engine errors that came while quitting (a
+/// failed final save), which the screen no longer shows once it is restored.
 pub fn run_terminal(
     options: TuiOptions,
-    events: Receiver<EngineEvent>,
+    events: &Receiver<EngineEvent>,
     commands: Sender<UserCommand>,
-) -> anyhow::Result<()> {
+) -> anyhow::Result<Vec<String>> {
     install_panic_hook();
     let terminate = Arc::new(AtomicBool::new(false));
     let signals = register_signals(&terminate)?;
@@ -51,7 +52,8 @@ pub fn run_terminal(
         terminal.clear()?;
         let mut app = App::new(options);
         let mut inputs = CrosstermInput { terminate };
-        run_loop(&mut terminal, &mut app, &mut inputs, &events, &commands)
+        run_loop(&mut terminal, &mut app, &mut inputs, events, &commands)?;
+        Ok(app.errors_while_quitting().to_vec())
     })();
 
     for id in signals {
@@ -81,33 +83,17 @@ impl InputSource for CrosstermInput {
 }
 
 /// SIGTERM and SIGHUP (and a SIGINT sent with kill: in raw mode Ctrl-C is a key, not a
-/// signal) set a flag the loop reads, so the engine still saves and the terminal is restored.
+/// signal) set a flag the loop reads, so the terminal is restored. Stopping the engine is
+/// the caller's part (it watches the same signals), and so is ending the process when the
+/// terminal is gone and this loop cannot return.
 fn register_signals(flag: &Arc<AtomicBool>) -> anyhow::Result<Vec<signal_hook::SigId>> {
-    use signal_hook::consts::{SIGINT, SIGTERM};
-    let mut signals = vec![SIGTERM, SIGINT];
-    #[cfg(unix)]
-    signals.push(signal_hook::consts::SIGHUP);
-    let seen = Arc::new(AtomicBool::new(false));
     let mut ids = Vec::new();
-    for s in signals {
-        for target in [flag, &seen] {
-            ids.push(
-                signal_hook::flag::register(s, Arc::clone(target))
-                    .with_context(|| format!("installing a handler for signal {s}"))?,
-            );
-        }
+    for s in crate::interrupt::EXIT_SIGNALS {
+        ids.push(
+            signal_hook::flag::register(s, Arc::clone(flag))
+                .with_context(|| format!("installing a handler for signal {s}"))?,
+        );
     }
-    // When the terminal itself is gone (the window closed, the tmux pane killed), stdin
-    // reads EOF forever and crossterm's poll can spin inside without returning to the loop
-    // that would see the flag. Sessions are saved after every turn, so after a grace period
-    // for a clean quit the watchdog ends the process rather than let it spin.
-    std::thread::spawn(move || loop {
-        std::thread::sleep(Duration::from_millis(200));
-        if seen.load(Ordering::SeqCst) {
-            std::thread::sleep(Duration::from_secs(5));
-            std::process::exit(129);
-        }
-    });
     Ok(ids)
 }
 

@@ -74,6 +74,8 @@ fn cpu_memory() -> MemorySnapshot {
             sessions: vec!["refactor-agent".into()],
             hit_tokens: 18_432,
         },
+        hot_cells: 32_768,
+        hot_cells_used: 6_144,
         warm: TierUsage {
             used_bytes: 288 * MIB,
             budget_bytes: Some(2 * GIB),
@@ -493,4 +495,40 @@ fn run_loop_talks_to_an_engine() {
     assert_eq!(app.messages.len(), 2);
     assert_eq!(app.messages[1].content, "Hello there");
     assert!(app.should_exit());
+}
+
+#[test]
+fn live_figures_move_the_status_line_and_the_hot_tier_during_a_reply() {
+    let mut app = streamed_app();
+    engine(
+        &mut app,
+        [EngineEvent::Live {
+            used: 300,
+            hot_cells: 300,
+            hot_bytes: 3 * MIB,
+            hot_pages: 1,
+        }],
+    );
+    assert_eq!(app.context, Some((300, 4096)));
+    let m = app.memory.as_ref().unwrap();
+    assert_eq!(
+        (m.hot_cells_used, m.hot.used_bytes, m.hot.pages),
+        (300, 3 * MIB, 1)
+    );
+    let screen = render(&mut app, 100, 30).backend().to_string();
+    assert!(screen.contains("ctx 300/4,096"), "{screen}");
+    assert!(screen.contains("300 of 32,768 cells"), "{screen}");
+}
+
+#[test]
+fn errors_after_quit_are_kept_for_the_caller() {
+    let mut app = ready_app();
+    engine(&mut app, [EngineEvent::Error("before quit".into())]);
+    let sent = press(&mut app, [ctrl_c()]);
+    assert_eq!(sent, [UserCommand::Quit]);
+    engine(
+        &mut app,
+        [EngineEvent::Error("saving session 'x' failed".into())],
+    );
+    assert_eq!(app.errors_while_quitting(), ["saving session 'x' failed"]);
 }

@@ -1,5 +1,6 @@
-//! The memory panel: one gauge per tier (VRAM/hot, RAM/warm, NVMe/cold), each with used,
-//! budget and the device's size, then pages, hits and the last move. On a small screen it
+//! The memory panel: one gauge per tier, labelled with its device and its name (VRAM · hot,
+//! RAM · warm, NVMe · cold), each with used, budget and the device's size, then pages, hits
+//! and the last move. The hot tier's budget is the context's cells. On a small screen it
 //! collapses to one summary line.
 
 use ratatui::layout::Rect;
@@ -16,6 +17,8 @@ use crate::ui::human_bytes;
 const HOT: Color = Color::Red;
 const WARM: Color = Color::Yellow;
 const COLD: Color = Color::Blue;
+/// The widest gauge label, "NVMe · cold", and a space.
+const LABEL_WIDTH: usize = 12;
 
 /// Rows the panel wants (with its border) at `width` inner columns.
 pub(super) fn height(app: &App, width: u16) -> u16 {
@@ -38,8 +41,8 @@ fn lines(app: &App, width: u16) -> Vec<Line<'static>> {
             Style::new().fg(Color::DarkGray),
         )];
     };
-    // "VRAM " + bar + " 100%"
-    let bar_width = width.saturating_sub(10).max(4) as usize;
+    // "NVMe · cold " + bar + " 100%"
+    let bar_width = width.saturating_sub(LABEL_WIDTH as u16 + 5).max(4) as usize;
     let mut out = Vec::new();
 
     // VRAM: the hot tier. Without a GPU the hot tier is llama.cpp's context in RAM, and it
@@ -49,12 +52,31 @@ fn lines(app: &App, width: u16) -> Vec<Line<'static>> {
     } else {
         m.gpus.iter().map(|g| g.total_bytes).sum()
     };
-    // Without a GPU there is no VRAM to show: the gauge is the hot tier's, and it says so.
-    let hot_label = if m.gpus.is_empty() { "hot" } else { "VRAM" };
-    out.push(gauge(hot_label, &m.hot, hot_device, bar_width, HOT));
-    out.push(used_of_budget("hot", &m.hot));
+    // Without a GPU there is no VRAM to show: the hot tier is in RAM, and the row says so.
+    let hot_label = if m.gpus.is_empty() {
+        "RAM · hot"
+    } else {
+        "VRAM · hot"
+    };
+    // The hot tier's budget is the context's cells; its gauge is their share in use.
+    let hot_gauge = TierUsage {
+        used_bytes: m.hot_cells_used,
+        budget_bytes: Some(m.hot_cells),
+        ..TierUsage::default()
+    };
+    out.push(gauge(hot_label, &hot_gauge, hot_device, bar_width, HOT));
+    out.push(detail(format!(
+        "{} of {} cells",
+        thousands(m.hot_cells_used),
+        thousands(m.hot_cells)
+    )));
+    // In bytes the budget is only known once cells hold tokens (bytes per cell vary by model).
+    out.push(match m.hot.budget_bytes {
+        Some(_) => used_of_budget(&m.hot),
+        None => detail(format!("{} in use", human_bytes(m.hot.used_bytes))),
+    });
     if m.gpus.is_empty() {
-        out.push(detail("no GPU: hot tier in RAM".to_string()));
+        out.push(detail("no GPU: the hot tier lives in RAM".to_string()));
     }
     for gpu in &m.gpus {
         out.push(detail(gpu.name.chars().take(28).collect()));
@@ -65,8 +87,14 @@ fn lines(app: &App, width: u16) -> Vec<Line<'static>> {
         )));
     }
 
-    out.push(gauge("RAM", &m.warm, m.ram_total_bytes, bar_width, WARM));
-    out.push(used_of_budget("warm", &m.warm));
+    out.push(gauge(
+        "RAM · warm",
+        &m.warm,
+        m.ram_total_bytes,
+        bar_width,
+        WARM,
+    ));
+    out.push(used_of_budget(&m.warm));
     out.push(detail(format!(
         "rss {} · system {}",
         human_bytes(m.process_rss_bytes),
@@ -77,8 +105,14 @@ fn lines(app: &App, width: u16) -> Vec<Line<'static>> {
         human_bytes(m.ram_available_bytes)
     )));
 
-    out.push(gauge("NVMe", &m.cold, m.disk_total_bytes, bar_width, COLD));
-    out.push(used_of_budget("cold", &m.cold));
+    out.push(gauge(
+        "NVMe · cold",
+        &m.cold,
+        m.disk_total_bytes,
+        bar_width,
+        COLD,
+    ));
+    out.push(used_of_budget(&m.cold));
     out.push(detail(format!(
         "fs {}, {} free",
         human_bytes(m.disk_total_bytes),
@@ -135,15 +169,15 @@ fn detail(text: String) -> Line<'static> {
     Line::from(format!("     {text}"))
 }
 
-/// "hot 1.0 GiB / 4.0 GiB budget", or "hot 1.0 GiB, no budget".
-fn used_of_budget(name: &str, tier: &TierUsage) -> Line<'static> {
+/// "1.0 GiB / 4.0 GiB budget", or "1.0 GiB, no budget".
+fn used_of_budget(tier: &TierUsage) -> Line<'static> {
     detail(match tier.budget_bytes {
         Some(b) => format!(
-            "{name} {} / {} budget",
+            "{} / {} budget",
             human_bytes(tier.used_bytes),
             human_bytes(b)
         ),
-        None => format!("{name} {}, no budget", human_bytes(tier.used_bytes)),
+        None => format!("{}, no budget", human_bytes(tier.used_bytes)),
     })
 }
 
@@ -170,7 +204,7 @@ fn gauge(
     };
     Line::from(vec![
         Span::styled(
-            format!("{device:<5}"),
+            format!("{device:<LABEL_WIDTH$}"),
             Style::new().fg(color).add_modifier(Modifier::BOLD),
         ),
         Span::styled("█".repeat(filled), Style::new().fg(color)),
@@ -254,6 +288,6 @@ mod tests {
             .iter()
             .map(|s| s.content.as_ref())
             .collect();
-        assert_eq!(text, "VRAM █░░░░░░░░░   0%");
+        assert_eq!(text, "VRAM        █░░░░░░░░░   0%");
     }
 }

@@ -1,0 +1,375 @@
+//! `kvrun chat` in line mode: a REPL on stdin/stdout, a client of the chat engine like the
+//! TUI. stdin is read on a thread of its own, so a signal or the end of input is seen while
+//! a reply streams, not only at the prompt.
+//!
+//! Ways out, each saving the session first (the engine saves every open session on quit):
+//! - `/quit`, or the end of input: exit 0. On a terminal (Ctrl-D) the end of input also stops
+//!   a reply under way; on a pipe the replies to what was sent still finish (`-n` bounds
+//!   them), because a script's input ends right after its last message.
+//! - SIGTERM, SIGHUP: stop the reply, exit 143 / 129.
+//! - SIGINT: on a terminal, Ctrl-C stops a reply and the conversation goes on; a second
+//!   one, or one at the prompt, leaves (exit 130). Without a terminal on stdin nobody can
+//!   type the next message, so a SIGINT leaves at once.
+
+use std::io::{BufRead, IsTerminal, Write};
+use std::process::ExitCode;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc::{Receiver, Sender};
+use std::sync::Arc;
+
+use anyhow::{bail, Result};
+
+use super::chat::{Leaving, Outcome};
+use super::Env;
+use crate::interrupt::{signal_exit_code, Interrupt};
+use crate::tui::protocol::{EngineEvent, MemorySnapshot, UserCommand};
+use crate::ui::human_bytes;
+
+const HELP: &str = "\
+commands:
+  /help            show this help
+  /reset           forget the conversation and start over
+  /stats [json]    context, speed of the last reply, and the memory tiers
+  /save            save the session now (it also saves after every turn)
+  /session NAME    switch to (or create) a session, restoring it through the tiers
+  /sessions        list the sessions
+  /fork NAME       copy this conversation into a new session and continue there
+  /quit            save and leave (Ctrl-D works too)
+Ctrl-C stops the current reply; a second Ctrl-C saves and leaves. End a line with \\ to
+continue on the next one.";
+
+/// What the REPL remembers between commands.
+#[derive(Default)]
+struct ReplState {
+    n_ctx: u32,
+    used: usize,
+    last_turn: Option<String>,
+    memory: Option<Box<MemorySnapshot>>,
+}
+
+/// What the stdin and signal threads hand the REPL.
+enum Input {
+    Line(String),
+    /// End of input (or a read error, which ends input just the same).
+    End,
+    Signal(i32),
+}
+
+/// Runs the REPL until a way out; the caller then has the engine quit and save.
+pub(super) fn run(
+    env: &Env,
+    events: &Receiver<EngineEvent>,
+    commands: &Sender<UserCommand>,
+    interrupt: &Interrupt,
+    leaving: &Leaving,
+) -> Result<Outcome> {
+    let mut state = ReplState::default();
+    wait_ready(env, events, &mut state)?;
+    let interactive = std::io::stdin().is_terminal();
+    let generating = Arc::new(AtomicBool::new(false));
+    let (input_tx, inputs) = std::sync::mpsc::channel();
+    read_stdin(input_tx.clone(), interactive, interrupt.clone());
+    watch_signals(input_tx, interactive, &generating, interrupt, leaving)?;
+
+    let mut code = ExitCode::SUCCESS;
+    loop {
+        let input = match read_message(&inputs, interactive)? {
+            Input::Line(line) => line,
+            Input::End => break,
+            Input::Signal(signal) => {
+                code = signal_exit_code(signal);
+                break;
+            }
+        };
+        // A way out seen while the last reply streamed: nothing more is sent.
+        if interrupt.quitting() {
+            break;
+        }
+        let trimmed = input.trim();
+        if trimmed.is_empty() {
+            continue;
+        }
+        let (command, rest) = match trimmed.split_once(char::is_whitespace) {
+            Some((c, r)) => (c, r.trim()),
+            None => (trimmed, ""),
+        };
+        let sent = match command {
+            "/quit" | "/exit" => break,
+            "/help" => {
+                println!("{HELP}");
+                continue;
+            }
+            "/stats" => {
+                drain(events, &mut state);
+                if rest == "json" {
+                    // One line, for scripts: the memory tiers as the engine last reported.
+                    println!("{}", serde_json::to_string(&state.memory)?);
+                } else {
+                    print_stats(&state);
+                }
+                continue;
+            }
+            "/reset" => UserCommand::Reset,
+            "/save" => UserCommand::Save,
+            "/sessions" => UserCommand::ListSessions,
+            "/session" | "/fork" if rest.is_empty() => {
+                println!("{command} needs a session name");
+                continue;
+            }
+            "/session" => UserCommand::Switch(rest.to_string()),
+            "/fork" => UserCommand::Fork(rest.to_string()),
+            _ if trimmed.starts_with('/') => {
+                println!("unknown command {trimmed}; /help lists the commands");
+                continue;
+            }
+            _ => UserCommand::Send(input.clone()),
+        };
+        let is_turn = matches!(sent, UserCommand::Send(_));
+        let listing = matches!(sent, UserCommand::ListSessions);
+        let reset = matches!(sent, UserCommand::Reset);
+        generating.store(is_turn, Ordering::SeqCst);
+        commands
+            .send(sent)
+            .map_err(|_| anyhow::anyhow!("the chat engine stopped"))?;
+        let ended = wait(events, &mut state, is_turn, listing);
+        generating.store(false, Ordering::SeqCst);
+        if !ended? {
+            break;
+        }
+        if reset {
+            println!("(conversation cleared)");
+        }
+    }
+    Ok(Outcome {
+        code,
+        errors: Vec::new(),
+    })
+}
+
+/// Waits for the model (or the error that kept it from loading).
+fn wait_ready(env: &Env, events: &Receiver<EngineEvent>, state: &mut ReplState) -> Result<()> {
+    loop {
+        match events.recv() {
+            Ok(EngineEvent::Ready { model, n_ctx, .. }) => {
+                state.n_ctx = n_ctx;
+                if std::io::stdin().is_terminal() {
+                    env.ui.note(format!(
+                        "kvrun chat: {model} (context {n_ctx} tokens). /help for commands."
+                    ));
+                }
+                return Ok(());
+            }
+            Ok(EngineEvent::Error(e)) => bail!("{e}"),
+            Ok(EngineEvent::Exited) | Err(_) => bail!("the chat engine stopped"),
+            Ok(_) => {}
+        }
+    }
+}
+
+/// Lines of stdin, on a thread of its own. Ctrl-D on a terminal stops a reply at once.
+fn read_stdin(inputs: Sender<Input>, interactive: bool, interrupt: Interrupt) {
+    std::thread::spawn(move || {
+        for line in std::io::stdin().lock().lines() {
+            let Ok(line) = line else { break };
+            if inputs.send(Input::Line(line)).is_err() {
+                return;
+            }
+        }
+        if interactive {
+            interrupt.quit();
+        }
+        let _ = inputs.send(Input::End);
+    });
+}
+
+/// SIGINT, SIGTERM and SIGHUP become inputs; all but a first Ctrl-C during a reply on a
+/// terminal also raise the quit flag at once, so the reply stops within a token.
+fn watch_signals(
+    inputs: Sender<Input>,
+    interactive: bool,
+    generating: &Arc<AtomicBool>,
+    interrupt: &Interrupt,
+    leaving: &Leaving,
+) -> Result<()> {
+    let (generating, interrupt, leaving) = (generating.clone(), interrupt.clone(), leaving.clone());
+    crate::interrupt::on_signals(move |signal| {
+        let ctrl_c = signal == signal_hook::consts::SIGINT;
+        // swap: the first Ctrl-C of a reply only stops it; the next one leaves.
+        if ctrl_c && interactive && generating.swap(false, Ordering::SeqCst) {
+            interrupt.stop_reply();
+            return;
+        }
+        leaving.signalled(signal);
+        let _ = inputs.send(Input::Signal(signal));
+    })
+}
+
+/// Reads one message; a line ending in `\\` continues on the next.
+fn read_message(inputs: &Receiver<Input>, interactive: bool) -> Result<Input> {
+    let mut message = String::new();
+    loop {
+        if interactive {
+            let prompt = if message.is_empty() { "> " } else { ". " };
+            print!("{prompt}");
+            std::io::stdout().flush()?;
+        }
+        let line = match inputs.recv() {
+            Ok(Input::Line(line)) => line,
+            Ok(Input::End) | Err(_) if !message.is_empty() => return Ok(Input::Line(message)),
+            Ok(Input::End) | Err(_) => return Ok(Input::End),
+            Ok(signal) => {
+                if interactive {
+                    println!();
+                }
+                return Ok(signal);
+            }
+        };
+        match line.strip_suffix('\\') {
+            Some(head) => {
+                message.push_str(head);
+                message.push('\n');
+            }
+            None => {
+                message.push_str(&line);
+                return Ok(Input::Line(message));
+            }
+        }
+    }
+}
+
+/// Handles events until the command is done. Returns false when the engine has exited.
+fn wait(
+    events: &Receiver<EngineEvent>,
+    state: &mut ReplState,
+    turn: bool,
+    listing: bool,
+) -> Result<bool> {
+    let mut out = std::io::stdout();
+    loop {
+        let Ok(event) = events.recv() else {
+            return Ok(false);
+        };
+        match event {
+            EngineEvent::Token(piece) => {
+                out.write_all(piece.as_bytes())?;
+                out.flush()?;
+            }
+            EngineEvent::TurnDone {
+                prefilled,
+                prefill_tokens_per_s,
+                generated,
+                decode_tokens_per_s,
+                stopped,
+            } => {
+                println!();
+                if stopped {
+                    eprintln!("(stopped)");
+                }
+                state.last_turn = Some(format!(
+                    "last reply: prefill {prefilled} tokens at {prefill_tokens_per_s:.1} tok/s, \
+                     decode {generated} tokens at {decode_tokens_per_s:.1} tok/s"
+                ));
+            }
+            // Every command ends with one Context event.
+            EngineEvent::Context { used, n_ctx } => {
+                state.used = used;
+                state.n_ctx = n_ctx;
+                return Ok(true);
+            }
+            EngineEvent::Memory(m) => state.memory = Some(m),
+            EngineEvent::Sessions(rows) if listing => {
+                for r in rows {
+                    println!(
+                        "{} {:<24} {:>8} tokens  {}",
+                        if r.active { "*" } else { " " },
+                        r.name,
+                        r.tokens,
+                        r.tier.as_str()
+                    );
+                }
+            }
+            EngineEvent::Saved { session, ms, .. } if !turn => {
+                println!("(saved '{session}' in {ms:.0} ms)");
+            }
+            EngineEvent::Restored {
+                session,
+                tokens,
+                ms,
+                from,
+            } => eprintln!(
+                "(session '{session}': {tokens} tokens from {} in {ms:.0} ms)",
+                from.as_str()
+            ),
+            EngineEvent::Info(note) => eprintln!("({note})"),
+            EngineEvent::Error(e) => eprintln!("error: {e}"),
+            EngineEvent::Exited => return Ok(false),
+            _ => {}
+        }
+    }
+}
+
+/// Takes whatever events arrived meanwhile (memory snapshots, mostly).
+fn drain(events: &Receiver<EngineEvent>, state: &mut ReplState) {
+    while let Ok(event) = events.try_recv() {
+        match event {
+            EngineEvent::Memory(m) => state.memory = Some(m),
+            EngineEvent::Context { used, n_ctx } => {
+                state.used = used;
+                state.n_ctx = n_ctx;
+            }
+            _ => {}
+        }
+    }
+}
+
+fn print_stats(state: &ReplState) {
+    let n_ctx = state.n_ctx.max(1) as usize;
+    println!(
+        "context: {} / {n_ctx} tokens ({:.1}%)",
+        state.used,
+        100.0 * state.used as f64 / n_ctx as f64
+    );
+    if let Some(t) = &state.last_turn {
+        println!("{t}");
+    }
+    if let Some(m) = &state.memory {
+        let budget = |b: Option<u64>| b.map_or("no budget".to_string(), human_bytes);
+        println!(
+            "hot ({}): {} in {} session(s) [{}], {} of {} cells",
+            if m.gpus.is_empty() {
+                "no GPU: in RAM"
+            } else {
+                "VRAM"
+            },
+            human_bytes(m.hot.used_bytes),
+            m.hot.sessions.len(),
+            m.hot.sessions.join(", "),
+            m.hot_cells_used,
+            m.hot_cells
+        );
+        println!(
+            "warm (RAM): {} of {}, {} pages (process {}, {} available of {})",
+            human_bytes(m.warm.used_bytes),
+            budget(m.warm.budget_bytes),
+            m.warm.pages,
+            human_bytes(m.process_rss_bytes),
+            human_bytes(m.ram_available_bytes),
+            human_bytes(m.ram_total_bytes)
+        );
+        println!(
+            "cold (NVMe): {} of {}, {} objects (disk: {} free of {})",
+            human_bytes(m.cold.used_bytes),
+            budget(m.cold.budget_bytes),
+            m.cold.pages,
+            human_bytes(m.disk_free_bytes),
+            human_bytes(m.disk_total_bytes)
+        );
+        println!(
+            "served: {} tokens hot, {} warm, {} cold, {} prefilled",
+            m.hot.hit_tokens, m.warm.hit_tokens, m.cold.hit_tokens, m.prefill_tokens
+        );
+        if let Some(last) = &m.last_move {
+            println!("last move: {last}");
+        }
+    }
+}
