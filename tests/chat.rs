@@ -65,3 +65,73 @@ fn context_overflow_error_mode_reports_and_continues() {
     );
     assert!(stdout(&out).contains("context: 0 /"));
 }
+
+/// Line mode on pipes, leaving with `signal` while the reply streams: the reply stops, the
+/// session is saved with the message, and kvrun exits with the shell's code for the signal.
+fn signal_mid_reply(signal: &str, code: i32) {
+    use common::ways_out::*;
+
+    let home = Home::new();
+    let model = default_model();
+    let args = [
+        "chat",
+        path_str(&model),
+        "--session",
+        "piped",
+        "--temp",
+        "0",
+        "-n",
+        ENDLESS,
+    ];
+    let out = signal_while_streaming(&home, &args, Some(LONG_REPLY_PROMPT), signal);
+    assert_eq!(out.status.code(), Some(code), "{}", stderr(&out));
+    assert_kept_and_free(&home, "piped", LONG_REPLY_PROMPT);
+}
+
+#[test]
+fn sigint_in_line_mode_on_a_pipe_stops_the_reply_saves_and_exits_130() {
+    signal_mid_reply("INT", 130);
+}
+
+#[test]
+fn sigterm_in_line_mode_stops_the_reply_saves_and_exits_143() {
+    signal_mid_reply("TERM", 143);
+}
+
+#[test]
+fn sighup_in_line_mode_stops_the_reply_saves_and_exits_129() {
+    signal_mid_reply("HUP", 129);
+}
+
+#[test]
+fn a_reply_nobody_stops_ends_at_the_default_limit() {
+    // The tiny random-weight model never emits its end token.
+    let home = Home::new();
+    let out = home.run_with_stdin(
+        &[
+            "chat",
+            path_str(&tiny_model()),
+            "--session",
+            "bounded",
+            "--temp",
+            "0",
+            "-c",
+            "4096",
+        ],
+        "go on forever\n",
+    );
+    assert!(out.status.success(), "{}", stderr(&out));
+    let limit = kvrun::chat::DEFAULT_CHAT_MAX_TOKENS as usize;
+    assert!(
+        stderr(&out).contains(&format!("reached {limit} tokens, the default limit")),
+        "{}",
+        stderr(&out)
+    );
+    let manifest = manifest_json(&home, "bounded");
+    let prompt_and_reply = manifest["tokens"].as_array().unwrap().len();
+    assert!(
+        prompt_and_reply > limit && prompt_and_reply < limit + 64,
+        "{prompt_and_reply} tokens"
+    );
+    assert!(manifest.get("interrupted").is_none(), "{manifest}");
+}

@@ -195,3 +195,43 @@ fn llama_cpp_log_is_silent_by_default_and_shown_with_v() {
         stderr(&verbose)
     );
 }
+
+#[test]
+fn an_interrupted_session_run_keeps_the_prompt_and_the_partial_reply() {
+    use common::ways_out::*;
+
+    let home = Home::new();
+    let model = default_model();
+    let args = [
+        "run",
+        "--session",
+        "agent",
+        path_str(&model),
+        "-p",
+        LONG_REPLY_PROMPT,
+        "--temp",
+        "0",
+        "-n",
+        ENDLESS,
+    ];
+    let out = signal_while_streaming(&home, &args, None, "INT");
+    assert_eq!(out.status.code(), Some(130), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("interrupted (SIGINT)"),
+        "{}",
+        stderr(&out)
+    );
+    // What was printed is what the session kept.
+    let manifest = manifest_json(&home, "agent");
+    let reply = manifest["messages"][1]["content"].as_str().unwrap();
+    assert!(
+        !reply.is_empty() && stdout(&out).contains(reply.trim()),
+        "{manifest}"
+    );
+    // The prompt's prefill is kept as pages or a tail, not thrown away.
+    assert!(
+        manifest["snapshot"]["kv_len"].as_u64().unwrap() > 8,
+        "{manifest}"
+    );
+    assert_kept_and_free(&home, "agent", LONG_REPLY_PROMPT);
+}

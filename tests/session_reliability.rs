@@ -311,12 +311,28 @@ impl Drop for SmallDisk {
     }
 }
 
+/// A small disk for a test, or None where one cannot be mounted (not root). Under CI
+/// (`CI` set, as CI services do) that fails the test instead: CI runs as root, and a test
+/// that quietly does nothing there proves nothing.
+fn small_disk_or_skip(tag: &str) -> Option<(PathBuf, SmallDisk)> {
+    let dir = std::env::temp_dir().join(format!("kvrun-full-{}-{tag}", std::process::id()));
+    match SmallDisk::mount(&dir, "1200k") {
+        Some(disk) => Some((dir, disk)),
+        None => {
+            let ci = std::env::var("CI").is_ok_and(|v| !v.is_empty() && v != "false");
+            assert!(
+                !ci,
+                "CI is set but a small tmpfs cannot be mounted (needs root): this test must run"
+            );
+            eprintln!("SKIPPED: cannot mount a small tmpfs here (not root?)");
+            None
+        }
+    }
+}
+
 #[test]
 fn a_full_disk_fails_clearly_and_keeps_the_previous_snapshot() {
-    let dir = std::env::temp_dir().join(format!("kvrun-full-{}", std::process::id()));
-    let Some(_disk) = SmallDisk::mount(&dir, "1200k") else {
-        // Mounting needs root (CI runs as root); say so rather than pass silently.
-        eprintln!("SKIPPED: cannot mount a small tmpfs here (not root?)");
+    let Some((dir, _disk)) = small_disk_or_skip("run") else {
         return;
     };
     let model = tiny_model();
@@ -354,6 +370,67 @@ fn a_full_disk_fails_clearly_and_keeps_the_previous_snapshot() {
         .unwrap();
     assert!(out.status.success(), "{}", stderr(&out));
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert!(
+        v["tokens"].as_u64().unwrap() < 20,
+        "the failed save changed the session: {v}"
+    );
+}
+
+#[test]
+fn a_failed_save_on_the_way_out_says_so_and_keeps_the_previous_snapshot() {
+    let Some((dir, _disk)) = small_disk_or_skip("chat") else {
+        return;
+    };
+    let model = tiny_model();
+    let m = path_str(&model);
+    let kvrun = |args: &[&str], stdin: Stdio| {
+        std::process::Command::new(env!("CARGO_BIN_EXE_kvrun"))
+            .env("KVRUN_HOME", &dir)
+            .args(args)
+            .args(["-t", THREADS])
+            .stdin(stdin)
+            .output()
+            .unwrap()
+    };
+    let start = kvrun(
+        &[
+            "run",
+            "--session",
+            "s",
+            m,
+            "--raw",
+            "-p",
+            "a short start",
+            "-n",
+            "2",
+        ],
+        Stdio::null(),
+    );
+    assert!(start.status.success(), "{}", stderr(&start));
+    // A turn too big for the disk: its save fails, and so does the one on the way out.
+    let input = tempfile::NamedTempFile::new().unwrap();
+    std::fs::write(
+        input.path(),
+        format!("{}\n", long_text(3).replace('\n', " ")),
+    )
+    .unwrap();
+    let chat = kvrun(
+        &["chat", "--plain", "--session", "s", m, "-n", "2"],
+        Stdio::from(std::fs::File::open(input.path()).unwrap()),
+    );
+    let err = stderr(&chat);
+    assert_eq!(chat.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains("saving session 's' failed (its previous save is intact)")
+            && err.contains("disk full"),
+        "{err}"
+    );
+    let check = kvrun(
+        &["session", "restore", "s", "--check", "--json"],
+        Stdio::null(),
+    );
+    assert!(check.status.success(), "{}", stderr(&check));
+    let v: serde_json::Value = serde_json::from_slice(&check.stdout).unwrap();
     assert!(
         v["tokens"].as_u64().unwrap() < 20,
         "the failed save changed the session: {v}"

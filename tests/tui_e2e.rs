@@ -1,12 +1,15 @@
 //! The real TUI end to end: `kvrun chat` on the default model inside tmux. Type a prompt,
 //! read the answer and the memory panel off the screen, quit, and check that the terminal
-//! came back and the session was saved.
+//! came back and the session was saved. Then every way out in the middle of a streaming
+//! reply (`/quit`, SIGTERM, the terminal going away, Ctrl-D in line mode): the process goes,
+//! the session keeps the message, and its lock is free.
 
 mod common;
 
 use std::process::Command;
 use std::time::{Duration, Instant};
 
+use common::ways_out::*;
 use common::*;
 
 struct Tmux {
@@ -14,8 +17,10 @@ struct Tmux {
 }
 
 impl Tmux {
-    fn start(command: &str) -> Self {
-        let name = format!("kvrun-e2e-{}", std::process::id());
+    /// Runs `command` in a new detached tmux session; `tag` keeps parallel tests apart. The
+    /// pane stays after the command exits, so its exit status can be read.
+    fn start(tag: &str, command: &str) -> Self {
+        let name = format!("kvrun-e2e-{}-{tag}", std::process::id());
         let ok = Command::new("tmux")
             .args([
                 "new-session",
@@ -27,6 +32,12 @@ impl Tmux {
                 "-y",
                 "32",
                 command,
+                ";",
+                "set-option",
+                "-t",
+                &name,
+                "remain-on-exit",
+                "on",
             ])
             .status()
             .expect("tmux is needed for this test (apt-get install tmux; .ci/run installs it)")
@@ -41,6 +52,29 @@ impl Tmux {
             .output()
             .unwrap();
         String::from_utf8_lossy(&out.stdout).into_owned()
+    }
+
+    /// A pane format variable, e.g. `pane_pid` or `pane_dead_status`.
+    fn pane(&self, variable: &str) -> String {
+        let out = Command::new("tmux")
+            .args([
+                "display-message",
+                "-p",
+                "-t",
+                &self.name,
+                &format!("#{{{variable}}}"),
+            ])
+            .output()
+            .unwrap();
+        String::from_utf8_lossy(&out.stdout).trim().to_string()
+    }
+
+    fn kill(&self) {
+        assert!(Command::new("tmux")
+            .args(["kill-session", "-t", &self.name])
+            .status()
+            .unwrap()
+            .success());
     }
 
     fn keys(&self, keys: &[&str]) {
@@ -84,15 +118,21 @@ fn chat_tui_answers_shows_the_tiers_and_restores_the_terminal() {
         env!("CARGO_BIN_EXE_kvrun"),
         path_str(&model)
     );
-    let tmux = Tmux::start(&command);
+    let tmux = Tmux::start("answers", &command);
     let ready = tmux.wait_for("the memory panel", Duration::from_secs(60), |s| {
         s.contains("NVMe")
     });
-    assert!(ready.contains("RAM") && ready.contains("memory"), "{ready}");
     assert!(
-        ready.contains("VRAM") || ready.contains("no GPU"),
+        ready.contains("RAM · warm") && ready.contains("memory"),
         "{ready}"
     );
+    assert!(ready.contains("NVMe · cold"), "{ready}");
+    assert!(
+        ready.contains("VRAM · hot") || ready.contains("no GPU: the hot tier lives in RAM"),
+        "{ready}"
+    );
+    // The hot tier's budget is the context's cells.
+    assert!(ready.contains("of 8,192 cells"), "{ready}");
 
     tmux.keys(&["Name a colour.", "Enter"]);
     let answered = tmux.wait_for("the answer and the save", Duration::from_secs(120), |s| {
@@ -112,4 +152,101 @@ fn chat_tui_answers_shows_the_tiers_and_restores_the_terminal() {
     let list: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(list[0]["name"], "e2e");
     assert!(list[0]["tokens"].as_u64().unwrap() > 12, "{list}");
+}
+
+/// How a test leaves the chat while the reply streams.
+#[derive(Clone, Copy, PartialEq, Debug)]
+enum WayOut {
+    Quit,
+    Sigterm,
+    KillTerminal,
+    /// Line mode (`--plain`) on the terminal: Ctrl-D on an empty line.
+    EndOfInput,
+}
+
+/// Starts `kvrun chat` on the default model in tmux, sends the long-reply prompt, waits
+/// until the reply streams, leaves `way`, and checks what must hold after.
+fn leave_mid_reply(way: WayOut) {
+    let home = Home::new();
+    let session = "away";
+    let plain = if way == WayOut::EndOfInput {
+        " --plain"
+    } else {
+        ""
+    };
+    // exec: the pane's process is kvrun itself, so its pid and exit status are tmux's.
+    let command = format!(
+        "exec env KVRUN_HOME={} {} chat {} --session {session} --temp 0 -n {ENDLESS}{plain}",
+        path_str(home.path()),
+        env!("CARGO_BIN_EXE_kvrun"),
+        path_str(&default_model())
+    );
+    let tmux = Tmux::start(&format!("{way:?}"), &command);
+    let pid: u32 = tmux.pane("pane_pid").parse().expect("the pane's pid");
+    if way == WayOut::EndOfInput {
+        tmux.wait_for("the prompt", Duration::from_secs(60), |s| s.contains("> "));
+    } else {
+        tmux.wait_for("the memory panel", Duration::from_secs(60), |s| {
+            s.contains("NVMe")
+        });
+    }
+    tmux.keys(&[LONG_REPLY_PROMPT, "Enter"]);
+    // The reply streams: the model's label (TUI), or text after the prompt line (line mode).
+    tmux.wait_for("the reply to stream", Duration::from_secs(120), |s| {
+        if way == WayOut::EndOfInput {
+            s.split_once(LONG_REPLY_PROMPT)
+                .is_some_and(|(_, after)| after.trim().len() > 40)
+        } else {
+            s.split_once("▌model").is_some_and(|(_, after)| {
+                after
+                    .lines()
+                    .nth(1)
+                    .is_some_and(|l| l.trim_matches(['│', ' ']).len() > 10)
+            })
+        }
+    });
+    assert!(running(pid), "kvrun ended before the test left");
+    match way {
+        WayOut::Quit => tmux.keys(&["/quit", "Enter"]),
+        WayOut::Sigterm => {
+            assert!(Command::new("kill")
+                .args(["-TERM", &pid.to_string()])
+                .status()
+                .unwrap()
+                .success());
+        }
+        WayOut::KillTerminal => tmux.kill(),
+        WayOut::EndOfInput => tmux.keys(&["C-d"]),
+    }
+    wait_gone(pid, &format!("{way:?}"));
+    if way != WayOut::KillTerminal {
+        let status = tmux.wait_for(
+            "the pane to report the exit",
+            Duration::from_secs(10),
+            |_| tmux.pane("pane_dead") == "1",
+        );
+        let expected = if way == WayOut::Sigterm { "143" } else { "0" };
+        assert_eq!(tmux.pane("pane_dead_status"), expected, "{status}");
+    }
+    assert_kept_and_free(&home, session, LONG_REPLY_PROMPT);
+}
+
+#[test]
+fn quit_during_a_reply_saves_it_and_exits() {
+    leave_mid_reply(WayOut::Quit);
+}
+
+#[test]
+fn sigterm_during_a_reply_saves_it_and_exits_143() {
+    leave_mid_reply(WayOut::Sigterm);
+}
+
+#[test]
+fn a_vanished_terminal_during_a_reply_saves_it_and_frees_the_session() {
+    leave_mid_reply(WayOut::KillTerminal);
+}
+
+#[test]
+fn end_of_input_in_line_mode_on_a_terminal_stops_the_reply_and_saves() {
+    leave_mid_reply(WayOut::EndOfInput);
 }

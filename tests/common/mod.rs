@@ -144,6 +144,7 @@ pub fn assert_one_line_error(out: &Output, code: i32, needle: &str) {
 }
 
 pub mod inproc;
+pub mod ways_out;
 
 /// Log-probabilities from a `--json --logprobs` report.
 pub fn logprobs(v: &serde_json::Value) -> Vec<f32> {
