@@ -162,8 +162,28 @@ enum WayOut {
     Quit,
     Sigterm,
     KillTerminal,
+    /// Ctrl-C twice: the first stops the reply, the second quits.
+    CtrlCTwice,
     /// Line mode (`--plain`) on the terminal: Ctrl-D on an empty line.
     EndOfInput,
+    /// Line mode on the terminal: Ctrl-C twice (SIGINT; the first only stops the reply).
+    CtrlCTwicePlain,
+}
+
+impl WayOut {
+    fn line_mode(self) -> bool {
+        matches!(self, WayOut::EndOfInput | WayOut::CtrlCTwicePlain)
+    }
+
+    /// The exit status the pane reports (None: the pane itself is gone).
+    fn exit_status(self) -> Option<&'static str> {
+        match self {
+            WayOut::KillTerminal => None,
+            WayOut::Sigterm => Some("143"),
+            WayOut::CtrlCTwicePlain => Some("130"),
+            WayOut::Quit | WayOut::CtrlCTwice | WayOut::EndOfInput => Some("0"),
+        }
+    }
 }
 
 /// Starts `kvrun chat` on the default model in tmux, sends the long-reply prompt, waits
@@ -171,11 +191,7 @@ enum WayOut {
 fn leave_mid_reply(way: WayOut) {
     let home = Home::new();
     let session = "away";
-    let plain = if way == WayOut::EndOfInput {
-        " --plain"
-    } else {
-        ""
-    };
+    let plain = if way.line_mode() { " --plain" } else { "" };
     // exec: the pane's process is kvrun itself, so its pid and exit status are tmux's.
     let command = format!(
         "exec env KVRUN_HOME={} {} chat {} --session {session} --temp 0 -n {ENDLESS}{plain}",
@@ -185,7 +201,7 @@ fn leave_mid_reply(way: WayOut) {
     );
     let tmux = Tmux::start(&format!("{way:?}"), &command);
     let pid: u32 = tmux.pane("pane_pid").parse().expect("the pane's pid");
-    if way == WayOut::EndOfInput {
+    if way.line_mode() {
         // tmux trims the space after the prompt.
         tmux.wait_for("the prompt", Duration::from_secs(60), |s| {
             s.lines().any(|l| l.trim_end() == ">")
@@ -198,7 +214,7 @@ fn leave_mid_reply(way: WayOut) {
     tmux.keys(&[LONG_REPLY_PROMPT, "Enter"]);
     // The reply streams: the model's label (TUI), or text after the prompt line (line mode).
     tmux.wait_for("the reply to stream", Duration::from_secs(120), |s| {
-        if way == WayOut::EndOfInput {
+        if way.line_mode() {
             s.split_once(LONG_REPLY_PROMPT)
                 .is_some_and(|(_, after)| after.trim().len() > 40)
         } else {
@@ -222,15 +238,25 @@ fn leave_mid_reply(way: WayOut) {
         }
         WayOut::KillTerminal => tmux.kill(),
         WayOut::EndOfInput => tmux.keys(&["C-d"]),
+        WayOut::CtrlCTwice => tmux.keys(&["C-c", "C-c"]),
+        WayOut::CtrlCTwicePlain => {
+            // Two signals close together may arrive as one: wait for the first to land.
+            tmux.keys(&["C-c"]);
+            tmux.wait_for("the reply to stop", Duration::from_secs(30), |s| {
+                s.contains("(stopped)")
+            });
+            assert!(running(pid), "the first Ctrl-C ended the line-mode chat");
+            tmux.keys(&["C-c"]);
+        }
     }
     wait_gone(pid, &format!("{way:?}"));
-    if way != WayOut::KillTerminal {
+    if let Some(expected) = way.exit_status() {
         let status = tmux.wait_for(
             "the pane to report the exit",
             Duration::from_secs(10),
-            |_| tmux.pane("pane_dead") == "1",
+            // The pane can read as dead (its terminal closed) before tmux has the status.
+            |_| !tmux.pane("pane_dead_status").is_empty(),
         );
-        let expected = if way == WayOut::Sigterm { "143" } else { "0" };
         assert_eq!(tmux.pane("pane_dead_status"), expected, "{status}");
     }
     assert_kept_and_free(&home, session, LONG_REPLY_PROMPT);
@@ -254,4 +280,14 @@ fn a_vanished_terminal_during_a_reply_saves_it_and_frees_the_session() {
 #[test]
 fn end_of_input_in_line_mode_on_a_terminal_stops_the_reply_and_saves() {
     leave_mid_reply(WayOut::EndOfInput);
+}
+
+#[test]
+fn ctrl_c_twice_during_a_reply_saves_it_and_exits() {
+    leave_mid_reply(WayOut::CtrlCTwice);
+}
+
+#[test]
+fn ctrl_c_twice_in_line_mode_on_a_terminal_saves_and_exits_130() {
+    leave_mid_reply(WayOut::CtrlCTwicePlain);
 }

@@ -287,10 +287,15 @@ fn show(env: &Env, args: SessionShowArgs) -> Result<ExitCode> {
     )?;
     writeln!(
         out,
-        "log       {} tokens, {} messages ({})",
+        "log       {} tokens, {} messages ({}){}",
         manifest.tokens.len(),
         manifest.messages.len(),
-        if manifest.raw { "raw" } else { "chat" }
+        if manifest.raw { "raw" } else { "chat" },
+        if manifest.interrupted {
+            "; the last reply was interrupted"
+        } else {
+            ""
+        }
     )?;
     match &manifest.snapshot {
         Some(s) => {

@@ -57,6 +57,8 @@ pub fn assert_kept_and_free(home: &Home, session: &str, message: &str) {
         "{manifest}"
     );
     assert_eq!(manifest["interrupted"], true, "{manifest}");
+    let show = super::stdout(&home.run(&["session", "show", session]));
+    assert!(show.contains("the last reply was interrupted"), "{show}");
     let model = default_model();
     let out = home.run(&[
         "run",
