@@ -45,8 +45,8 @@ Register-ArgumentCompleter -Native -CommandName 'kvrun' -ScriptBlock {
         'kvrun;chat' {
             [CompletionResult]::new('--session', '--session', [CompletionResultType]::ParameterName, 'Resume or create a named session; its KV cache is saved after every turn')
             [CompletionResult]::new('--system', '--system', [CompletionResultType]::ParameterName, 'A system prompt for the conversation')
-            [CompletionResult]::new('-n', '-n', [CompletionResultType]::ParameterName, 'Largest reply in tokens [default: until the model stops or the context is full]')
-            [CompletionResult]::new('--max-tokens', '--max-tokens', [CompletionResultType]::ParameterName, 'Largest reply in tokens [default: until the model stops or the context is full]')
+            [CompletionResult]::new('-n', '-n', [CompletionResultType]::ParameterName, 'Largest reply in tokens, so a model that never stops cannot run on [default: 1024]')
+            [CompletionResult]::new('--max-tokens', '--max-tokens', [CompletionResultType]::ParameterName, 'Largest reply in tokens, so a model that never stops cannot run on [default: 1024]')
             [CompletionResult]::new('--context-overflow', '--context-overflow', [CompletionResultType]::ParameterName, 'What to do when the conversation outgrows the context: drop the oldest turns, or stop with an error [default: truncate]')
             [CompletionResult]::new('-c', '-c', [CompletionResultType]::ParameterName, 'Context size in tokens [default: 8192, capped at the model''s training context]')
             [CompletionResult]::new('--ctx-size', '--ctx-size', [CompletionResultType]::ParameterName, 'Context size in tokens [default: 8192, capped at the model''s training context]')

@@ -41,8 +41,8 @@ set edit:completion:arg-completer[kvrun] = {|@words|
         &'kvrun;chat'= {
             cand --session 'Resume or create a named session; its KV cache is saved after every turn'
             cand --system 'A system prompt for the conversation'
-            cand -n 'Largest reply in tokens [default: until the model stops or the context is full]'
-            cand --max-tokens 'Largest reply in tokens [default: until the model stops or the context is full]'
+            cand -n 'Largest reply in tokens, so a model that never stops cannot run on [default: 1024]'
+            cand --max-tokens 'Largest reply in tokens, so a model that never stops cannot run on [default: 1024]'
             cand --context-overflow 'What to do when the conversation outgrows the context: drop the oldest turns, or stop with an error [default: truncate]'
             cand -c 'Context size in tokens [default: 8192, capped at the model''s training context]'
             cand --ctx-size 'Context size in tokens [default: 8192, capped at the model''s training context]'

@@ -41,7 +41,7 @@ complete -c kvrun -n "__fish_kvrun_needs_command" -f -a "man" -d 'Print the man 
 complete -c kvrun -n "__fish_kvrun_needs_command" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
 complete -c kvrun -n "__fish_kvrun_using_subcommand chat" -l session -d 'Resume or create a named session; its KV cache is saved after every turn' -r
 complete -c kvrun -n "__fish_kvrun_using_subcommand chat" -l system -d 'A system prompt for the conversation' -r
-complete -c kvrun -n "__fish_kvrun_using_subcommand chat" -s n -l max-tokens -d 'Largest reply in tokens [default: until the model stops or the context is full]' -r
+complete -c kvrun -n "__fish_kvrun_using_subcommand chat" -s n -l max-tokens -d 'Largest reply in tokens, so a model that never stops cannot run on [default: 1024]' -r
 complete -c kvrun -n "__fish_kvrun_using_subcommand chat" -l context-overflow -d 'What to do when the conversation outgrows the context: drop the oldest turns, or stop with an error [default: truncate]' -r -f -a "truncate\t''
 error\t''"
 complete -c kvrun -n "__fish_kvrun_using_subcommand chat" -s c -l ctx-size -d 'Context size in tokens [default: 8192, capped at the model\'s training context]' -r

@@ -130,7 +130,7 @@ pub struct ChatArgs {
     /// A system prompt for the conversation.
     #[arg(long, value_name = "TEXT")]
     pub system: Option<String>,
-    /// Largest reply in tokens [default: until the model stops or the context is full]
+    /// Largest reply in tokens, so a model that never stops cannot run on [default: 1024]
     #[arg(short = 'n', long, value_name = "N")]
     pub max_tokens: Option<u32>,
     /// What to do when the conversation outgrows the context: drop the oldest turns, or stop
@@ -424,5 +424,18 @@ mod tests {
     #[test]
     fn cli_definition_is_consistent() {
         Cli::command().debug_assert();
+    }
+
+    #[test]
+    fn chat_help_names_the_default_reply_limit() {
+        let mut cli = Cli::command();
+        let chat = cli.find_subcommand_mut("chat").unwrap();
+        let n = chat
+            .get_arguments()
+            .find(|a| a.get_id() == "max_tokens")
+            .unwrap();
+        let help = n.get_help().unwrap().to_string();
+        let limit = crate::chat::DEFAULT_CHAT_MAX_TOKENS;
+        assert!(help.contains(&format!("[default: {limit}]")), "{help}");
     }
 }

@@ -9,6 +9,8 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context as _, Result};
 
+mod reports;
+
 use super::progress::{OtherHot, TurnEvents};
 use super::tiers::{HotView, TierBook};
 use crate::conversation::Conversation;
@@ -27,6 +29,7 @@ use crate::tiers::WarmPool;
 use crate::tui::protocol::{
     EngineEvent, ProgressKind, SessionRow, ShownMessage, Tier, UserCommand,
 };
+use reports::group;
 
 /// Budgets and idle timeouts of the tiers.
 #[derive(Debug, Clone)]
@@ -700,92 +703,4 @@ impl<'c, 'm> Engine<'c, 'm, '_> {
             }
         }
     }
-
-    fn send_switched(&self) {
-        let open = &self.hot[self.active];
-        self.send(EngineEvent::Switched {
-            session: open.name.clone().unwrap_or_default(),
-            history: open
-                .conversation
-                .messages
-                .iter()
-                .map(|m| ShownMessage {
-                    role: m.role.clone(),
-                    content: m.content.clone(),
-                })
-                .collect(),
-        });
-    }
-
-    fn send_context(&self) {
-        let open = &self.hot[self.active];
-        self.send(EngineEvent::Context {
-            used: open.conversation.seq.len(),
-            n_ctx: self
-                .options
-                .engine
-                .ctx_size
-                .min(self.model.facts().n_ctx_train),
-        });
-    }
-
-    fn send_sessions(&self) {
-        let mut rows = Vec::new();
-        let hot: Vec<&str> = self.hot.iter().filter_map(|o| o.name.as_deref()).collect();
-        let active = self.hot[self.active].name.as_deref();
-        if let Ok(list) = self.catalog.list() {
-            for s in list {
-                let tier = if hot.contains(&s.name.as_str()) {
-                    Tier::Hot
-                } else if self.book.warm_sessions.contains(&s.name) {
-                    Tier::Warm
-                } else if s.kv_tokens > 0 {
-                    Tier::Cold
-                } else {
-                    Tier::Prefill
-                };
-                rows.push(SessionRow {
-                    active: Some(s.name.as_str()) == active,
-                    name: s.name,
-                    tokens: s.tokens,
-                    tier,
-                    last_used_unix: s.updated_unix,
-                });
-            }
-        }
-        self.send(EngineEvent::Sessions(rows));
-    }
-
-    fn send_memory(&mut self, ctx: &Context<'m>) {
-        let tokens: usize = self.hot.iter().map(|o| o.conversation.seq.kv_len()).sum();
-        let bytes: u64 = self.hot.iter().map(|o| ctx.state_size(o.seq) as u64).sum();
-        let hot = HotView {
-            sessions: self.hot.iter().filter_map(|o| o.name.clone()).collect(),
-            tokens: tokens as u64,
-            bytes,
-            capacity_tokens: ctx.info().n_ctx as u64,
-            page_tokens: ctx.info().page_tokens as u64,
-        };
-        let snapshot = self.book.snapshot(
-            &self.options.paths,
-            hot,
-            &self.warm,
-            self.catalog,
-            self.options.tiers.cold_budget,
-        );
-        self.send(EngineEvent::Memory(Box::new(snapshot)));
-    }
-}
-
-/// 18432 → "18,432".
-fn group(n: usize) -> String {
-    let s = n.to_string();
-    let mut out = String::new();
-    for (i, c) in s.chars().enumerate() {
-        if i > 0 && (s.len() - i) % 3 == 0 {
-            out.push(',');
-        }
-        out.push(c);
-    }
-    out
 }
