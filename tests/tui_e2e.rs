@@ -226,6 +226,12 @@ fn leave_mid_reply(way: WayOut) {
             })
         }
     });
+    if !way.line_mode() {
+        // The status line and the memory panel follow the reply live, not only after it.
+        tmux.wait_for("live context figures", Duration::from_secs(30), |s| {
+            !s.contains("ctx 0/") && !s.contains(" 0 of 8,192 cells")
+        });
+    }
     assert!(running(pid), "kvrun ended before the test left");
     match way {
         WayOut::Quit => tmux.keys(&["/quit", "Enter"]),
