@@ -56,6 +56,15 @@ pub fn prepare(
             SamplingSettings::resolve(sampling_args, &env.config),
         ),
     };
+    if manifest.is_some() {
+        // Flags and the config file were checked when read; a manifest's values here.
+        engine.validate().and(sampling.validate()).map_err(|e| {
+            usage(format!(
+                "session '{name}' records an invalid setting: {e}; pass --{} to override it",
+                e.name
+            ))
+        })?;
+    }
     if let Some(m) = &manifest {
         // A resumed session needs room for what it already holds.
         if engine_args.ctx_size.is_none() {
