@@ -206,3 +206,34 @@ fn input_over_the_byte_limit_is_a_usage_error() {
     ]);
     assert_one_line_error(&out, 2, "input limit of 32 MiB");
 }
+
+#[test]
+fn a_session_whose_model_is_gone_names_the_session_and_the_model() {
+    let home = Home::new();
+    let model = home.path().join("mine.gguf");
+    std::fs::copy(tiny_model(), &model).unwrap();
+    let out = home.run(&[
+        "run",
+        path_str(&model),
+        "--session",
+        "s",
+        "--raw",
+        "-p",
+        "hello",
+        "-n",
+        "2",
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    std::fs::remove_file(&model).unwrap();
+    let out = home.run(&["run", "--session", "s", "--continue", "-n", "2"]);
+    assert_one_line_error(
+        &out,
+        1,
+        "session 's' was saved with model 'kvrun-tiny-llama'",
+    );
+    let err = stderr(&out);
+    assert!(
+        err.contains("mine.gguf") && !err.contains("not downloaded"),
+        "{err}"
+    );
+}

@@ -78,6 +78,18 @@ pub fn prepare(
         },
         _ => crate::models::choose(model_arg, &env.config, &env.paths),
     };
+    if let (None, Some(m)) = (model_arg, &manifest) {
+        // Without this, the fallback's own complaint ("the default model is not downloaded
+        // yet") would point at a model the session never used.
+        if !choice.path.exists() {
+            anyhow::bail!(
+                "session '{name}' was saved with model '{}' at {}, which is not there any \
+                 more; pass that model's path (or its name in the models folder) as MODEL",
+                m.model.name.escape_debug(),
+                m.model.path.escape_debug()
+            );
+        }
+    }
     Ok(Prepared {
         name: name.to_string(),
         manifest,
