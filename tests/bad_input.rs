@@ -159,7 +159,7 @@ fn a_huge_prompt_is_refused_before_it_is_tokenized() {
             "-n",
             "1",
         ]);
-        assert_one_line_error(&out, 1, "tokens, and the context holds 512");
+        assert_one_line_error(&out, 1, "and the context holds 512");
         assert!(stderr(&out).contains("raise --ctx-size"));
     }
     // The same for a session's turn and a saved document, through stdin too.
@@ -167,7 +167,7 @@ fn a_huge_prompt_is_refused_before_it_is_tokenized() {
     let m = tiny_model();
     let out = home.run_with_stdin(&["run", path_str(&m), "--session", "s", "-c", "512"], &text);
     assert_one_line_error(&out, 1, "session 's'");
-    assert!(stderr(&out).contains("is at least"));
+    assert!(stderr(&out).contains("are at least"));
     let out = home.run_with_stdin(
         &[
             "session",
@@ -181,7 +181,7 @@ fn a_huge_prompt_is_refused_before_it_is_tokenized() {
         ],
         &text,
     );
-    assert_one_line_error(&out, 1, "is at least");
+    assert_one_line_error(&out, 1, "are at least");
 }
 
 #[test]

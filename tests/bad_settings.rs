@@ -182,4 +182,18 @@ fn a_context_too_small_for_the_document_says_it_does_not_fit() {
         ]);
         assert_one_line_error(&out, 1, "does not fit");
     }
+    // Short in bytes but long in tokens: refused after tokenizing, by the same rule.
+    std::fs::write(&path, "x ".repeat(100)).unwrap();
+    let out = home.run(&[
+        "session",
+        "save",
+        "short",
+        path_str(&tiny_model()),
+        "--raw",
+        "--file",
+        path_str(&path),
+        "-c",
+        "64",
+    ]);
+    assert_one_line_error(&out, 1, "this message does not fit the context");
 }

@@ -325,8 +325,9 @@ pub(super) fn check_text_may_fit(
     if used + min_tokens > n_ctx {
         let train = model.facts().n_ctx_train;
         bail!(
-            "the input ({} bytes) is at least {min_tokens} tokens, and the context holds \
-             {n_ctx} ({used} in use); raise --ctx-size (this model supports up to {train})",
+            "the input does not fit the context: its {} bytes are at least {min_tokens} \
+             tokens, and the context holds {n_ctx} ({used} in use); raise --ctx-size (this \
+             model supports up to {train})",
             text.len()
         );
     }

@@ -219,7 +219,7 @@ impl Keys<'_> {
     fn bad(&self, key: &str, reason: &str) -> GgufError {
         GgufError::BadMetadata {
             key: self.name(key),
-            reason: format!("{reason} (llama.cpp would abort on it)"),
+            reason: format!("{reason}; llama.cpp cannot run this model"),
         }
     }
 
