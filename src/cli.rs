@@ -4,7 +4,7 @@ use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand};
 
-use crate::settings::{ContextOverflow, FlashAttn, KvType};
+use crate::settings::{self, in_range, ContextOverflow, FlashAttn, KvType};
 
 /// Local LLM inference on GGUF models, with a persistent, paged KV cache.
 ///
@@ -73,17 +73,17 @@ pub struct ModelArg {
 #[command(next_help_heading = "Engine")]
 pub struct EngineArgs {
     /// Context size in tokens [default: 8192, capped at the model's training context]
-    #[arg(short = 'c', long, value_name = "N")]
+    #[arg(short = 'c', long, value_name = "N", value_parser = in_range::<u32>(&settings::CTX_SIZE))]
     pub ctx_size: Option<u32>,
     /// CPU threads [default: the number of cores]
-    #[arg(short = 't', long, value_name = "N")]
+    #[arg(short = 't', long, value_name = "N", value_parser = in_range::<u32>(&settings::THREADS))]
     pub threads: Option<u32>,
     /// Layers to offload to the GPU (needs a GPU build) [default: all when built with a GPU
     /// backend, else 0]
     #[arg(long, value_name = "N")]
     pub gpu_layers: Option<u32>,
     /// Largest prompt batch in tokens; batches never cross a KV page boundary [default: 256]
-    #[arg(short = 'b', long, value_name = "N")]
+    #[arg(short = 'b', long, value_name = "N", value_parser = in_range::<u32>(&settings::BATCH_SIZE))]
     pub batch_size: Option<u32>,
     /// KV cache element type [default: f16]
     #[arg(long, value_enum, value_name = "TYPE")]
@@ -98,19 +98,19 @@ pub struct EngineArgs {
 #[command(next_help_heading = "Sampling")]
 pub struct SamplingArgs {
     /// Temperature; 0 is greedy [default: 0.8]
-    #[arg(long, value_name = "T")]
+    #[arg(long, value_name = "T", value_parser = in_range::<f32>(&settings::TEMP))]
     pub temp: Option<f32>,
     /// Keep only the K most likely tokens; 0 disables [default: 40]
-    #[arg(long, value_name = "K")]
+    #[arg(long, value_name = "K", value_parser = in_range::<i32>(&settings::TOP_K))]
     pub top_k: Option<i32>,
     /// Nucleus sampling threshold; 1.0 disables [default: 0.95]
-    #[arg(long, value_name = "P")]
+    #[arg(long, value_name = "P", value_parser = in_range::<f32>(&settings::TOP_P))]
     pub top_p: Option<f32>,
     /// Minimum probability relative to the top token; 0 disables [default: 0.05]
-    #[arg(long, value_name = "P")]
+    #[arg(long, value_name = "P", value_parser = in_range::<f32>(&settings::MIN_P))]
     pub min_p: Option<f32>,
     /// Penalty for repeating recent tokens; 1.0 disables [default: 1.0]
-    #[arg(long, value_name = "X")]
+    #[arg(long, value_name = "X", value_parser = in_range::<f32>(&settings::REPEAT_PENALTY))]
     pub repeat_penalty: Option<f32>,
     /// Random seed [default: a fresh one per run]
     #[arg(long, value_name = "N")]

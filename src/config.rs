@@ -5,7 +5,7 @@ use std::path::Path;
 
 use serde::Deserialize;
 
-use crate::settings::{ContextOverflow, FlashAttn, KvType};
+use crate::settings::{self, ContextOverflow, FlashAttn, KvType, SettingError};
 
 #[derive(Debug, Default, Clone, Deserialize)]
 #[serde(rename_all = "kebab-case", deny_unknown_fields)]
@@ -63,7 +63,34 @@ impl FileConfig {
 
     /// Parses config text; the error is one line naming the line and key at fault.
     pub fn parse(text: &str) -> Result<Self, String> {
-        toml::from_str(text).map_err(|e| describe_toml_error(text, &e))
+        let config: Self = toml::from_str(text).map_err(|e| describe_toml_error(text, &e))?;
+        config
+            .validate()
+            .map_err(|e| format!("key `{}`: {e}", e.name))?;
+        Ok(config)
+    }
+
+    /// Every numeric value inside the range its flag accepts.
+    pub fn validate(&self) -> Result<(), SettingError> {
+        let f32s = [
+            (&settings::TEMP, self.temp),
+            (&settings::TOP_P, self.top_p),
+            (&settings::MIN_P, self.min_p),
+            (&settings::REPEAT_PENALTY, self.repeat_penalty),
+        ];
+        for (range, value) in f32s {
+            value.map_or(Ok(()), |v| range.check(v.into()))?;
+        }
+        let u32s = [
+            (&settings::CTX_SIZE, self.ctx_size),
+            (&settings::THREADS, self.threads),
+            (&settings::BATCH_SIZE, self.batch_size),
+        ];
+        for (range, value) in u32s {
+            value.map_or(Ok(()), |v| range.check(v.into()))?;
+        }
+        self.top_k
+            .map_or(Ok(()), |v| settings::TOP_K.check(v.into()))
     }
 }
 
@@ -101,6 +128,24 @@ mod tests {
         let e = FileConfig::parse("ctx-size = 1\nbogus-key = 3\n").unwrap_err();
         assert!(e.contains("bogus-key"), "{e}");
         assert!(!e.contains('\n'));
+    }
+
+    #[test]
+    fn out_of_range_values_name_the_key_and_the_range() {
+        for (text, key, range) in [
+            ("top-p = 2.0\n", "`top-p`", "at most 1"),
+            ("min-p = -0.5\n", "`min-p`", "at least 0"),
+            ("repeat-penalty = 0.0\n", "`repeat-penalty`", "above 0"),
+            ("temp = -1.0\n", "`temp`", "at least 0"),
+            ("top-k = -3\n", "`top-k`", "at least 0"),
+            ("batch-size = 0\n", "`batch-size`", "at least 1"),
+            ("ctx-size = 0\n", "`ctx-size`", "at least 1"),
+            ("temp = nan\n", "`temp`", "at least 0"),
+        ] {
+            let e = FileConfig::parse(text).unwrap_err();
+            assert!(e.contains(key) && e.contains(range), "{text}: {e}");
+        }
+        FileConfig::parse("top-p = 1.0\nmin-p = 0.0\nrepeat-penalty = 1.1\ntop-k = 0\n").unwrap();
     }
 
     #[test]

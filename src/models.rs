@@ -105,6 +105,7 @@ pub fn validate(choice: &ModelChoice) -> Result<gguf::ModelInfo> {
         bail!("{} is a folder, not a .gguf model file", path.display());
     }
     let file = gguf::read_header(path)
+        .and_then(|file| file.check_loadable().map(|()| file))
         .with_context(|| format!("{} is not a usable GGUF model", path.display()))?;
     Ok(file.info())
 }

@@ -53,6 +53,97 @@ pub enum ContextOverflow {
     Error,
 }
 
+/// The valid values of a numeric setting. Flags (through [`in_range`]), the config file
+/// ([`FileConfig::validate`]) and session manifests ([`EngineSettings::validate`],
+/// [`SamplingSettings::validate`]) are all checked against these, so a value means the same
+/// wherever it comes from.
+#[derive(Debug, Clone, Copy)]
+pub struct Range {
+    /// The flag's long name, which is also the config file's key.
+    pub name: &'static str,
+    pub min: f64,
+    /// When set, `min` itself is outside the range.
+    pub min_exclusive: bool,
+    pub max: f64,
+}
+
+impl Range {
+    const fn new(name: &'static str, min: f64, max: f64) -> Self {
+        Self {
+            name,
+            min,
+            min_exclusive: false,
+            max,
+        }
+    }
+
+    pub fn check(&self, value: f64) -> Result<(), SettingError> {
+        let above_min = if self.min_exclusive {
+            value > self.min
+        } else {
+            value >= self.min
+        };
+        if value.is_finite() && above_min && value <= self.max {
+            return Ok(());
+        }
+        Err(SettingError {
+            name: self.name,
+            value: value.to_string(),
+            range: self.describe(),
+        })
+    }
+
+    fn describe(&self) -> String {
+        let low = if self.min_exclusive {
+            format!("above {}", self.min)
+        } else {
+            format!("at least {}", self.min)
+        };
+        if self.max >= f64::from(u32::MAX) {
+            low
+        } else {
+            format!("{low} and at most {}", self.max)
+        }
+    }
+}
+
+/// A setting outside its [`Range`].
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{name} {value} is out of range: it must be {range}")]
+pub struct SettingError {
+    pub name: &'static str,
+    pub value: String,
+    pub range: String,
+}
+
+pub const TEMP: Range = Range::new("temp", 0.0, 100.0);
+/// 0 disables top-k.
+pub const TOP_K: Range = Range::new("top-k", 0.0, i32::MAX as f64);
+pub const TOP_P: Range = Range::new("top-p", 0.0, 1.0);
+pub const MIN_P: Range = Range::new("min-p", 0.0, 1.0);
+/// 0 would divide every logit by zero (llama.cpp then samples only one token, forever).
+pub const REPEAT_PENALTY: Range = Range {
+    min_exclusive: true,
+    ..Range::new("repeat-penalty", 0.0, 100.0)
+};
+/// Values above a page are clamped to it (batches never cross a page boundary).
+pub const BATCH_SIZE: Range = Range::new("batch-size", 1.0, u32::MAX as f64);
+pub const CTX_SIZE: Range = Range::new("ctx-size", 1.0, u32::MAX as f64);
+pub const THREADS: Range = Range::new("threads", 1.0, 512.0);
+
+/// A clap value parser for a flag with a [`Range`].
+pub fn in_range<T>(range: &'static Range) -> impl Fn(&str) -> Result<T, String> + Clone
+where
+    T: std::str::FromStr + Into<f64> + Copy,
+    T::Err: std::fmt::Display,
+{
+    move |text| {
+        let value: T = text.trim().parse().map_err(|e| format!("{e}"))?;
+        range.check(value.into()).map_err(|e| e.to_string())?;
+        Ok(value)
+    }
+}
+
 pub const DEFAULT_CTX_SIZE: u32 = 8192;
 /// Tokens per KV page. Batches never cross a page boundary, which keeps the decode schedule
 /// canonical: a restored context computes what the uninterrupted one would have.
@@ -106,6 +197,13 @@ impl EngineSettings {
 }
 
 impl EngineSettings {
+    /// Every numeric setting inside its [`Range`] (for settings read from a manifest).
+    pub fn validate(&self) -> Result<(), SettingError> {
+        CTX_SIZE.check(self.ctx_size.into())?;
+        THREADS.check(self.threads.into())?;
+        BATCH_SIZE.check(self.batch_size.into())
+    }
+
     /// A session's recorded settings, with any flag given now taking precedence.
     pub fn resolve_over(args: &EngineArgs, base: &EngineSettings) -> Self {
         Self {
@@ -164,6 +262,15 @@ impl SamplingSettings {
             repeat_penalty: args.repeat_penalty.unwrap_or(base.repeat_penalty),
             seed: args.seed.unwrap_or(base.seed),
         }
+    }
+
+    /// Every sampling value inside its [`Range`] (for settings read from a manifest).
+    pub fn validate(&self) -> Result<(), SettingError> {
+        TEMP.check(self.temp.into())?;
+        TOP_K.check(self.top_k.into())?;
+        TOP_P.check(self.top_p.into())?;
+        MIN_P.check(self.min_p.into())?;
+        REPEAT_PENALTY.check(self.repeat_penalty.into())
     }
 
     pub fn is_greedy(&self) -> bool {

@@ -134,3 +134,106 @@ fn closed_stdout_exits_zero_quietly() {
     assert_eq!(out.status.code(), Some(0), "stderr: {}", stderr(&out));
     assert!(stderr(&out).trim().is_empty(), "stderr: {}", stderr(&out));
 }
+
+/// Prose of about `bytes` bytes, many distinct words so no tokenizer shortcut applies.
+fn big_text(bytes: usize) -> String {
+    let base = long_text(1);
+    base.repeat(bytes / base.len() + 1)[..bytes].to_string()
+}
+
+#[test]
+fn a_huge_prompt_is_refused_before_it_is_tokenized() {
+    // 10 MB into a 512-token context took over a minute to tokenize before being refused;
+    // the length alone proves it cannot fit.
+    let home = Home::new();
+    let file = home.path().join("huge.txt");
+    std::fs::write(&file, big_text(10 << 20)).unwrap();
+    for model in [default_model(), tiny_model()] {
+        let out = home.run(&[
+            "run",
+            path_str(&model),
+            "--prompt-file",
+            path_str(&file),
+            "-c",
+            "512",
+            "-n",
+            "1",
+        ]);
+        assert_one_line_error(&out, 1, "and the context holds 512");
+        assert!(stderr(&out).contains("raise --ctx-size"));
+    }
+    // The same for a session's turn and a saved document, through stdin too.
+    let text = big_text(2 << 20);
+    let m = tiny_model();
+    let out = home.run_with_stdin(&["run", path_str(&m), "--session", "s", "-c", "512"], &text);
+    assert_one_line_error(&out, 1, "session 's'");
+    assert!(stderr(&out).contains("are at least"));
+    let out = home.run_with_stdin(
+        &[
+            "session",
+            "save",
+            "d",
+            path_str(&m),
+            "--file",
+            "-",
+            "-c",
+            "512",
+        ],
+        &text,
+    );
+    assert_one_line_error(&out, 1, "are at least");
+}
+
+#[test]
+fn input_over_the_byte_limit_is_a_usage_error() {
+    let home = Home::new();
+    let file = home.path().join("too-big.txt");
+    std::fs::write(&file, big_text((32 << 20) + 1)).unwrap();
+    let out = home.run(&[
+        "run",
+        path_str(&tiny_model()),
+        "--prompt-file",
+        path_str(&file),
+    ]);
+    assert_one_line_error(&out, 2, "input limit of 32 MiB");
+    let out = home.run(&[
+        "session",
+        "save",
+        "s",
+        path_str(&tiny_model()),
+        "--file",
+        path_str(&file),
+    ]);
+    assert_one_line_error(&out, 2, "input limit of 32 MiB");
+}
+
+#[test]
+fn a_session_whose_model_is_gone_names_the_session_and_the_model() {
+    let home = Home::new();
+    let model = home.path().join("mine.gguf");
+    std::fs::copy(tiny_model(), &model).unwrap();
+    let out = home.run(&[
+        "run",
+        path_str(&model),
+        "--session",
+        "s",
+        "--raw",
+        "-p",
+        "hello",
+        "-n",
+        "2",
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    std::fs::remove_file(&model).unwrap();
+    let out = home.run(&["run", "--session", "s", "--continue", "-n", "2"]);
+    assert_one_line_error(
+        &out,
+        1,
+        "session 's' was saved with model 'kvrun-tiny-llama'",
+    );
+    let err = stderr(&out);
+    assert!(
+        err.contains("mine.gguf") && !err.contains("not downloaded"),
+        "{err}"
+    );
+}

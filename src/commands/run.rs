@@ -78,6 +78,7 @@ fn run_plain(env: &Env, args: &RunArgs) -> Result<ExitCode> {
     let mut ctx = Context::new(&model, &engine, DEFAULT_PAGE_TOKENS, 1)?;
 
     let mut conversation = Conversation::new(&model, args.raw, args.system.as_deref());
+    check_text_may_fit(&prompt, 0, &ctx, &model)?;
     let tokens = conversation.user_turn_tokens(&prompt)?;
     check_fits(tokens.len(), &ctx, &model)?;
     conversation.seq.append(&tokens);
@@ -128,6 +129,8 @@ fn run_session(env: &Env, args: &RunArgs, name: &str) -> Result<ExitCode> {
     let added = match &prompt {
         Some(text) => {
             let before = conversation.seq.len();
+            check_text_may_fit(text, before, &ctx, &model)
+                .with_context(|| format!("session '{name}'"))?;
             conversation
                 .add_user(&mut ctx, text, ContextOverflow::Error)
                 .with_context(|| format!("session '{name}'"))?;
@@ -275,13 +278,18 @@ fn finish(
     Ok(ExitCode::SUCCESS)
 }
 
+/// The largest prompt or document kvrun reads (from a file, stdin or -p). Far above what a
+/// context holds (a 128k-token context is about 0.5 MB of text); it bounds memory and time
+/// for input that could never fit.
+pub(super) const MAX_INPUT_BYTES: u64 = 32 << 20;
+
 /// The prompt from -p, --prompt-file, or piped stdin.
 fn read_prompt(args: &RunArgs) -> Result<String> {
     let text = if let Some(p) = &args.prompt {
+        check_input_size(p.len() as u64, "the prompt")?;
         p.clone()
     } else if let Some(file) = &args.prompt_file {
-        std::fs::read_to_string(file)
-            .with_context(|| format!("reading prompt file {}", file.display()))?
+        read_text_file(file)?
     } else {
         read_stdin("no prompt: pass -p TEXT, --prompt-file FILE, or pipe the prompt on stdin")?
     };
@@ -297,12 +305,60 @@ pub(super) fn read_stdin(when_terminal: &str) -> Result<String> {
     if stdin.is_terminal() {
         return Err(usage(when_terminal));
     }
-    let mut text = String::new();
-    stdin
-        .lock()
-        .read_to_string(&mut text)
-        .context("reading stdin")?;
-    Ok(text)
+    read_bounded(stdin.lock(), "stdin")
+}
+
+/// A text file (a FIFO too, for `<(command)`), read up to [`MAX_INPUT_BYTES`].
+pub(super) fn read_text_file(path: &std::path::Path) -> Result<String> {
+    let what = path.display().to_string();
+    let file = std::fs::File::open(path).with_context(|| format!("reading {what}"))?;
+    read_bounded(file, &what)
+}
+
+/// Reads all of `reader` as UTF-8, refusing more than [`MAX_INPUT_BYTES`] without reading
+/// past that.
+fn read_bounded(reader: impl Read, what: &str) -> Result<String> {
+    let mut bytes = Vec::new();
+    reader
+        .take(MAX_INPUT_BYTES + 1)
+        .read_to_end(&mut bytes)
+        .with_context(|| format!("reading {what}"))?;
+    check_input_size(bytes.len() as u64, what)?;
+    String::from_utf8(bytes).with_context(|| format!("reading {what}: not UTF-8 text"))
+}
+
+fn check_input_size(len: u64, what: &str) -> Result<()> {
+    if len > MAX_INPUT_BYTES {
+        return Err(usage(format!(
+            "{what} is larger than kvrun's input limit of {} MiB",
+            MAX_INPUT_BYTES >> 20
+        )));
+    }
+    Ok(())
+}
+
+/// Refuses text that cannot fit in the context after `used` tokens, judged from its length
+/// alone, before the (slow, for megabytes) tokenization.
+pub(super) fn check_text_may_fit(
+    text: &str,
+    used: usize,
+    ctx: &Context<'_>,
+    model: &Model,
+) -> Result<()> {
+    let Some(min_tokens) = model.min_tokens(text) else {
+        return Ok(());
+    };
+    let n_ctx = ctx.info().n_ctx as usize;
+    if used + min_tokens > n_ctx {
+        let train = model.facts().n_ctx_train;
+        bail!(
+            "the input does not fit the context: its {} bytes are at least {min_tokens} \
+             tokens, and the context holds {n_ctx} ({used} in use); raise --ctx-size (this \
+             model supports up to {train})",
+            text.len()
+        );
+    }
+    Ok(())
 }
 
 /// A prompt that cannot fit the context is refused up front, naming both sizes.

@@ -8,7 +8,7 @@ use std::time::Instant;
 use anyhow::{bail, Context as _, Result};
 use serde::Serialize;
 
-use super::run::{read_stdin, SESSION_SEQS};
+use super::run::{check_text_may_fit, read_stdin, read_text_file, SESSION_SEQS};
 use super::{load_model, session_setup, Env};
 use crate::cli::{
     ChatArgs, JsonArg, ModelArg, SessionCommand, SessionExportArgs, SessionForkArgs,
@@ -53,8 +53,7 @@ fn save(env: &Env, args: SessionSaveArgs) -> Result<ExitCode> {
     let text = if args.file.as_os_str() == "-" {
         read_stdin("--file - reads stdin, but nothing was piped")?
     } else {
-        std::fs::read_to_string(&args.file)
-            .with_context(|| format!("reading {}", args.file.display()))?
+        read_text_file(&args.file)?
     };
     if text.trim().is_empty() {
         return Err(usage("the document is empty"));
@@ -74,6 +73,8 @@ fn save(env: &Env, args: SessionSaveArgs) -> Result<ExitCode> {
     let mut live = session_setup::start(&catalog, prepared, &model, &ctx)?;
     let (mut conversation, mut restore) =
         session_setup::resume(env, &mut live, &mut ctx, &model, args.raw, None)?;
+    check_text_may_fit(&text, conversation.seq.len(), &ctx, &model)
+        .with_context(|| format!("session '{}'", args.name))?;
     conversation
         .add_user(&mut ctx, &text, ContextOverflow::Error)
         .with_context(|| format!("session '{}'", args.name))?;

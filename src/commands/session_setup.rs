@@ -56,6 +56,15 @@ pub fn prepare(
             SamplingSettings::resolve(sampling_args, &env.config),
         ),
     };
+    if manifest.is_some() {
+        // Flags and the config file were checked when read; a manifest's values here.
+        engine.validate().and(sampling.validate()).map_err(|e| {
+            usage(format!(
+                "session '{name}' records an invalid setting: {e}; pass --{} to override it",
+                e.name
+            ))
+        })?;
+    }
     if let Some(m) = &manifest {
         // A resumed session needs room for what it already holds.
         if engine_args.ctx_size.is_none() {
@@ -69,6 +78,18 @@ pub fn prepare(
         },
         _ => crate::models::choose(model_arg, &env.config, &env.paths),
     };
+    if let (None, Some(m)) = (model_arg, &manifest) {
+        // Without this, the fallback's own complaint ("the default model is not downloaded
+        // yet") would point at a model the session never used.
+        if !choice.path.exists() {
+            anyhow::bail!(
+                "session '{name}' was saved with model '{}' at {}, which is not there any \
+                 more; pass that model's path (or its name in the models folder) as MODEL",
+                m.model.name.escape_debug(),
+                m.model.path.escape_debug()
+            );
+        }
+    }
     Ok(Prepared {
         name: name.to_string(),
         manifest,

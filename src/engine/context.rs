@@ -44,6 +44,11 @@ impl KvCapture {
     }
 }
 
+/// llama.cpp pads every context to a multiple of this many cells (llama-context.cpp).
+const LLAMA_CTX_PADDING: u32 = 256;
+/// Smaller requests are raised to this: a context needs room for a prompt and a reply.
+const MIN_CTX: u32 = 16;
+
 pub struct Context<'m> {
     model: &'m Model,
     ctx: LlamaContext<'m>,
@@ -67,12 +72,23 @@ impl<'m> Context<'m> {
                 settings.kv_type.as_str()
             )));
         }
+        // llama.cpp rounds the context up to a multiple of 256 anyway, but only after it
+        // has capped its batch size at the unrounded value; rounding first keeps a small
+        // --ctx-size from shrinking the batch below what the schedule hands it.
+        // The context kvrun fills is the one asked for, even where llama.cpp allocates more.
         let n_ctx = settings
             .ctx_size
             .min(model.facts().n_ctx_train.max(1))
-            .max(16);
+            .max(MIN_CTX);
+        let padded_ctx = n_ctx
+            .div_ceil(LLAMA_CTX_PADDING)
+            .saturating_mul(LLAMA_CTX_PADDING);
         let page_tokens = page_tokens.max(1);
-        let n_batch = settings.batch_size.clamp(1, page_tokens);
+        let schedule_batch = settings.batch_size.clamp(1, page_tokens);
+        // llama.cpp reserves room for one output per sequence and asserts the batch holds
+        // them, so the context's batch is at least n_seq_max; the schedule never fills more
+        // than `schedule_batch` of it.
+        let llama_batch = schedule_batch.max(n_seq_max.max(1));
         let kv = match settings.kv_type {
             KvType::F16 => KvCacheType::F16,
             KvType::Q8_0 => KvCacheType::Q8_0,
@@ -85,9 +101,9 @@ impl<'m> Context<'m> {
         };
         let threads = settings.threads.clamp(1, 512) as i32;
         let params = LlamaContextParams::default()
-            .with_n_ctx(NonZeroU32::new(n_ctx))
-            .with_n_batch(n_batch)
-            .with_n_ubatch(n_batch)
+            .with_n_ctx(NonZeroU32::new(padded_ctx))
+            .with_n_batch(llama_batch)
+            .with_n_ubatch(llama_batch)
             .with_n_seq_max(n_seq_max.max(1))
             // One cell pool shared by all sequences: memory follows demand, and a sequence's
             // blob has one stream whatever n_seq_max is.
@@ -102,8 +118,10 @@ impl<'m> Context<'m> {
                 detail: e.to_string(),
             }
         })?;
+        // Never hand llama.cpp a batch above what it accepted: it asserts on that.
+        let n_batch = schedule_batch.min(ctx.n_batch()).min(ctx.n_ubatch()).max(1);
         let info = ContextInfo {
-            n_ctx: ctx.n_ctx(),
+            n_ctx: ctx.n_ctx().min(n_ctx),
             page_tokens,
             n_batch,
             n_seq_max: n_seq_max.max(1),

@@ -45,6 +45,16 @@ pub enum EngineError {
     Unsupported(String),
 }
 
+/// Keeps llama.cpp's abort report to its one message line on stderr. On an assert, ggml
+/// attaches gdb to print a backtrace, and gdb writes it to *stdout*, where it would corrupt
+/// `--json` and piped output. ggml skips that when `GGML_NO_BACKTRACE` is set (ggml.c
+/// `ggml_print_backtrace`). Call first thing in `main`, while the process has one thread.
+pub fn keep_abort_reports_off_stdout() {
+    if std::env::var_os("GGML_NO_BACKTRACE").is_none() {
+        std::env::set_var("GGML_NO_BACKTRACE", "1");
+    }
+}
+
 static BACKEND: OnceLock<Result<llama_cpp_2::llama_backend::LlamaBackend, String>> =
     OnceLock::new();
 

@@ -26,6 +26,11 @@ pub struct ModelFacts {
     pub has_chat_template: bool,
     /// The model's name from its metadata, or its architecture.
     pub description: String,
+    /// The most input bytes one token can stand for, where the tokenizer bounds it: the
+    /// longest token text in an SPM or byte-level BPE vocabulary (a token's text is never
+    /// shorter than the input it covers: "▁" is 3 bytes for a space, "<0x0A>" 6 for a byte).
+    /// `None` for tokenizers that normalize (they may drop input).
+    pub max_token_bytes: Option<usize>,
 }
 
 pub struct Model {
@@ -52,6 +57,17 @@ impl Model {
             .and_then(|v| v.trim().parse::<u32>().ok())
             .unwrap_or(0);
         let description = meta("general.name").unwrap_or_else(|| architecture.clone());
+        let max_token_bytes = match meta("tokenizer.ggml.model").as_deref() {
+            Some("llama" | "gpt2") => {
+                let vocab = inner.vocab();
+                vocab
+                    .tokens()
+                    .filter_map(|t| vocab.text(t).map(|text| text.to_bytes().len()))
+                    .max()
+                    .filter(|&n| n > 0)
+            }
+            _ => None,
+        };
         let facts = ModelFacts {
             n_ctx_train: inner.n_ctx_train(),
             n_vocab: inner.n_vocab(),
@@ -60,6 +76,7 @@ impl Model {
             has_chat_template: inner.chat_template(None).is_ok()
                 || builtin_template_for(&architecture).is_some(),
             description,
+            max_token_bytes,
         };
         Ok(Self { inner, facts })
     }
@@ -70,6 +87,14 @@ impl Model {
 
     pub(super) fn llama(&self) -> &LlamaModel {
         &self.inner
+    }
+
+    /// The fewest tokens `text` can become, from its length alone, without tokenizing it
+    /// (which takes a minute for megabytes). `None` when the tokenizer gives no bound.
+    pub fn min_tokens(&self, text: &str) -> Option<usize> {
+        self.facts
+            .max_token_bytes
+            .map(|max| text.len().div_ceil(max))
     }
 
     /// Tokenizes text. `add_bos` adds the model's BOS token when its vocabulary asks for

@@ -7,6 +7,9 @@ pub enum GgufError {
     #[error("I/O error reading GGUF file: {0}")]
     Io(#[from] std::io::Error),
 
+    #[error("not a regular file (a FIFO, device or socket cannot be a model)")]
+    NotRegularFile,
+
     #[error("not a GGUF file (magic is {found:02x?}, expected \"GGUF\")")]
     BadMagic { found: Vec<u8> },
 

@@ -34,10 +34,20 @@ pub(crate) struct Input {
 }
 
 impl Input {
+    /// Opens a regular file. Anything else is refused before it is opened: opening a FIFO
+    /// blocks until a writer appears, and a device has no meaningful size.
     pub fn open(path: &Path) -> Result<Self, GgufError> {
+        let not_regular = || GgufError::NotRegularFile;
+        if !std::fs::metadata(path)?.is_file() {
+            return Err(not_regular());
+        }
         let file = File::open(path)?;
-        let file_size = file.metadata()?.len();
-        Ok(Self::new(Box::new(file), file_size))
+        let meta = file.metadata()?;
+        // Checked again on the open file, in case the path was swapped in between.
+        if !meta.is_file() {
+            return Err(not_regular());
+        }
+        Ok(Self::new(Box::new(file), meta.len()))
     }
 
     /// `src` must yield exactly `file_size` bytes.
@@ -194,9 +204,18 @@ impl Input {
         what: &str,
         f: impl FnOnce(&str) -> R,
     ) -> Result<R, GgufError> {
+        self.raw_string_with(what, |b| f(&String::from_utf8_lossy(b)))
+    }
+
+    /// A GGUF string as the bytes in the file.
+    pub fn raw_string_with<R>(
+        &mut self,
+        what: &str,
+        f: impl FnOnce(&[u8]) -> R,
+    ) -> Result<R, GgufError> {
         let len = self.u64(what)?;
         self.check_count(len, 1, what)?;
-        self.with_bytes(len, what, |b| f(&String::from_utf8_lossy(b)))
+        self.with_bytes(len, what, f)
     }
 
     pub fn string(&mut self, what: &str) -> Result<String, GgufError> {

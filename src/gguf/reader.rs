@@ -15,6 +15,8 @@ use super::types::{GgmlType, GgufArray, GgufValue, GgufValueType, StringArray};
 
 pub const GGUF_MAGIC: [u8; 4] = *b"GGUF";
 pub const DEFAULT_ALIGNMENT: u64 = 32;
+/// ggml's `TENSOR_ALIGNMENT` (ggml-impl.h): the CPU backend's buffer alignment.
+pub const MIN_ALIGNMENT: u64 = 32;
 /// ggml's `GGML_MAX_NAME`: tensor names must be shorter than this.
 pub const MAX_TENSOR_NAME: usize = 64;
 /// ggml's `GGML_MAX_DIMS`.
@@ -97,14 +99,17 @@ fn parse(mut r: Input, path: &Path) -> Result<GgufFile, GgufError> {
     }
     let get = |k: &str| key_index.get(k).map(|&i| &metadata[i].1);
 
-    // Same rule as gguf.cpp: the key must be a u32 power of two when present.
+    // gguf.cpp's rule (a u32 power of two), plus ggml's tensor alignment: llama.cpp maps
+    // tensor data in place, and ggml asserts that every tensor starts on such a boundary.
     let alignment = match get("general.alignment") {
         None => DEFAULT_ALIGNMENT,
-        Some(GgufValue::U32(a)) if a.is_power_of_two() => u64::from(*a),
+        Some(GgufValue::U32(a)) if a.is_power_of_two() && u64::from(*a) >= MIN_ALIGNMENT => {
+            u64::from(*a)
+        }
         Some(GgufValue::U32(a)) => {
             return Err(bad_meta(
                 "general.alignment",
-                format!("{a} is not a power of two"),
+                format!("{a} is not a power of two of at least {MIN_ALIGNMENT}"),
             ))
         }
         Some(v) => {
@@ -266,7 +271,7 @@ fn read_array(r: &mut Input, depth: u32, nested: &mut u64) -> Result<GgufArray, 
         GgufValueType::String => {
             let mut out = StringArray::with_capacity(n as usize);
             for _ in 0..n {
-                r.string_with("array string", |s| out.push(s))?;
+                r.raw_string_with("array string", |b| out.push_bytes(b))?;
             }
             GgufArray::String(out)
         }

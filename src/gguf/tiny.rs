@@ -181,6 +181,11 @@ fn check_spec(s: &TinyLlamaSpec) -> io::Result<()> {
 
 /// Write the tiny model to `path` (a few MB with the default spec).
 pub fn write_tiny_llama(path: &Path, spec: &TinyLlamaSpec) -> io::Result<()> {
+    tiny_llama_writer(spec)?.write_file(path)
+}
+
+/// The tiny model, ready to write; tests patch its metadata first to build malformed models.
+pub fn tiny_llama_writer(spec: &TinyLlamaSpec) -> io::Result<GgufWriter> {
     check_spec(spec)?;
     let vocab = tiny_vocab();
     let n_vocab = vocab.tokens.len() as u32;
@@ -239,5 +244,5 @@ pub fn write_tiny_llama(path: &Path, spec: &TinyLlamaSpec) -> io::Result<()> {
     }
     w.add_tensor_f32("output_norm.weight", &[e.into()], &ones);
     matrix(&mut w, "output.weight".into(), e, v);
-    w.write_file(path)
+    Ok(w)
 }

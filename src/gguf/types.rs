@@ -70,6 +70,10 @@ impl GgufValueType {
 pub struct StringArray {
     data: String,
     ends: Vec<usize>,
+    /// Index of the first element whose file bytes llama.cpp's UTF-8 decoder rejects (stored
+    /// lossily here). llama.cpp keeps such bytes and later throws on them through a C
+    /// boundary, which aborts the process, so the vocabulary check needs to know.
+    first_invalid_utf8: Option<usize>,
 }
 
 impl StringArray {
@@ -81,12 +85,26 @@ impl StringArray {
         Self {
             data: String::new(),
             ends: Vec::with_capacity(n),
+            first_invalid_utf8: None,
         }
     }
 
     pub fn push(&mut self, s: &str) {
         self.data.push_str(s);
         self.ends.push(self.data.len());
+    }
+
+    /// Appends an element read from a file, remembering whether its bytes were UTF-8.
+    pub(crate) fn push_bytes(&mut self, bytes: &[u8]) {
+        if self.first_invalid_utf8.is_none() && !llama_cpp_decodes(bytes) {
+            self.first_invalid_utf8 = Some(self.len());
+        }
+        self.push(&String::from_utf8_lossy(bytes));
+    }
+
+    /// The first element that was not valid UTF-8 in the file, if any.
+    pub fn first_invalid_utf8(&self) -> Option<usize> {
+        self.first_invalid_utf8
     }
 
     pub fn len(&self) -> usize {
@@ -106,6 +124,34 @@ impl StringArray {
     pub fn iter(&self) -> impl Iterator<Item = &str> + '_ {
         (0..self.len()).filter_map(move |i| self.get(i))
     }
+}
+
+/// Whether llama.cpp's `unicode_cpt_from_utf8` decodes every character of `b` without
+/// throwing. It is laxer than Rust (overlong forms and surrogates pass), so this mirrors it
+/// rather than refusing files llama.cpp handles.
+fn llama_cpp_decodes(b: &[u8]) -> bool {
+    if std::str::from_utf8(b).is_ok() {
+        return true;
+    }
+    let mut i = 0;
+    while i < b.len() {
+        let lead = b[i];
+        let len = match lead.leading_ones() {
+            0 => 1,
+            2 => 2,
+            3 => 3,
+            4 => 4,
+            _ => return false,
+        };
+        let Some(tail) = b.get(i + 1..i + len) else {
+            return false;
+        };
+        if tail.iter().any(|&c| c & 0xC0 != 0x80) {
+            return false;
+        }
+        i += len;
+    }
+    true
 }
 
 impl<S: AsRef<str>> FromIterator<S> for StringArray {

@@ -36,6 +36,21 @@ impl GgufWriter {
         self
     }
 
+    /// Replaces the value of `key`, or adds it when absent.
+    pub fn set_value(&mut self, key: &str, value: GgufValue) -> &mut Self {
+        match self.kvs.iter_mut().find(|(k, _)| k == key) {
+            Some((_, v)) => *v = value,
+            None => self.kvs.push((key.to_string(), value)),
+        }
+        self
+    }
+
+    /// Drops `key` if present.
+    pub fn remove_value(&mut self, key: &str) -> &mut Self {
+        self.kvs.retain(|(k, _)| k != key);
+        self
+    }
+
     pub fn add_str(&mut self, key: impl Into<String>, value: impl Into<String>) -> &mut Self {
         self.add_value(key, GgufValue::String(value.into()))
     }

@@ -74,9 +74,21 @@ pub(super) fn remove_if_exists(path: &Path) -> Result<(), PullError> {
     }
 }
 
-/// Create `dir` (and parents) if missing.
+/// Create `dir` (and parents) if missing, private (0700) like every folder kvrun creates:
+/// the models folder sits in kvrun's home next to the sessions. Existing folders keep their
+/// mode, so a models folder the user shares on purpose stays shared.
 pub(super) fn ensure_dir(dir: &Path) -> Result<(), PullError> {
-    fs::create_dir_all(dir).map_err(|e| PullError::io(dir, e))
+    crate::store::create_private_dir_all(dir).map_err(|e| PullError::io(dir, io::Error::other(e)))
+}
+
+/// Create (or open, keeping its bytes) a download file, private (0600) when it is new.
+pub(super) fn create_download_file(path: &Path) -> Result<File, PullError> {
+    crate::store::private_file_options()
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .open(path)
+        .map_err(|e| PullError::io(path, e))
 }
 
 /// Move a fully written and verified temp file to its final name so that readers only ever

@@ -216,12 +216,7 @@ impl Http {
             }
         }
         let io_err = |e| PullError::io(partial, e);
-        let mut file = File::options()
-            .write(true)
-            .create(true)
-            .truncate(false)
-            .open(partial)
-            .map_err(io_err)?;
+        let mut file = fsutil::create_download_file(partial)?;
         // Drop anything past the resume offset (this also empties the file on a fresh start).
         file.set_len(from).map_err(io_err)?;
         file.seek(SeekFrom::Start(from)).map_err(io_err)?;

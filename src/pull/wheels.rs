@@ -273,7 +273,8 @@ fn assemble(
     reporter: &dyn PullReporter,
 ) -> Result<(u64, String), PullError> {
     let io_err = |e| PullError::io(tmp, e);
-    let mut out = File::create(tmp).map_err(io_err)?;
+    let mut out = fsutil::create_download_file(tmp)?;
+    out.set_len(0).map_err(io_err)?;
     let mut hasher = Sha256::new();
     let mut total = 0u64;
     let mut buf = vec![0u8; CHUNK];

@@ -68,6 +68,14 @@ pub enum SessionError {
     #[error("cannot import {}: {detail} (nothing was imported)", file.display())]
     Export { file: PathBuf, detail: String },
 
+    /// An export's manifest records a setting outside its range; nothing was imported.
+    #[error("cannot import {}: {error} (nothing was imported)", file.display())]
+    BadSetting {
+        file: PathBuf,
+        #[source]
+        error: crate::settings::SettingError,
+    },
+
     #[error(
         "disk full while writing {}; free some space (`kvrun gc` deletes unused KV pages) \
          and retry",
@@ -83,7 +91,7 @@ fn pid_note(pid: &Option<u32>) -> String {
 impl SessionError {
     /// True for errors in how kvrun was invoked (exit code 2), not failures of the work.
     pub fn is_usage(&self) -> bool {
-        matches!(self, Self::InvalidName { .. })
+        matches!(self, Self::InvalidName { .. } | Self::BadSetting { .. })
     }
 
     /// Attaches `path` to an I/O error; a full disk becomes [`SessionError::DiskFull`].

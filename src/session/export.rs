@@ -119,6 +119,15 @@ pub fn import(catalog: &SessionCatalog, file: &Path, name: Option<&str>) -> Resu
         }
     }
     let scanned = scan(file)?;
+    let recorded = &scanned.manifest;
+    recorded
+        .engine
+        .validate()
+        .and(recorded.sampling.validate())
+        .map_err(|error| SessionError::BadSetting {
+            file: file.to_path_buf(),
+            error,
+        })?;
     let target = match name {
         Some(n) => n.to_string(),
         None => {

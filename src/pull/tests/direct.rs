@@ -3,7 +3,7 @@
 use std::sync::Arc;
 
 use super::server::{Reply, Req, TestServer};
-use super::{fake_bytes, sha_hex, Recorder};
+use super::{fake_bytes, mode_of, sha_hex, Recorder};
 use crate::pull::{pull_url, NoopReporter, PullError};
 
 /// A fake GGUF: the magic followed by noise.
@@ -50,6 +50,7 @@ fn downloads_verifies_and_then_is_a_no_op() {
     let outcome = pull_url(&url, dir.path(), None, Some(&sha), &recorder).expect("pull");
     assert!(!outcome.already_present);
     assert_eq!(outcome.path, dir.path().join("model.gguf"));
+    assert_eq!(mode_of(&outcome.path), 0o600);
     assert_eq!(outcome.bytes, data.len() as u64);
     assert!(std::fs::read(&outcome.path).expect("read") == *data);
     assert!(!dir.path().join("model.gguf.partial").exists());
@@ -68,6 +69,20 @@ fn downloads_verifies_and_then_is_a_no_op() {
     let again = pull_url(&url, dir.path(), None, None, &NoopReporter).expect("again");
     assert!(again.already_present);
     assert_eq!(server.requests().len(), 1);
+}
+
+#[test]
+fn pull_creates_a_private_home_and_models_folder() {
+    let data = Arc::new(gguf(70_000));
+    let server = start(&data, Behaviour::default());
+    let dir = tempfile::tempdir().expect("tempdir");
+    let home = dir.path().join("home");
+    let models = home.join("models");
+    let url = server.url("/m/model.gguf");
+    let outcome = pull_url(&url, &models, None, None, &NoopReporter).expect("pull");
+    assert_eq!(mode_of(&home), 0o700);
+    assert_eq!(mode_of(&models), 0o700);
+    assert_eq!(mode_of(&outcome.path), 0o600);
 }
 
 #[test]

@@ -25,6 +25,16 @@ fn fake_bytes(len: usize, seed: u64) -> Vec<u8> {
         .collect()
 }
 
+/// Permission bits of a file or folder.
+fn mode_of(path: &std::path::Path) -> u32 {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::metadata(path)
+        .expect("metadata")
+        .permissions()
+        .mode()
+        & 0o777
+}
+
 fn sha_hex(data: &[u8]) -> String {
     hex::encode(Sha256::digest(data))
 }

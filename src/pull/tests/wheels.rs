@@ -163,6 +163,7 @@ fn assembles_verifies_and_then_is_a_no_op() {
     .expect("pull");
     assert!(!outcome.already_present);
     assert_eq!(outcome.path, dir.path().join(FILE));
+    assert_eq!(super::mode_of(&outcome.path), 0o600);
     assert_eq!(outcome.bytes, fx.model.len() as u64);
     assert!(std::fs::read(&outcome.path).expect("read model") == fx.model);
     // Work folder is cleaned up.
