@@ -13,6 +13,10 @@ use super::manifest::{SessionManifest, MANIFEST_FORMAT};
 
 /// First word of the header line.
 const HEADER_WORD: &str = "kvrun-session";
+/// Largest manifest file read (and embedded in an export): far above any real one (a
+/// million-token log is ~7 MB of JSON), so a sparse or planted file cannot make a read
+/// unbounded.
+pub(crate) const MAX_MANIFEST_BYTES: u64 = 256 << 20;
 
 type Result<T, E = SessionError> = std::result::Result<T, E>;
 
