@@ -362,3 +362,19 @@ fn an_imported_model_path_is_never_used_and_special_files_are_refused() {
     }
     assert_untouched(&other);
 }
+
+#[test]
+fn random_mutations_of_an_export_never_panic_nor_scan_as_another_session() {
+    use crate::kv::blob::fake_cache::for_a_while;
+    let fx = fixture();
+    let (_file, bytes) = fx.export();
+    let file = fx.path("mutated.kvrexp");
+    for_a_while(std::time::Duration::from_secs(2), |rng| {
+        fs::write(&file, rng.mutate(&bytes)).unwrap();
+        if let Ok(scanned) = scan(&file) {
+            assert_eq!(scanned.manifest, fx.orig);
+            let ids: Vec<_> = scanned.objects.iter().map(|o| o.id).collect();
+            assert_eq!(ids, distinct_objects(&fx.orig));
+        }
+    });
+}

@@ -394,3 +394,21 @@ fn links_special_files_and_huge_files_are_not_read() {
     );
     assert_eq!(store.get(&id).unwrap(), data);
 }
+
+#[test]
+fn random_mutations_never_panic_nor_read_as_other_bytes() {
+    use crate::kv::blob::fake_cache::for_a_while;
+    let (_tmp, store) = store();
+    let data = payload(2000, 9);
+    let id = ObjectId::hash_of(&data);
+    store.put(&id, ObjectKind::Tail, &data).unwrap();
+    let path = store.object_path(&id);
+    let good = fs::read(&path).unwrap();
+    let mut buf = Vec::new();
+    for_a_while(Duration::from_secs(2), |rng| {
+        fs::write(&path, rng.mutate(&good)).unwrap();
+        if let Ok(kind) = store.read_into(&id, &mut buf) {
+            assert_eq!((kind, &buf), (ObjectKind::Tail, &data));
+        }
+    });
+}
