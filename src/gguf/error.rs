@@ -7,7 +7,9 @@ pub enum GgufError {
     #[error("I/O error reading GGUF file: {0}")]
     Io(#[from] std::io::Error),
 
-    #[error("not a GGUF file (magic is {found:02x?}, expected \"GGUF\")")]
+    /// The bytes found are kept for debugging but never shown: the file may be anything
+    /// (a path from an untrusted source could name /etc/shadow).
+    #[error("not a GGUF file (it does not start with \"GGUF\")")]
     BadMagic { found: Vec<u8> },
 
     #[error("unsupported GGUF version {version} (supported: 2 and 3){hint}")]
