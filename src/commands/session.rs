@@ -365,7 +365,12 @@ fn import_session(env: &Env, args: SessionImportArgs) -> Result<ExitCode> {
     if let Some(name) = &args.name {
         crate::session::catalog::validate_name(name).map_err(|e| usage(e.to_string()))?;
     }
-    let name = export::import(&catalog, &args.file, args.name.as_deref())?;
+    let name = export::import(
+        &catalog,
+        &args.file,
+        args.name.as_deref(),
+        &env.paths.models,
+    )?;
     env.ui.note(format!(
         "imported session '{name}' from {}",
         args.file.display()

@@ -10,7 +10,9 @@ pub enum GgufError {
     #[error("not a regular file (a FIFO, device or socket cannot be a model)")]
     NotRegularFile,
 
-    #[error("not a GGUF file (magic is {found:02x?}, expected \"GGUF\")")]
+    /// The bytes found are kept for debugging but never shown: the file may be anything
+    /// (a path from an untrusted source could name /etc/shadow).
+    #[error("not a GGUF file (it does not start with \"GGUF\")")]
     BadMagic { found: Vec<u8> },
 
     #[error("unsupported GGUF version {version} (supported: 2 and 3){hint}")]

@@ -266,6 +266,10 @@ fn rejects_bad_magic_and_versions() {
     let e = read_bytes(b"PK\x03\x04 this is a zip").unwrap_err();
     assert!(matches!(e, GgufError::BadMagic { .. }), "{e}");
     assert!(e.to_string().contains("not a GGUF file"));
+    assert!(
+        !e.to_string().contains("4b"),
+        "echoes the file's bytes: {e}"
+    );
     for (v, hint) in [(1u32, "v1"), (0x0300_0000, "big-endian"), (4, "")] {
         let mut r = Raw::new(v, 0, 1);
         r.arch();

@@ -28,7 +28,7 @@ mod layout;
 mod rows;
 
 #[cfg(test)]
-mod fake_cache;
+pub(crate) mod fake_cache;
 #[cfg(test)]
 mod tests;
 

@@ -46,6 +46,19 @@ impl PageKey {
         }
     }
 
+    /// The object holding the rows of `tail` (fewer than a page of tokens) after the full
+    /// pages `pages`. Chained like a page id, so a tail record is bound to its log and
+    /// position: it can only be read as the tail of exactly these tokens.
+    pub fn tail_id(&self, pages: &[ObjectId], tail: &[TokenId]) -> ObjectId {
+        let parent = pages.last().copied().unwrap_or(self.root);
+        let tokens: Vec<u32> = tail.iter().map(|&t| t as u32).collect();
+        IdChain::new()
+            .part(b"tail")
+            .part(parent.as_bytes())
+            .part_u32s(&tokens)
+            .finish()
+    }
+
     /// The object holding a page's sliding-window rows.
     pub fn swa_id(page: &ObjectId) -> ObjectId {
         IdChain::new()
@@ -129,6 +142,13 @@ mod tests {
         PageKey::new("model", "q8_0").extend_ids(&a, 10, &mut ic);
         assert_ne!(ia[0], ic[0]);
         assert_ne!(PageKey::swa_id(&ia[0]), ia[0]);
+        // A tail is bound to its parent page and its tokens.
+        let tail = key.tail_id(&ia[..2], &a[20..25]);
+        assert_eq!(tail, key.tail_id(&ib[..2], &b[20..25]));
+        assert_ne!(tail, key.tail_id(&ia[..2], &a[20..24]));
+        assert_ne!(tail, key.tail_id(&ia[..1], &a[20..25]));
+        assert_ne!(key.tail_id(&[], &[]), key.tail_id(&ia[..1], &[]));
+        assert!(!ia.contains(&tail));
     }
 
     #[test]

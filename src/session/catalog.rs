@@ -32,8 +32,10 @@
 //!   store lock *exclusive* before reading the manifests and keeps it until the last delete.
 //!   It therefore never runs between a saver's first object and its manifest, and a manifest
 //!   it has read cannot gain references before it finishes.
-//! - A manifest gc cannot read stops it ([`SessionError::Unreadable`]): it might name pages
-//!   that nothing else keeps alive.
+//! - A manifest that cannot be read is skipped with a warning naming its session: one
+//!   damaged session must not stop gc, listings or reference counts for all the others.
+//!   Its pages may then be collected. That costs at most a recompute, never the truth: the
+//!   KV is a cache of a token log, and that session's log is unreadable already.
 //! - `fork` and `import` publish new references under the shared lock like a save; `export`
 //!   reads under it, so the objects it copies cannot vanish midway.
 //!
@@ -50,8 +52,9 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 use super::error::SessionError;
 use super::manifest::{SessionManifest, MANIFEST_FORMAT};
-use super::manifest_file::{decode_manifest, encode_manifest};
+use super::manifest_file::{decode_manifest, encode_manifest, MAX_MANIFEST_BYTES};
 use crate::paths::Paths;
+use crate::store::fsutil::read_bounded;
 use crate::store::{
     create_private_dir_all, fsync_dir, write_atomic, GcReport, ObjectId, ObjectStore, SessionLock,
     StoreError,
@@ -187,7 +190,9 @@ impl SessionCatalog {
     pub(crate) fn read_manifest_raw(&self, name: &str) -> Result<(SessionManifest, Vec<u8>)> {
         validate_name(name)?;
         let path = self.manifest_path(name);
-        let bytes = match fs::read(&path) {
+        // Not following links, no FIFOs or devices, and bounded: a manifest is a file kvrun
+        // did not just write, so it is checked before a byte of it is trusted.
+        let bytes = match read_bounded(&path, MAX_MANIFEST_BYTES) {
             Ok(b) => b,
             Err(e)
                 if matches!(
@@ -196,6 +201,17 @@ impl SessionCatalog {
                 ) =>
             {
                 return Err(SessionError::NotFound { name: name.into() })
+            }
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    io::ErrorKind::InvalidInput | io::ErrorKind::InvalidData
+                ) =>
+            {
+                return Err(SessionError::Corrupt {
+                    name: name.into(),
+                    detail: format!("its manifest file {e}"),
+                })
             }
             Err(e) => return Err(SessionError::io(&path, e)),
         };
@@ -305,13 +321,14 @@ impl SessionCatalog {
     }
 
     /// How many sessions reference each object (a session naming an object twice counts
-    /// once). Fails on an unreadable manifest, whose references are unknown.
+    /// once). An unreadable manifest is skipped with a warning.
     pub fn refcounts(&self) -> Result<HashMap<ObjectId, usize>> {
         Ok(count_refs(self.readable_manifests()?.iter()))
     }
 
-    /// Every object some session references. Fails on an unreadable manifest. For gc the
-    /// caller must hold the store lock exclusive ([`Self::gc`] does).
+    /// Every object some readable session references (an unreadable manifest is skipped
+    /// with a warning). For gc the caller must hold the store lock exclusive ([`Self::gc`]
+    /// does).
     pub fn live_set(&self) -> Result<HashSet<ObjectId>> {
         Ok(self
             .readable_manifests()?
@@ -448,15 +465,23 @@ impl SessionCatalog {
     }
 
     fn readable_manifests(&self) -> Result<Vec<SessionManifest>> {
-        self.load_all()?
+        Ok(self
+            .load_all()?
             .into_iter()
-            .map(|(name, read)| {
-                read.map_err(|e| SessionError::Unreadable {
-                    detail: e.reason(),
-                    name,
-                })
+            .filter_map(|(name, read)| match read {
+                Ok(manifest) => Some(manifest),
+                Err(e) => {
+                    tracing::warn!(
+                        "{}",
+                        SessionError::Unreadable {
+                            detail: e.reason(),
+                            name,
+                        }
+                    );
+                    None
+                }
             })
-            .collect()
+            .collect())
     }
 }
 
@@ -483,7 +508,8 @@ fn count_refs<'a>(
 
 /// The pid the lock holder wrote into the lock file; best effort, for the message only.
 fn holder_pid(lock_path: &Path) -> Option<u32> {
-    fs::read_to_string(lock_path).ok()?.trim().parse().ok()
+    let bytes = read_bounded(lock_path, 64).ok()?;
+    std::str::from_utf8(&bytes).ok()?.trim().parse().ok()
 }
 
 fn now_unix() -> u64 {

@@ -41,11 +41,11 @@ pub enum SessionError {
     )]
     Exists { name: String },
 
-    /// A manifest that cannot be read stops anything that needs every session's references
-    /// (gc, reference counts): deleting pages it might name would be data loss.
+    /// A manifest that cannot be read; gc, listings and reference counts skip it with this
+    /// warning.
     #[error(
-        "session '{name}' is unreadable ({detail}); repair or remove it (`kvrun session rm \
-         {name}`) before collecting garbage"
+        "session '{name}' is unreadable and was skipped ({detail}); its KV pages are no \
+         longer kept for it: remove it (`kvrun session rm {name}`) or restore a backup"
     )]
     Unreadable { name: String, detail: String },
 

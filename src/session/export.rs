@@ -29,17 +29,16 @@ use std::path::Path;
 
 use super::catalog::{distinct_objects, validate_name, SessionCatalog};
 use super::error::SessionError;
+use super::identity::{bind_snapshot, find_model};
 use super::manifest::SessionManifest;
-use super::manifest_file::{decode_manifest, ManifestFileError};
+use super::manifest_file::{decode_manifest, ManifestFileError, MAX_MANIFEST_BYTES};
+use crate::store::fsutil::open_given_regular;
 use crate::store::{write_atomic_with, ObjectId, ObjectKind};
 
 pub const EXPORT_MAGIC: [u8; 8] = *b"KVREXP01";
 const SUM_LEN: u64 = 32;
 /// Smallest encoding of one object: id, kind, payload length, checksum.
 const MIN_OBJECT_LEN: u64 = 32 + 1 + 8 + SUM_LEN;
-/// Far above any real manifest (a million-token log is ~7 MB of JSON); stops a corrupt
-/// length within a huge file from asking for gigabytes before the checksum can object.
-const MAX_MANIFEST_LEN: u64 = 256 << 20;
 
 type Result<T, E = SessionError> = std::result::Result<T, E>;
 
@@ -111,7 +110,16 @@ pub fn export(catalog: &SessionCatalog, name: &str, file: &Path) -> Result<Expor
 
 /// Imports an export file as session `name` (or the name inside the file). Nothing is
 /// written unless the whole file is valid and the name is free. Returns the session's name.
-pub fn import(catalog: &SessionCatalog, file: &Path, name: Option<&str>) -> Result<String> {
+///
+/// The model path recorded in the file is dropped: the session's model is looked up in
+/// `models_dir` by fingerprint (or left to `--model` on first use), so a crafted file cannot
+/// make kvrun open a file of its choosing.
+pub fn import(
+    catalog: &SessionCatalog,
+    file: &Path,
+    name: Option<&str>,
+    models_dir: &Path,
+) -> Result<String> {
     if let Some(name) = name {
         // Checked again under the lock below; this only saves reading a large file in vain.
         if catalog.exists(name)? {
@@ -154,7 +162,7 @@ pub fn import(catalog: &SessionCatalog, file: &Path, name: Option<&str>) -> Resu
 
     // Objects first, then the manifest, under the shared lock: a save like any other.
     let _shared = catalog.store().lock_shared()?;
-    let mut reader = File::open(file).map_err(|e| SessionError::io(file, e))?;
+    let (mut reader, _) = open_export(file)?;
     let mut payload = Vec::new();
     for object in &scanned.objects {
         payload.clear();
@@ -182,8 +190,20 @@ pub fn import(catalog: &SessionCatalog, file: &Path, name: Option<&str>) -> Resu
     }
     let mut manifest = scanned.manifest;
     manifest.name = target.clone();
+    manifest.model.path = find_model(models_dir, &manifest.model.fingerprint)
+        .map(|p| p.display().to_string())
+        .unwrap_or_default();
     catalog.write_manifest(&manifest)?;
     Ok(target)
+}
+
+/// Opens an export file for reading: a regular file only (a FIFO would block forever, a
+/// device never end).
+fn open_export(file: &Path) -> Result<(File, u64)> {
+    open_given_regular(file).map_err(|e| match e.kind() {
+        io::ErrorKind::InvalidInput => bad(file, format!("the path {e}")),
+        _ => SessionError::io(file, e),
+    })
 }
 
 fn bad(file: &Path, detail: String) -> SessionError {
@@ -287,11 +307,7 @@ impl Scanner<'_> {
 
 /// Pass one of import: validates the whole file, keeping only where each payload is.
 fn scan(file: &Path) -> Result<Scanned> {
-    let handle = File::open(file).map_err(|e| SessionError::io(file, e))?;
-    let file_len = handle
-        .metadata()
-        .map_err(|e| SessionError::io(file, e))?
-        .len();
+    let (handle, file_len) = open_export(file)?;
     let mut reader = BufReader::with_capacity(1 << 20, handle);
 
     let mut magic = Vec::with_capacity(8);
@@ -338,7 +354,7 @@ fn scan(file: &Path) -> Result<Scanned> {
     s.hasher.update(&EXPORT_MAGIC);
 
     let manifest_len = u64::from_le_bytes(s.array("the manifest length")?);
-    if manifest_len > MAX_MANIFEST_LEN || manifest_len > s.left().saturating_sub(4) {
+    if manifest_len > MAX_MANIFEST_BYTES || manifest_len > s.left().saturating_sub(4) {
         return Err(bad(
             file,
             format!("manifest length {manifest_len} does not fit in the file"),
@@ -415,6 +431,21 @@ fn scan(file: &Path) -> Result<Scanned> {
         ));
     }
 
+    // The ids must be those the token log implies: otherwise the file plants the KV of
+    // other text under this log (or is damaged in a way its checksums cannot see).
+    match bind_snapshot(&manifest) {
+        Some(Err(e)) => return Err(bad(file, format!("manifest: {e}"))),
+        Some(Ok(bound)) if !bound.mismatches.is_empty() => {
+            return Err(bad(
+                file,
+                format!(
+                    "its KV objects are not those of its token log ({})",
+                    bound.mismatches[0]
+                ),
+            ))
+        }
+        _ => {}
+    }
     let referenced: HashSet<ObjectId> = manifest.referenced_objects().collect();
     if let Some(id) = referenced.iter().find(|id| !seen.contains(id)) {
         return Err(bad(

@@ -3,9 +3,12 @@
 use std::fs;
 use std::path::PathBuf;
 
-use super::super::test_support::{catalog, manifest, object_count, put_object};
+use super::super::test_support::{bound_manifest, catalog, object_count};
 use super::*;
 use crate::store::fsutil::mode_of;
+
+/// A models folder with no model in it.
+const NO_MODELS: &str = "/nonexistent/kvrun-test-models";
 
 /// A source catalog with session "orig" (pages, a repeated sliding-window page, a tail) and
 /// another session sharing one of its pages.
@@ -18,13 +21,12 @@ struct Fixture {
 
 fn fixture() -> Fixture {
     let (tmp, src) = catalog();
-    let (p1, p2) = (put_object(&src, 2, 700), put_object(&src, 4, 300));
-    let (swa, tail) = (put_object(&src, 6, 200), put_object(&src, 3, 50));
-    let orig = manifest("orig", &[p1, p2], &[(0, p1), (1, swa)], Some(tail));
+    let orig = bound_manifest(&src, "orig", 2, &[1], true);
     src.write_manifest(&orig).unwrap();
-    src.write_manifest(&manifest("other", &[p1], &[], None))
+    // Shares the first page: the same first 16 tokens.
+    src.write_manifest(&bound_manifest(&src, "other", 1, &[], false))
         .unwrap();
-    let objects = [p1, p2, swa, tail]
+    let objects = distinct_objects(&orig)
         .iter()
         .map(|id| {
             let mut payload = Vec::new();
@@ -98,7 +100,7 @@ fn assert_untouched(target: &SessionCatalog) {
 /// Imports `bytes` into `target` and expects an Export error; returns its message.
 fn rejected(target: &SessionCatalog, file: &Path, bytes: &[u8]) -> String {
     fs::write(file, bytes).unwrap();
-    match import(target, file, Some("copy")) {
+    match import(target, file, Some("copy"), NO_MODELS.as_ref()) {
         Err(e @ SessionError::Export { .. }) => {
             let msg = e.to_string();
             assert!(!msg.contains('\n'), "{msg}");
@@ -118,9 +120,14 @@ fn export_import_round_trip_under_another_name() {
     assert_eq!(bytes, encode(&fx.manifest_bytes(), &fx.objects, None));
 
     let (_t, target) = catalog();
-    assert_eq!(import(&target, &file, Some("copy")).unwrap(), "copy");
+    assert_eq!(
+        import(&target, &file, Some("copy"), NO_MODELS.as_ref()).unwrap(),
+        "copy"
+    );
     let mut expected = fx.orig.clone();
     expected.name = "copy".into();
+    // No model of that fingerprint here: the path is left for --model to settle.
+    expected.model.path = String::new();
     assert_eq!(target.read_manifest("copy").unwrap(), expected);
     for (id, kind, payload) in &fx.objects {
         let mut got = Vec::new();
@@ -130,23 +137,30 @@ fn export_import_round_trip_under_another_name() {
     assert_eq!(object_count(&target), 4);
 
     // Without a name the file's own name is used; an existing name is refused.
-    assert_eq!(import(&target, &file, None).unwrap(), "orig");
-    assert_eq!(target.read_manifest("orig").unwrap(), fx.orig);
-    let err = import(&target, &file, None).unwrap_err();
+    assert_eq!(
+        import(&target, &file, None, NO_MODELS.as_ref()).unwrap(),
+        "orig"
+    );
+    expected.name = "orig".into();
+    assert_eq!(target.read_manifest("orig").unwrap(), expected);
+    let err = import(&target, &file, None, NO_MODELS.as_ref()).unwrap_err();
     assert!(matches!(err, SessionError::Exists { .. }), "{err}");
 
     // Into the source catalog: its objects are already there, nothing is duplicated.
     let before = object_count(&fx.src);
-    let err = import(&fx.src, &file, Some("other")).unwrap_err();
+    let err = import(&fx.src, &file, Some("other"), NO_MODELS.as_ref()).unwrap_err();
     assert!(matches!(err, SessionError::Exists { .. }), "{err}");
-    assert_eq!(import(&fx.src, &file, Some("again")).unwrap(), "again");
+    assert_eq!(
+        import(&fx.src, &file, Some("again"), NO_MODELS.as_ref()).unwrap(),
+        "again"
+    );
     assert_eq!(object_count(&fx.src), before);
 
     let _held = target.lock("busy").unwrap();
-    let err = import(&target, &file, Some("busy")).unwrap_err();
+    let err = import(&target, &file, Some("busy"), NO_MODELS.as_ref()).unwrap_err();
     assert!(matches!(err, SessionError::InUse { .. }), "{err}");
     assert!(!target.exists("busy").unwrap());
-    assert!(import(&target, &file, Some("bad/name"))
+    assert!(import(&target, &file, Some("bad/name"), NO_MODELS.as_ref())
         .unwrap_err()
         .is_usage());
 }
@@ -166,7 +180,7 @@ fn every_truncation_is_rejected_and_writes_nothing() {
     assert_untouched(&target);
     // Sanity: the untruncated file does import.
     fs::write(&file, &bytes).unwrap();
-    import(&target, &file, Some("copy")).unwrap();
+    import(&target, &file, Some("copy"), NO_MODELS.as_ref()).unwrap();
 }
 
 #[test]
@@ -302,4 +316,65 @@ fn export_of_a_damaged_session_fails_without_a_file() {
         export(&fx.src, "nope", &file),
         Err(SessionError::NotFound { .. })
     ));
+}
+
+#[test]
+fn an_export_whose_log_does_not_match_its_pages_is_refused() {
+    let fx = fixture();
+    let (_t, target) = catalog();
+    let file = fx.path("planted.kvrexp");
+    // "Paris" over "Rome": one token of the log edited, every checksum recomputed.
+    let mut planted = fx.orig.clone();
+    planted.tokens[20] += 1;
+    let manifest = super::super::manifest_file::encode_manifest(&planted).unwrap();
+    let msg = rejected(&target, &file, &encode(&manifest, &fx.objects, None));
+    assert!(msg.contains("not those of its token log"), "{msg}");
+    assert!(msg.contains("page 1"), "{msg}");
+    // Two page ids swapped in the manifest (and the objects listed to match).
+    let mut swapped = fx.orig.clone();
+    swapped.snapshot.as_mut().unwrap().pages.swap(0, 1);
+    let manifest = super::super::manifest_file::encode_manifest(&swapped).unwrap();
+    let msg = rejected(&target, &file, &encode(&manifest, &fx.objects, None));
+    assert!(msg.contains("page 0"), "{msg}");
+    assert_untouched(&target);
+}
+
+#[test]
+fn an_imported_model_path_is_never_used_and_special_files_are_refused() {
+    let fx = fixture();
+    let (_t, target) = catalog();
+    let mut crafted = fx.orig.clone();
+    crafted.model.path = "/etc/shadow".into();
+    let manifest = super::super::manifest_file::encode_manifest(&crafted).unwrap();
+    let file = fx.path("crafted.kvrexp");
+    fs::write(&file, encode(&manifest, &fx.objects, None)).unwrap();
+    import(&target, &file, Some("copy"), NO_MODELS.as_ref()).unwrap();
+    assert_eq!(target.read_manifest("copy").unwrap().model.path, "");
+
+    // A FIFO is refused at once (no writer would ever come), and so is a device.
+    let fifo = fx.path("fifo.kvrexp");
+    let made = std::process::Command::new("mkfifo").arg(&fifo).status();
+    assert!(made.unwrap().success());
+    let (_t2, other) = catalog();
+    for special in [fifo.as_path(), "/dev/zero".as_ref()] {
+        let err = import(&other, special, Some("x"), NO_MODELS.as_ref()).unwrap_err();
+        assert!(err.to_string().contains("not a regular file"), "{err}");
+    }
+    assert_untouched(&other);
+}
+
+#[test]
+fn random_mutations_of_an_export_never_panic_nor_scan_as_another_session() {
+    use crate::kv::blob::fake_cache::for_a_while;
+    let fx = fixture();
+    let (_file, bytes) = fx.export();
+    let file = fx.path("mutated.kvrexp");
+    for_a_while(std::time::Duration::from_secs(2), |rng| {
+        fs::write(&file, rng.mutate(&bytes)).unwrap();
+        if let Ok(scanned) = scan(&file) {
+            assert_eq!(scanned.manifest, fx.orig);
+            let ids: Vec<_> = scanned.objects.iter().map(|o| o.id).collect();
+            assert_eq!(ids, distinct_objects(&fx.orig));
+        }
+    });
 }

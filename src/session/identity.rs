@@ -6,8 +6,10 @@ use std::path::Path;
 
 use anyhow::{Context as _, Result};
 
-use super::manifest::{KvIdentity, ModelIdentity};
+use super::manifest::{KvIdentity, KvSnapshot, ModelIdentity, SessionManifest};
 use crate::engine::ContextInfo;
+use crate::kv::PageKey;
+use crate::store::ObjectId;
 
 /// Blocks of tensor data sampled into the fingerprint, and their size. The GGUF header and
 /// tensor table alone can be identical for two fine-tunes of one base model; a few spread
@@ -44,6 +46,22 @@ pub fn model_identity(path: &Path, name: &str) -> Result<ModelIdentity> {
     })
 }
 
+/// The model in `models_dir` whose fingerprint is `fingerprint`, if any. An imported
+/// session names its model by fingerprint only: a path inside an export file is never
+/// opened (it could name any file on this machine).
+pub fn find_model(models_dir: &Path, fingerprint: &str) -> Option<std::path::PathBuf> {
+    let mut candidates: Vec<_> = std::fs::read_dir(models_dir)
+        .ok()?
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| p.extension().is_some_and(|x| x == "gguf") && p.is_file())
+        .collect();
+    candidates.sort();
+    candidates
+        .into_iter()
+        .find(|path| model_identity(path, "").is_ok_and(|m| m.fingerprint == fingerprint))
+}
+
 /// The KV identity of a context (the layout is filled in once a blob has been seen).
 pub fn kv_identity(info: &ContextInfo) -> KvIdentity {
     KvIdentity {
@@ -65,4 +83,85 @@ pub fn page_key_settings(kv: &KvIdentity) -> String {
         kv.page_tokens,
         crate::engine::LLAMA_CPP_SYS_VERSION
     )
+}
+
+/// The key every page id of a session's snapshot is chained from.
+pub fn page_key(model: &ModelIdentity, kv: &KvIdentity) -> PageKey {
+    PageKey::new(&model.fingerprint, &page_key_settings(kv))
+}
+
+/// A snapshot whose every id was recomputed from the token log, and what in the manifest's
+/// own list disagreed with it.
+pub struct BoundSnapshot {
+    pub snapshot: KvSnapshot,
+    /// One line per disagreement (page index and both ids), empty when the manifest agrees.
+    pub mismatches: Vec<String>,
+}
+
+/// Recomputes the ids `manifest`'s snapshot must name from its tokens, model and KV
+/// settings. The manifest's id lists are never trusted on their own: an edited token, a
+/// swapped id or a planted export would otherwise restore KV of some other text. `None` when
+/// there is no snapshot, or when its shape does not fit the log (that is a mismatch too).
+pub fn bind_snapshot(manifest: &SessionManifest) -> Option<Result<BoundSnapshot, String>> {
+    let snap = manifest.snapshot.as_ref()?;
+    let p = manifest.kv.page_tokens as usize;
+    if p == 0 || snap.kv_len > manifest.tokens.len() || snap.pages.len() != snap.kv_len / p {
+        return Some(Err(format!(
+            "the snapshot ({} tokens, {} pages) does not fit its token log of {} tokens",
+            snap.kv_len,
+            snap.pages.len(),
+            manifest.tokens.len()
+        )));
+    }
+    let key = page_key(&manifest.model, &manifest.kv);
+    let covered = &manifest.tokens[..snap.kv_len];
+    let mut pages = Vec::with_capacity(snap.pages.len());
+    key.extend_ids(covered, p, &mut pages);
+    let mut mismatches = Vec::new();
+    let note = |out: &mut Vec<String>, what: String, stored: &ObjectId, computed: &ObjectId| {
+        if stored != computed {
+            out.push(format!(
+                "{what}: the manifest names {stored}, its token log {computed}"
+            ));
+        }
+    };
+    for (i, (stored, computed)) in snap.pages.iter().zip(&pages).enumerate() {
+        note(&mut mismatches, format!("page {i}"), stored, computed);
+    }
+    let mut swa_pages = Vec::with_capacity(snap.swa_pages.len());
+    for (k, stored) in &snap.swa_pages {
+        match pages.get(*k) {
+            Some(page) => {
+                let computed = PageKey::swa_id(page);
+                let what = format!("sliding-window rows of page {k}");
+                note(&mut mismatches, what, stored, &computed);
+                swa_pages.push((*k, computed));
+            }
+            None => mismatches.push(format!(
+                "sliding-window rows of page {k}: the snapshot has only {} pages",
+                pages.len()
+            )),
+        }
+    }
+    let boundary = pages.len() * p;
+    let tail = (snap.kv_len > boundary).then(|| key.tail_id(&pages, &covered[boundary..]));
+    match (&snap.tail, &tail) {
+        (Some(stored), Some(computed)) => {
+            note(&mut mismatches, "the tail".into(), stored, computed)
+        }
+        (None, None) | (None, Some(_)) => {}
+        (Some(stored), None) => mismatches.push(format!(
+            "the tail: the manifest names {stored}, but the snapshot ends on a page boundary"
+        )),
+    }
+    Some(Ok(BoundSnapshot {
+        snapshot: KvSnapshot {
+            kv_len: snap.kv_len,
+            pages,
+            swa_pages,
+            // A snapshot saved without its tail stays without one (recomputed by prefill).
+            tail: snap.tail.and(tail),
+        },
+        mismatches,
+    }))
 }

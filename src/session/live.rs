@@ -16,7 +16,7 @@ use anyhow::{bail, Context as _, Result};
 
 use super::capture::{self, RestoreSection};
 use super::catalog::SessionCatalog;
-use super::identity::page_key_settings;
+use super::identity::{bind_snapshot, page_key};
 use super::manifest::{KvIdentity, KvSnapshot, ModelIdentity, SessionManifest, MANIFEST_FORMAT};
 use crate::engine::{ChatMessage, Context, EngineError};
 use crate::kv::layout::{BASE, SWA};
@@ -68,6 +68,9 @@ pub struct LiveSession<'c> {
     layout: Option<KvLayout>,
     /// Objects known to be in the store (saves skip them without a syscall).
     present: HashSet<ObjectId>,
+    /// Objects a read found damaged: the next save rewrites them from the live context
+    /// (their header may look fine, so `put` alone would keep them).
+    damaged: HashSet<ObjectId>,
     /// Sliding-window rows of recently filled pages, by page index.
     swa_ring: BTreeMap<usize, Vec<u8>>,
     /// Capture problems since the last save (reported once, not per page).
@@ -94,7 +97,7 @@ impl<'c> LiveSession<'c> {
         sampling: SamplingSettings,
         n_swa: u32,
     ) -> Self {
-        let key = PageKey::new(&model.fingerprint, &page_key_settings(&kv));
+        let key = page_key(&model, &kv);
         let page_tokens = kv.page_tokens as usize;
         Self {
             name: name.to_string(),
@@ -109,6 +112,7 @@ impl<'c> LiveSession<'c> {
             page_tokens,
             layout: None,
             present: HashSet::new(),
+            damaged: HashSet::new(),
             swa_ring: BTreeMap::new(),
             capture_error: None,
             slot: capture::Slot::default(),
@@ -211,7 +215,7 @@ impl<'c> LiveSession<'c> {
             return Ok((Sequence::new(), report));
         };
         self.check_compatible(ctx)?;
-        let Some(snap) = &m.snapshot else {
+        if m.snapshot.is_none() {
             return Ok((
                 Sequence::restored(m.tokens, 0).in_seq(self.slot.seq),
                 report,
@@ -239,7 +243,7 @@ impl<'c> LiveSession<'c> {
         // llama.cpp validates every type and row size again, and a refusal falls back to
         // prefill. (No probe decode here: it would cost a forward pass per restore.)
         self.layout = Some(stored);
-        let restored = self.load_snapshot(ctx, &m, snap, &mut report)?;
+        let restored = self.load_snapshot(ctx, &m, &mut report)?;
         report.restored_tokens = restored;
         report.restore_ms = started.elapsed().as_secs_f64() * 1e3;
         Ok((
@@ -320,21 +324,38 @@ impl<'c> LiveSession<'c> {
         Ok(report)
     }
 
+    /// Loads the snapshot as its token log names it: every id is recomputed from the log
+    /// ([`bind_snapshot`]), and where the manifest's list disagrees the log wins (with a
+    /// warning), so only pages that are the KV of these very tokens can be loaded.
     fn load_snapshot(
         &mut self,
         ctx: &mut Context<'_>,
         m: &SessionManifest,
-        snap: &KvSnapshot,
         report: &mut RestoreReport,
     ) -> Result<usize> {
-        if snap.kv_len > m.tokens.len() || snap.pages.len() * self.page_tokens > snap.kv_len {
+        let bound = match bind_snapshot(m) {
+            None => return Ok(0),
+            Some(Ok(bound)) => bound,
+            Some(Err(e)) => {
+                report.warnings.push(format!(
+                    "session '{}': {e}; recomputing it from the token log by prefill",
+                    self.name
+                ));
+                return Ok(0);
+            }
+        };
+        if let Some(first) = bound.mismatches.first() {
             report.warnings.push(format!(
-                "session '{}': the snapshot does not match its token log; prefilling",
-                self.name
+                "session '{}': the manifest's KV ids do not match its token log ({first}{}); \
+                 using only pages that match the log, the rest is recomputed",
+                self.name,
+                match bound.mismatches.len() {
+                    1 => String::new(),
+                    n => format!(", and {} more", n - 1),
+                }
             ));
-            return Ok(0);
         }
-        self.load_pages(ctx, snap, report)
+        self.load_pages(ctx, &bound.snapshot, report)
     }
 
     /// Reads and verifies pages, picks the furthest restore point they support, assembles
@@ -349,8 +370,14 @@ impl<'c> LiveSession<'c> {
         let p = self.page_tokens;
         let store = self.catalog.store();
         let warm = self.warm.clone();
-        let read_rows =
-            |id: &ObjectId, expected: usize| read_rows(store, warm.as_deref(), id, expected);
+        let damaged = std::cell::RefCell::new(Vec::new());
+        let read_rows = |id: &ObjectId, expected: usize| {
+            let read = read_rows(store, warm.as_deref(), id, expected);
+            if read.is_err() {
+                damaged.borrow_mut().push(*id);
+            }
+            read
+        };
         let mut warn = |what: String| {
             report.warnings.push(what);
         };
@@ -385,6 +412,9 @@ impl<'c> LiveSession<'c> {
                     Some(pool) => pool.get_or_load(store, &id),
                     None => store.get(&id),
                 };
+                if bytes.is_err() {
+                    damaged.borrow_mut().push(id);
+                }
                 match bytes.map_err(anyhow::Error::from).and_then(|b| {
                     Ok(TailRecord::decode(
                         &b,
@@ -393,10 +423,13 @@ impl<'c> LiveSession<'c> {
                     )?)
                 }) {
                     Ok(t) if full * p + t.n_cells as usize == snap.kv_len => tail = Some(t),
-                    Ok(_) => warn(format!(
-                        "session '{name}': the tail record does not match the token log; \
-                         recomputing it by prefill"
-                    )),
+                    Ok(_) => {
+                        damaged.borrow_mut().push(id);
+                        warn(format!(
+                            "session '{name}': the tail record does not match the token log; \
+                             recomputing it by prefill"
+                        ))
+                    }
                     Err(e) => warn(format!(
                         "session '{name}': the tail record ({id}) is unusable ({e}); \
                          recomputing it by prefill"
@@ -418,6 +451,11 @@ impl<'c> LiveSession<'c> {
                     )),
                 }
             }
+        }
+        for id in damaged.take() {
+            // Missing or damaged alike: the next save writes it anew.
+            self.present.remove(&id);
+            self.damaged.insert(id);
         }
         // Candidate restore points, furthest first: the snapshot's end, then page
         // boundaries (a unified cache can stop at any; an iSWA cache needs its window).
@@ -542,6 +580,23 @@ impl<'c> LiveSession<'c> {
         }
     }
 
+    /// Puts an object, replacing it when a read found it damaged (a payload flip leaves a
+    /// valid-looking header that `put` would keep).
+    fn write_object(
+        &mut self,
+        id: &ObjectId,
+        kind: ObjectKind,
+        payload: &[u8],
+    ) -> Result<crate::store::PutOutcome> {
+        let store = self.catalog.store();
+        let put = if self.damaged.remove(id) {
+            store.replace(id, kind, payload)?
+        } else {
+            store.put(id, kind, payload)?
+        };
+        Ok(put)
+    }
+
     /// Writes what the store lacks (new pages, the tail), then the manifest. O(new tokens).
     pub fn save(
         &mut self,
@@ -563,6 +618,10 @@ impl<'c> LiveSession<'c> {
 
         let mut first_missing = full;
         for (i, id) in ids.iter().enumerate() {
+            if self.damaged.contains(id) {
+                first_missing = i;
+                break;
+            }
             if self.present.contains(id) {
                 continue;
             }
@@ -610,14 +669,14 @@ impl<'c> LiveSession<'c> {
         // New full-attention pages.
         let base_rows = captured.as_ref().and_then(|c| c.base.as_ref());
         for (k, id) in ids.iter().enumerate().skip(first_missing) {
-            if self.present.contains(id) || store.contains(id)? {
+            if !self.damaged.contains(id) && (self.present.contains(id) || store.contains(id)?) {
                 self.present.insert(*id);
                 continue;
             }
             let rows = base_rows
                 .and_then(|b| b.slice(k * p..(k + 1) * p))
                 .context("internal: page rows missing from the capture")?;
-            let put = store.put(id, ObjectKind::Page, &rows)?;
+            let put = self.write_object(id, ObjectKind::Page, &rows)?;
             report.objects_written += 1;
             report.bytes_written += put.written_bytes;
             self.present.insert(*id);
@@ -631,7 +690,7 @@ impl<'c> LiveSession<'c> {
         let mut swa_complete = true;
         for (k, page_id) in ids.iter().enumerate().take(full).skip(swa_first) {
             let id = PageKey::swa_id(page_id);
-            if self.present.contains(&id) || store.contains(&id)? {
+            if !self.damaged.contains(&id) && (self.present.contains(&id) || store.contains(&id)?) {
                 self.present.insert(id);
                 swa_pages.push((k, id));
                 continue;
@@ -643,7 +702,7 @@ impl<'c> LiveSession<'c> {
                 .or_else(|| swa_capture.and_then(|s| s.slice(k * p..(k + 1) * p)));
             match rows {
                 Some(rows) => {
-                    let put = store.put(&id, ObjectKind::Page, &rows)?;
+                    let put = self.write_object(&id, ObjectKind::Page, &rows)?;
                     report.objects_written += 1;
                     report.bytes_written += put.written_bytes;
                     self.present.insert(id);
@@ -675,8 +734,8 @@ impl<'c> LiveSession<'c> {
                 swa,
             }
             .encode();
-            let id = ObjectId::hash_of(&record);
-            let put = store.put(&id, ObjectKind::Tail, &record)?;
+            let id = self.key.tail_id(&ids, &tokens[boundary..kv_len]);
+            let put = self.write_object(&id, ObjectKind::Tail, &record)?;
             report.objects_written += usize::from(!put.already_present);
             report.bytes_written += put.written_bytes;
             tail = Some(id);
@@ -729,7 +788,15 @@ impl<'c> LiveSession<'c> {
                 .filter(|id| !keep.contains(id))
                 .collect();
             if !stale.is_empty() {
-                self.catalog.collect_unreferenced(&stale)?;
+                // The save is committed: a failed clean-up must not report it as failed
+                // (a retry would add the turn twice). The next gc collects what is left.
+                if let Err(e) = self.catalog.collect_unreferenced(&stale) {
+                    tracing::warn!(
+                        "session '{}' is saved, but deleting its unused pages failed ({e}); \
+                         `kvrun gc` retries",
+                        self.name
+                    );
+                }
                 for id in &stale {
                     self.present.remove(id);
                 }

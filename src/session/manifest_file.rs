@@ -13,6 +13,10 @@ use super::manifest::{SessionManifest, MANIFEST_FORMAT};
 
 /// First word of the header line.
 const HEADER_WORD: &str = "kvrun-session";
+/// Largest manifest file read (and embedded in an export): far above any real one (a
+/// million-token log is ~7 MB of JSON), so a sparse or planted file cannot make a read
+/// unbounded.
+pub(crate) const MAX_MANIFEST_BYTES: u64 = 256 << 20;
 
 type Result<T, E = SessionError> = std::result::Result<T, E>;
 
@@ -113,4 +117,24 @@ pub(crate) fn decode_manifest(bytes: &[u8]) -> Result<SessionManifest, ManifestF
         )));
     }
     Ok(manifest)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::kv::blob::fake_cache::for_a_while;
+    use std::time::Duration;
+
+    #[test]
+    fn random_mutations_never_panic_nor_decode_to_another_manifest() {
+        let original = crate::session::test_support::manifest("m", &[], &[], None);
+        let bytes = encode_manifest(&original).unwrap();
+        assert_eq!(decode_manifest(&bytes).unwrap(), original);
+        for_a_while(Duration::from_secs(2), |rng| {
+            let mutated = rng.mutate(&bytes);
+            if let Ok(m) = decode_manifest(&mutated) {
+                assert_eq!(m, original, "a mutation decoded to another manifest");
+            }
+        });
+    }
 }

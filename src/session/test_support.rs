@@ -16,17 +16,56 @@ pub(crate) fn catalog() -> (tempfile::TempDir, SessionCatalog) {
 
 /// Puts a fake object of `len` bytes derived from `seed` and returns its id.
 pub(crate) fn put_object(catalog: &SessionCatalog, seed: u8, len: usize) -> ObjectId {
+    let id = ObjectId::chain(&[b"test object", &[seed], &(len as u64).to_le_bytes()]);
+    put_object_as(catalog, &id, seed, len);
+    id
+}
+
+/// Puts a fake object of `len` bytes derived from `seed` under `id`.
+pub(crate) fn put_object_as(catalog: &SessionCatalog, id: &ObjectId, seed: u8, len: usize) {
     let payload: Vec<u8> = (0..len)
         .map(|i| (i as u8).wrapping_mul(37).wrapping_add(seed))
         .collect();
-    let id = ObjectId::chain(&[b"test object", &[seed], &(len as u64).to_le_bytes()]);
     let kind = if seed % 2 == 0 {
         ObjectKind::Page
     } else {
         ObjectKind::Tail
     };
-    catalog.store().put(&id, kind, &payload).unwrap();
-    id
+    catalog.store().put(id, kind, &payload).unwrap();
+}
+
+/// A manifest of `pages` full pages (plus the sliding-window rows of pages `swa`, and a tail
+/// if asked) whose ids are the ones its token log implies, with fake objects stored under
+/// them (seeds 2, 4, … for pages and window rows, 3 for the tail).
+pub(crate) fn bound_manifest(
+    catalog: &SessionCatalog,
+    name: &str,
+    pages: usize,
+    swa: &[usize],
+    tail: bool,
+) -> SessionManifest {
+    let dummy = ObjectId([0; 32]);
+    let mut m = manifest(
+        name,
+        &vec![dummy; pages],
+        &swa.iter().map(|&k| (k, dummy)).collect::<Vec<_>>(),
+        tail.then_some(dummy),
+    );
+    let bound = crate::session::identity::bind_snapshot(&m)
+        .unwrap()
+        .unwrap()
+        .snapshot;
+    for (i, id) in bound.pages.iter().enumerate() {
+        put_object_as(catalog, id, 2 + 2 * i as u8, 300 + 100 * i);
+    }
+    for (k, id) in &bound.swa_pages {
+        put_object_as(catalog, id, 40 + 2 * *k as u8, 200);
+    }
+    if let Some(id) = &bound.tail {
+        put_object_as(catalog, id, 3, 50);
+    }
+    m.snapshot = Some(bound);
+    m
 }
 
 pub(crate) fn object_count(catalog: &SessionCatalog) -> usize {

@@ -2,7 +2,7 @@
 //! `io::Error` to [`StoreError`] with the path attached.
 
 use std::fs::{self, DirBuilder, File, OpenOptions};
-use std::io;
+use std::io::{self, Read};
 use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
 use std::path::Path;
 
@@ -52,6 +52,81 @@ pub fn private_file_options() -> OpenOptions {
     let mut options = OpenOptions::new();
     options.mode(FILE_MODE);
     options
+}
+
+/// Adds the flags every open of a file inside the home needs: no following a symbolic link
+/// at the last component (a planted link cannot make kvrun read or write outside the home),
+/// and no blocking in `open` on a FIFO (a regular file ignores `O_NONBLOCK`).
+pub fn no_follow(options: &mut OpenOptions) -> &mut OpenOptions {
+    options.custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
+}
+
+/// Opens an existing file for reading, refusing symbolic links and anything that is not a
+/// regular file (FIFO, device, directory). Returns the file and its size.
+pub fn open_regular(path: &Path) -> io::Result<(File, u64)> {
+    let file = no_follow(OpenOptions::new().read(true))
+        .open(path)
+        .map_err(explain_link)?;
+    let len = check_regular(&file)?;
+    Ok((file, len))
+}
+
+/// Opens a file the user named (an import file): a link the user gave is followed, but
+/// the file must be a regular one, and a FIFO does not block the open.
+pub fn open_given_regular(path: &Path) -> io::Result<(File, u64)> {
+    let file = OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK)
+        .open(path)?;
+    let len = check_regular(&file)?;
+    Ok((file, len))
+}
+
+/// Fails unless `file` is a regular file; returns its size.
+pub fn check_regular(file: &File) -> io::Result<u64> {
+    let meta = file.metadata()?;
+    if !meta.is_file() {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            "is not a regular file",
+        ));
+    }
+    Ok(meta.len())
+}
+
+/// `ELOOP` from an `O_NOFOLLOW` open means "this is a symbolic link": say so.
+pub fn explain_link(err: io::Error) -> io::Error {
+    if err.raw_os_error() == Some(libc::ELOOP) {
+        io::Error::new(
+            io::ErrorKind::InvalidInput,
+            "is a symbolic link, which kvrun does not follow here",
+        )
+    } else {
+        err
+    }
+}
+
+/// Reads a whole regular file of at most `max` bytes, checked against its size before
+/// anything is allocated (a sparse 10 GB file is refused at once), and read through a
+/// `take` so a file that grows meanwhile cannot exceed the bound either.
+pub fn read_bounded(path: &Path, max: u64) -> io::Result<Vec<u8>> {
+    let (file, len) = open_regular(path)?;
+    if len > max {
+        return Err(too_large(len, max));
+    }
+    let mut bytes = Vec::with_capacity(len as usize);
+    file.take(max + 1).read_to_end(&mut bytes)?;
+    if bytes.len() as u64 > max {
+        return Err(too_large(bytes.len() as u64, max));
+    }
+    Ok(bytes)
+}
+
+fn too_large(len: u64, max: u64) -> io::Error {
+    io::Error::new(
+        io::ErrorKind::InvalidData,
+        format!("is {len} bytes, more than the {max} bytes allowed"),
+    )
 }
 
 /// Fsyncs a directory so that entries created, renamed or removed in it are durable. Without
@@ -143,6 +218,34 @@ mod tests {
         let msg = err.to_string();
         assert!(msg.starts_with("I/O error on /x/y: "), "{msg}");
         assert!(!msg.contains('\n'));
+    }
+
+    #[test]
+    fn bounded_reads_refuse_links_specials_and_oversized_files() {
+        let tmp = tempfile::tempdir().unwrap();
+        let small = tmp.path().join("small");
+        fs::write(&small, b"hello").unwrap();
+        assert_eq!(read_bounded(&small, 5).unwrap(), b"hello");
+        let err = read_bounded(&small, 4).unwrap_err();
+        assert!(err.to_string().contains("more than the 4"), "{err}");
+        // A sparse file far above the bound is refused from its size, without reading.
+        let sparse = tmp.path().join("sparse");
+        File::create(&sparse).unwrap().set_len(10 << 30).unwrap();
+        assert!(read_bounded(&sparse, 1 << 20).is_err());
+        // A link to /dev/zero is not followed; /dev/zero itself is not a regular file.
+        let link = tmp.path().join("link");
+        std::os::unix::fs::symlink("/dev/zero", &link).unwrap();
+        let err = read_bounded(&link, 1 << 20).unwrap_err();
+        assert!(err.to_string().contains("symbolic link"), "{err}");
+        let err = read_bounded(Path::new("/dev/zero"), 1 << 20).unwrap_err();
+        assert!(err.to_string().contains("not a regular file"), "{err}");
+        // A FIFO neither blocks nor reads.
+        let fifo = tmp.path().join("fifo");
+        let made = std::process::Command::new("mkfifo").arg(&fifo).status();
+        assert!(made.unwrap().success(), "mkfifo");
+        let err = read_bounded(&fifo, 1 << 20).unwrap_err();
+        assert!(err.to_string().contains("not a regular file"), "{err}");
+        assert!(read_bounded(tmp.path(), 1 << 20).is_err());
     }
 
     #[test]

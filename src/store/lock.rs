@@ -22,17 +22,24 @@ use std::path::{Path, PathBuf};
 
 use fs4::fs_std::FileExt;
 
-use super::fsutil::{io_err, private_file_options};
+use super::fsutil::{check_regular, explain_link, io_err, no_follow, private_file_options};
 use super::{Result, StoreError};
 
+/// Opens (creating 0600) a lock file. A symbolic link planted in its place is refused, not
+/// followed, and so is anything but a regular file: the holder truncates the file to write
+/// its pid, which must never reach a file outside the home.
 fn open_lock_file(path: &Path) -> Result<File> {
-    private_file_options()
-        .read(true)
-        .write(true)
-        .create(true)
-        .truncate(false) // the holder's pid is in there; truncating is the holder's call
-        .open(path)
-        .map_err(|e| io_err(path, e))
+    let file = no_follow(
+        private_file_options()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(false), // the holder's pid is in there; truncating is the holder's call
+    )
+    .open(path)
+    .map_err(|e| io_err(path, explain_link(e)))?;
+    check_regular(&file).map_err(|e| io_err(path, e))?;
+    Ok(file)
 }
 
 /// Retries a blocking lock call interrupted by a signal.
@@ -178,6 +185,34 @@ mod tests {
     use std::sync::atomic::{AtomicBool, Ordering};
     use std::sync::Arc;
     use std::time::Duration;
+
+    #[test]
+    fn a_symlinked_lock_file_is_refused_and_its_target_untouched() {
+        let tmp = tempfile::tempdir().unwrap();
+        let outside = tmp.path().join("outside.txt");
+        std::fs::write(&outside, b"precious").unwrap();
+        let link = tmp.path().join("s.lock");
+        std::os::unix::fs::symlink(&outside, &link).unwrap();
+        let err = SessionLock::try_acquire(&link).unwrap_err();
+        assert!(err.to_string().contains("symbolic link"), "{err}");
+        assert!(StoreLock::shared(&link).is_err());
+        assert!(StoreLock::try_exclusive(&link).is_err());
+        assert_eq!(std::fs::read(&outside).unwrap(), b"precious");
+        // A dangling link is not created through either.
+        let dangling = tmp.path().join("d.lock");
+        std::os::unix::fs::symlink(tmp.path().join("created"), &dangling).unwrap();
+        assert!(SessionLock::try_acquire(&dangling).is_err());
+        assert!(!tmp.path().join("created").exists());
+        // Nor is a FIFO opened (which would block).
+        let fifo = tmp.path().join("f.lock");
+        assert!(std::process::Command::new("mkfifo")
+            .arg(&fifo)
+            .status()
+            .unwrap()
+            .success());
+        let err = SessionLock::try_acquire(&fifo).unwrap_err();
+        assert!(err.to_string().contains("not a regular file"), "{err}");
+    }
 
     #[test]
     fn second_handle_in_same_process_is_in_use_until_drop() {

@@ -1,24 +1,35 @@
 //! Content-addressed object store: immutable blobs (KV pages, tails) named by [`ObjectId`].
 //!
-//! # File format (version 1)
+//! # File format (version 2)
 //!
 //! ```text
 //! offset  size  field
-//!      0     8  magic b"KVROBJ\x00\x01" (last two bytes: format version)
+//!      0     8  magic b"KVROBJ\x00\x02" (last two bytes: format version)
 //!      8     1  kind: 0x03 page, 0x05 tail, 0x06 other
 //!      9     1  flags: bit 0 reserved for zstd compression; all bits 0 for now
 //!     10     6  reserved, zero
 //!     16     8  payload length, u64 little-endian
 //!     24    32  blake3 of the payload
 //!     56     8  reserved, zero
-//!     64     …  payload
+//!     64    32  the object's own id (must equal the id its file is named by)
+//!     96     …  payload
 //! ```
+//!
+//! The checksum proves the payload is intact; the id inside proves it is *that* object. A
+//! page's id is derived from its tokens (see `kv::page`), so a valid page copied over
+//! another page's file, or a file renamed, passes the checksum but not the id check, and a
+//! reader asks for an id it has recomputed itself, never one it merely read somewhere.
 //!
 //! The header is not checksummed itself, yet any single flipped bit in it is caught: magic,
 //! flags and reserved bytes must match exactly, the length must match the file size, the
-//! checksum must match the payload, and the kind codes are pairwise two bits apart so one
-//! flip cannot turn a valid kind into another. A later format changes the version bytes of
-//! the magic rather than reusing reserved bytes silently.
+//! checksum must match the payload, the id must match the name, and the kind codes are
+//! pairwise two bits apart so one flip cannot turn a valid kind into another. A later format
+//! changes the version bytes of the magic rather than reusing reserved bytes silently.
+//! Objects of format 1 (no id inside) read as corrupt: their sessions recompute those
+//! pages from the token log and the next save rewrites them in format 2.
+//!
+//! Files are opened without following symbolic links and must be regular files of at most
+//! [`MAX_OBJECT_BYTES`].
 
 use std::collections::HashSet;
 use std::fs::{self, File};
@@ -27,13 +38,16 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime};
 
 use super::atomic::write_atomic_with;
-use super::fsutil::{create_private_dir, create_private_dir_all, fsync_dir, io_err};
+use super::fsutil::{create_private_dir, create_private_dir_all, fsync_dir, io_err, open_regular};
 use super::lock::StoreLock;
 use super::walk::{Entries, Entry};
 use super::{ObjectId, Result, StoreError};
 
-pub const MAGIC: [u8; 8] = *b"KVROBJ\x00\x01";
-pub const HEADER_LEN: usize = 64;
+pub const MAGIC: [u8; 8] = *b"KVROBJ\x00\x02";
+pub const HEADER_LEN: usize = 96;
+/// Largest object file accepted: far above any real page (a 256-token page of a 70B model's
+/// f16 KV is about 80 MiB), so a corrupt or planted file cannot make a read unbounded.
+pub const MAX_OBJECT_BYTES: u64 = 1 << 30;
 /// Reserved: payload is zstd-compressed. Not produced or accepted by this version.
 pub const FLAG_ZSTD: u8 = 0x01;
 /// Name of the store lock file inside the store root (not an object, skipped by iteration).
@@ -78,11 +92,15 @@ pub struct GcReport {
     pub kept: u64,
     /// Stray temp files (older than a minute) deleted.
     pub temp_removed: u64,
+    /// Referenced objects deleted because their header is damaged or names another object
+    /// (the sessions naming them recompute those pages and their next save rewrites them).
+    pub corrupt_removed: u64,
     /// File bytes freed by both kinds of deletion.
     pub bytes_freed: u64,
 }
 
 struct Header {
+    id: ObjectId,
     kind: ObjectKind,
     payload_len: u64,
     checksum: [u8; 32],
@@ -95,14 +113,21 @@ impl Header {
         h[8] = self.kind as u8;
         h[16..24].copy_from_slice(&self.payload_len.to_le_bytes());
         h[24..56].copy_from_slice(&self.checksum);
+        h[64..96].copy_from_slice(self.id.as_bytes());
         h
     }
 
     /// Validates everything that can be checked without the payload; the error is the
     /// `detail` of a [`StoreError::Corrupt`].
-    fn decode(h: &[u8; HEADER_LEN], file_len: u64) -> Result<Header, String> {
+    fn decode(h: &[u8; HEADER_LEN], file_len: u64, want: &ObjectId) -> Result<Header, String> {
         if h[0..8] != MAGIC {
-            return Err(if h[0..6] == MAGIC[0..6] {
+            return Err(if h[0..6] == MAGIC[0..6] && h[6..8] < MAGIC[6..8] {
+                format!(
+                    "written by an older kvrun (object format {}); it is recomputed and \
+                     rewritten",
+                    u16::from_be_bytes([h[6], h[7]])
+                )
+            } else if h[0..6] == MAGIC[0..6] {
                 format!("unsupported format version {:02x}{:02x}", h[6], h[7])
             } else {
                 "bad magic (not a kvrun object)".to_string()
@@ -127,7 +152,14 @@ impl Header {
             ));
         }
         let checksum = h[24..56].try_into().expect("32 bytes");
+        let id = ObjectId(h[64..96].try_into().expect("32 bytes"));
+        if id != *want {
+            return Err(format!(
+                "the file holds object {id}, not this one (a misplaced or copied file)"
+            ));
+        }
         Ok(Header {
+            id,
             kind,
             payload_len,
             checksum,
@@ -177,19 +209,27 @@ impl ObjectStore {
     /// (objects are immutable; a damaged one is replaced). The write is atomic and durable
     /// when this returns, so a manifest naming `id` may be written next.
     pub fn put(&self, id: &ObjectId, kind: ObjectKind, payload: &[u8]) -> Result<PutOutcome> {
-        let path = self.object_path(id);
-        if Self::has_valid_header(&path) {
+        if self.check_header(id).is_ok() {
             return Ok(PutOutcome {
                 written_bytes: 0,
                 already_present: true,
             });
         }
+        self.replace(id, kind, payload)
+    }
+
+    /// Writes `payload` under `id` even if a file is there: repairs an object whose payload
+    /// a read found damaged (its header may look fine). Atomic like [`Self::put`]; a reader
+    /// sees the damaged object or the new one, never a mix.
+    pub fn replace(&self, id: &ObjectId, kind: ObjectKind, payload: &[u8]) -> Result<PutOutcome> {
+        let path = self.object_path(id);
         let dir = path.parent().expect("object path has a fan-out parent");
         if create_private_dir(dir)? {
             // The new fan-out directory must itself survive a crash.
             fsync_dir(&self.root)?;
         }
         let header = Header {
+            id: *id,
             kind,
             payload_len: payload.len() as u64,
             checksum: *blake3::hash(payload).as_bytes(),
@@ -205,15 +245,44 @@ impl ObjectStore {
         })
     }
 
-    fn has_valid_header(path: &Path) -> bool {
-        let Ok(mut file) = File::open(path) else {
-            return false;
+    /// Opens `id`'s file (no symlinks, regular files of a sane size only) and checks its
+    /// header, binding included; the payload is not read. The error is a
+    /// [`StoreError::Corrupt`] detail, or the store error itself.
+    fn open_checked(&self, id: &ObjectId) -> Result<(File, Header)> {
+        let path = self.object_path(id);
+        let corrupt = |detail: String| StoreError::Corrupt { id: *id, detail };
+        let (mut file, file_len) = match open_regular(&path) {
+            Ok(f) => f,
+            Err(e) if e.kind() == io::ErrorKind::NotFound => {
+                return Err(StoreError::Missing { id: *id })
+            }
+            Err(e) if e.kind() == io::ErrorKind::InvalidInput => {
+                return Err(corrupt(format!("its file {e}")))
+            }
+            Err(e) => return Err(io_err(&path, e)),
         };
-        let Ok(len) = file.metadata().map(|m| m.len()) else {
-            return false;
-        };
+        if file_len > MAX_OBJECT_BYTES {
+            return Err(corrupt(format!(
+                "its file is {file_len} bytes, more than the {MAX_OBJECT_BYTES} bytes allowed"
+            )));
+        }
         let mut h = [0u8; HEADER_LEN];
-        file.read_exact(&mut h).is_ok() && Header::decode(&h, len).is_ok()
+        match file.read_exact(&mut h) {
+            Ok(()) => {}
+            Err(e) if e.kind() == io::ErrorKind::UnexpectedEof => {
+                return Err(corrupt(format!(
+                    "truncated header: file is {file_len} bytes, header needs {HEADER_LEN}"
+                )))
+            }
+            Err(e) => return Err(io_err(&path, e)),
+        }
+        let header = Header::decode(&h, file_len, id).map_err(corrupt)?;
+        Ok((file, header))
+    }
+
+    /// Whether `id`'s file has a valid header naming `id` (the payload is not verified).
+    pub fn check_header(&self, id: &ObjectId) -> Result<()> {
+        self.open_checked(id).map(drop)
     }
 
     /// Reads and verifies an object. See [`Self::read_into`].
@@ -230,25 +299,7 @@ impl ObjectStore {
         buf.clear();
         let path = self.object_path(id);
         let corrupt = |detail: String| StoreError::Corrupt { id: *id, detail };
-        let mut file = match File::open(&path) {
-            Ok(f) => f,
-            Err(e) if e.kind() == io::ErrorKind::NotFound => {
-                return Err(StoreError::Missing { id: *id })
-            }
-            Err(e) => return Err(io_err(&path, e)),
-        };
-        let file_len = file.metadata().map_err(|e| io_err(&path, e))?.len();
-        let mut h = [0u8; HEADER_LEN];
-        match file.read_exact(&mut h) {
-            Ok(()) => {}
-            Err(e) if e.kind() == io::ErrorKind::UnexpectedEof => {
-                return Err(corrupt(format!(
-                    "truncated header: file is {file_len} bytes, header needs {HEADER_LEN}"
-                )))
-            }
-            Err(e) => return Err(io_err(&path, e)),
-        }
-        let header = Header::decode(&h, file_len).map_err(corrupt)?;
+        let (mut file, header) = self.open_checked(id)?;
         // The size was checked against the file's length, so this reservation is bounded
         // by real data, never by a corrupt length field.
         let want = usize::try_from(header.payload_len)
@@ -333,7 +384,8 @@ impl ObjectStore {
         Ok((count, bytes))
     }
 
-    /// Deletes every object not in `live`, and temp files more than a minute old.
+    /// Deletes every object not in `live`, objects whose header is damaged, and temp files
+    /// more than a minute old.
     ///
     /// The caller must hold the exclusive store lock ([`Self::lock_exclusive`]) from before
     /// it reads the manifests that make up `live` until this returns; otherwise a saver could
@@ -344,10 +396,20 @@ impl ObjectStore {
         let mut report = GcReport::default();
         for entry in self.entries() {
             let entry = entry?;
+            let mut damaged = false;
             if let Some(id) = entry.id {
                 if live.contains(&id) {
-                    report.kept += 1;
-                    continue;
+                    // A live object whose header is damaged (or names another object) is of
+                    // no use to the session naming it, which recomputes it anyway: delete
+                    // it rather than keep it forever. A payload-only flip is repaired by the
+                    // next save of a session that reads it.
+                    match self.check_header(&id) {
+                        Err(StoreError::Corrupt { .. }) => damaged = true,
+                        _ => {
+                            report.kept += 1;
+                            continue;
+                        }
+                    }
                 }
             }
             let meta = match fs::symlink_metadata(&entry.path) {
@@ -371,7 +433,9 @@ impl ObjectStore {
                 Err(e) => return Err(io_err(&entry.path, e)),
             }
             report.bytes_freed += meta.len();
-            if entry.id.is_some() {
+            if damaged {
+                report.corrupt_removed += 1;
+            } else if entry.id.is_some() {
                 report.removed += 1;
             } else {
                 report.temp_removed += 1;

@@ -41,7 +41,7 @@ fn round_trip_and_layout() {
     assert_eq!(
         out,
         PutOutcome {
-            written_bytes: 100_064,
+            written_bytes: 100_096,
             already_present: false
         }
     );
@@ -51,11 +51,13 @@ fn round_trip_and_layout() {
     let hex = id.to_hex();
     assert_eq!(path, store.root().join(&hex[..2]).join(&hex[2..]));
     let raw = fs::read(&path).unwrap();
-    assert_eq!(&raw[..8], b"KVROBJ\x00\x01");
+    assert_eq!(&raw[..8], b"KVROBJ\x00\x02");
     assert_eq!(raw[8], ObjectKind::Page as u8);
     assert_eq!(&raw[16..24], &100_000u64.to_le_bytes());
     assert_eq!(&raw[24..56], blake3::hash(&data).as_bytes());
-    assert_eq!(&raw[64..], &data[..]);
+    assert_eq!(&raw[56..64], &[0u8; 8]);
+    assert_eq!(&raw[64..96], id.as_bytes());
+    assert_eq!(&raw[96..], &data[..]);
 
     // Buffer reuse, kind reported, empty payload supported.
     let mut buf = vec![9u8; 10];
@@ -67,7 +69,7 @@ fn round_trip_and_layout() {
     assert!(buf.is_empty());
 
     assert!(store.contains(&id).unwrap());
-    assert_eq!(store.size_on_disk(&id).unwrap(), 100_064);
+    assert_eq!(store.size_on_disk(&id).unwrap(), 100_096);
 }
 
 #[test]
@@ -116,7 +118,7 @@ fn truncation_at_any_point_is_corrupt() {
     store.put(&id, ObjectKind::Page, &data).unwrap();
     let path = store.object_path(&id);
     let full = fs::read(&path).unwrap();
-    for cut in [0, 1, 8, 32, 63, 64, 65, 1000, full.len() - 1] {
+    for cut in [0, 1, 8, 32, 63, 64, 65, 95, 96, 97, 1000, full.len() - 1] {
         fs::write(&path, &full[..cut]).unwrap();
         assert_corrupt(&store, &id, &format!("truncated at {cut}"));
     }
@@ -202,7 +204,7 @@ fn iter_usage_and_remove() {
     listed.sort();
     ids.sort();
     assert_eq!(listed, ids);
-    let expected_bytes: u64 = (0..20u64).map(|i| 64 + i * 10).sum();
+    let expected_bytes: u64 = (0..20u64).map(|i| 96 + i * 10).sum();
     assert_eq!(store.usage().unwrap(), (20, expected_bytes));
 
     assert!(store.remove(&ids[0]).unwrap());
@@ -249,7 +251,8 @@ fn gc_keeps_live_removes_rest_and_old_temp_files() {
             removed: 5,
             kept: 5,
             temp_removed: 1,
-            bytes_freed: 5 * 164 + 50
+            corrupt_removed: 0,
+            bytes_freed: 5 * 196 + 50
         }
     );
     for (i, id) in ids.iter().enumerate() {
@@ -291,4 +294,121 @@ fn put_leaves_no_temp_files() {
         .map(|e| e.unwrap().file_name())
         .collect();
     assert_eq!(names.len(), 1);
+}
+
+#[test]
+fn an_object_under_another_name_is_caught_and_replaced_on_put() {
+    let (_tmp, store) = store();
+    let (a, b) = (payload(500, 1), payload(500, 2));
+    let (ia, ib) = (ObjectId::hash_of(b"page a"), ObjectId::hash_of(b"page b"));
+    store.put(&ia, ObjectKind::Page, &a).unwrap();
+    store.put(&ib, ObjectKind::Page, &b).unwrap();
+    // A valid object copied over another's file: the checksum holds, the id does not.
+    fs::copy(store.object_path(&ia), store.object_path(&ib)).unwrap();
+    assert_corrupt(&store, &ib, "copied file");
+    let err = store.get(&ib).unwrap_err().to_string();
+    assert!(err.contains(&format!("holds object {ia}")), "{err}");
+    // put sees the bad header and rewrites; replace rewrites regardless.
+    assert!(
+        !store
+            .put(&ib, ObjectKind::Page, &b)
+            .unwrap()
+            .already_present
+    );
+    assert_eq!(store.get(&ib).unwrap(), b);
+    let mut bytes = fs::read(store.object_path(&ib)).unwrap();
+    let last = bytes.len() - 1;
+    bytes[last] ^= 1;
+    fs::write(store.object_path(&ib), &bytes).unwrap();
+    assert!(
+        store
+            .put(&ib, ObjectKind::Page, &b)
+            .unwrap()
+            .already_present
+    );
+    assert_corrupt(&store, &ib, "payload flip");
+    store.replace(&ib, ObjectKind::Page, &b).unwrap();
+    assert_eq!(store.get(&ib).unwrap(), b);
+}
+
+#[test]
+fn format_1_objects_read_as_corrupt_and_gc_deletes_damaged_live_objects() {
+    let (_tmp, store) = store();
+    let data = payload(300, 3);
+    let id = ObjectId::hash_of(&data);
+    let other = ObjectId::hash_of(b"other");
+    store.put(&id, ObjectKind::Page, &data).unwrap();
+    store.put(&other, ObjectKind::Page, &data).unwrap();
+    // Rewrite `id` the way kvrun's format 1 did: 64-byte header, no id inside.
+    let mut v1 = Vec::new();
+    v1.extend_from_slice(b"KVROBJ\x00\x01");
+    v1.push(ObjectKind::Page as u8);
+    v1.extend_from_slice(&[0; 7]);
+    v1.extend_from_slice(&(data.len() as u64).to_le_bytes());
+    v1.extend_from_slice(blake3::hash(&data).as_bytes());
+    v1.extend_from_slice(&[0; 8]);
+    v1.extend_from_slice(&data);
+    fs::write(store.object_path(&id), &v1).unwrap();
+    let err = store.get(&id).unwrap_err().to_string();
+    assert!(err.contains("older kvrun (object format 1)"), "{err}");
+    // Both are live, only the damaged one goes.
+    let live: HashSet<ObjectId> = [id, other].into_iter().collect();
+    let _lock = store.lock_exclusive().unwrap();
+    let report = store.gc(&live).unwrap();
+    assert_eq!(
+        (report.corrupt_removed, report.kept, report.removed),
+        (1, 1, 0)
+    );
+    assert!(!store.contains(&id).unwrap());
+    assert_eq!(store.get(&other).unwrap(), data);
+}
+
+#[test]
+fn links_special_files_and_huge_files_are_not_read() {
+    let (tmp, store) = store();
+    let data = payload(100, 4);
+    let id = ObjectId::hash_of(&data);
+    store.put(&id, ObjectKind::Page, &data).unwrap();
+    let path = store.object_path(&id);
+    // A link to a valid object elsewhere is refused, not followed.
+    let elsewhere = tmp.path().join("elsewhere");
+    fs::rename(&path, &elsewhere).unwrap();
+    std::os::unix::fs::symlink(&elsewhere, &path).unwrap();
+    assert_corrupt(&store, &id, "symlink");
+    fs::remove_file(&path).unwrap();
+    std::os::unix::fs::symlink("/dev/zero", &path).unwrap();
+    assert_corrupt(&store, &id, "link to /dev/zero");
+    fs::remove_file(&path).unwrap();
+    // A sparse file larger than any object is refused from its size.
+    fs::File::create(&path)
+        .unwrap()
+        .set_len(MAX_OBJECT_BYTES + 1)
+        .unwrap();
+    assert_corrupt(&store, &id, "sparse huge file");
+    // put repairs all of these.
+    assert!(
+        !store
+            .put(&id, ObjectKind::Page, &data)
+            .unwrap()
+            .already_present
+    );
+    assert_eq!(store.get(&id).unwrap(), data);
+}
+
+#[test]
+fn random_mutations_never_panic_nor_read_as_other_bytes() {
+    use crate::kv::blob::fake_cache::for_a_while;
+    let (_tmp, store) = store();
+    let data = payload(2000, 9);
+    let id = ObjectId::hash_of(&data);
+    store.put(&id, ObjectKind::Tail, &data).unwrap();
+    let path = store.object_path(&id);
+    let good = fs::read(&path).unwrap();
+    let mut buf = Vec::new();
+    for_a_while(Duration::from_secs(2), |rng| {
+        fs::write(&path, rng.mutate(&good)).unwrap();
+        if let Ok(kind) = store.read_into(&id, &mut buf) {
+            assert_eq!((kind, &buf), (ObjectKind::Tail, &data));
+        }
+    });
 }

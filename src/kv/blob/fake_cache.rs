@@ -4,18 +4,19 @@
 
 use super::*;
 
-/// splitmix64: deterministic, dependency-free randomness.
-pub(super) struct Rng(pub(super) u64);
+/// splitmix64: deterministic, dependency-free randomness (also drives the parsers'
+/// property tests in `store` and `session`).
+pub(crate) struct Rng(pub(crate) u64);
 
 impl Rng {
-    pub(super) fn next(&mut self) -> u64 {
+    pub(crate) fn next(&mut self) -> u64 {
         self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
         let mut z = self.0;
         z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
         z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
         z ^ (z >> 31)
     }
-    pub(super) fn below(&mut self, n: u64) -> u64 {
+    pub(crate) fn below(&mut self, n: u64) -> u64 {
         self.next() % n
     }
     pub(super) fn chance(&mut self, percent: u64) -> bool {
@@ -23,6 +24,49 @@ impl Rng {
     }
     pub(super) fn bytes(&mut self, n: usize) -> Vec<u8> {
         (0..n).map(|_| self.next() as u8).collect()
+    }
+
+    /// A random mutation of `bytes`: bit flips, a byte overwritten, a cut, an insertion,
+    /// a range zeroed or duplicated. Never the identity (`bytes` non-empty).
+    pub(crate) fn mutate(&mut self, bytes: &[u8]) -> Vec<u8> {
+        loop {
+            let mut out = bytes.to_vec();
+            let at = self.below(out.len() as u64 + 1) as usize;
+            match self.below(6) {
+                0 if at < out.len() => out[at] ^= 1 << self.below(8),
+                1 if at < out.len() => out[at] = self.next() as u8,
+                2 => out.truncate(at),
+                3 => {
+                    let n = 1 + self.below(16) as usize;
+                    let junk: Vec<u8> = (0..n).map(|_| self.next() as u8).collect();
+                    out.splice(at..at, junk);
+                }
+                4 => {
+                    let end = (at + 1 + self.below(64) as usize).min(out.len());
+                    out[at.min(end)..end].fill(0);
+                }
+                _ => {
+                    let end = (at + 1 + self.below(64) as usize).min(out.len());
+                    let copy = out[at.min(end)..end].to_vec();
+                    out.splice(at..at, copy);
+                }
+            }
+            if out != bytes {
+                return out;
+            }
+        }
+    }
+}
+
+/// Runs `case` with a fresh seed until `budget` has passed (at least 100 times): the
+/// property tests' time bound, so they cost the same on any machine.
+pub(crate) fn for_a_while(budget: std::time::Duration, mut case: impl FnMut(&mut Rng)) {
+    let started = std::time::Instant::now();
+    let mut rng = Rng(0x5eed);
+    let mut runs = 0;
+    while runs < 100 || started.elapsed() < budget {
+        case(&mut rng);
+        runs += 1;
     }
 }
 
