@@ -65,6 +65,10 @@ pub struct ModelArg {
     /// file's `model`, then the default model]
     #[arg(value_name = "MODEL")]
     pub model: Option<String>,
+    /// Chat template: a Jinja file, or a shipped one (gemma3, chatml) [default: the config
+    /// file's `chat-template`, then the model's own, then its architecture's default]
+    #[arg(long, value_name = "FILE|NAME")]
+    pub chat_template: Option<String>,
 }
 
 /// Options that shape the llama.cpp context. Every one can also be set in the config file

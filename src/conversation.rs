@@ -5,10 +5,11 @@
 
 use anyhow::{bail, Result};
 
-use crate::engine::{ChatMessage, Context, Model, TokenId};
+use crate::engine::{ChatMessage, Context, EngineError, Model, TokenId};
 use crate::sequence::Sequence;
 use crate::session::live::ConversationState;
 use crate::settings::ContextOverflow;
+use crate::template::{Message, Rendered};
 
 pub struct Conversation<'m> {
     model: &'m Model,
@@ -81,7 +82,7 @@ impl<'m> Conversation<'m> {
             role: "user".into(),
             content: text.into(),
         });
-        let rendered = match self.model.apply_chat_template(&self.messages, true) {
+        let rendered = match self.render(true) {
             Ok(r) => r,
             Err(e) => {
                 self.messages.pop();
@@ -128,13 +129,12 @@ impl<'m> Conversation<'m> {
         let first = usize::from(self.messages.first().is_some_and(|m| m.role == "system"));
         let mut dropped = 0;
         loop {
-            let rendered = self.model.apply_chat_template(&self.messages, true)?;
-            let tokens = self.model.tokenize_prompt(&rendered);
+            let rendered = self.render(true)?;
+            let tokens = self.model.tokenize_rendered(&rendered, 0, true);
             if tokens.len() <= budget {
                 self.seq.reset(ctx);
                 self.seq.append(&tokens);
-                let without_opener = self.model.apply_chat_template(&self.messages, false)?;
-                self.rendered_len = without_opener.len();
+                self.rendered_len = self.render(false)?.text.len();
                 return Ok((dropped > 0)
                     .then(|| format!("(context full: dropped the {dropped} oldest message(s))")));
             }
@@ -150,15 +150,27 @@ impl<'m> Conversation<'m> {
         }
     }
 
+    /// The conversation through the chat template.
+    fn render(&self, add_generation_prompt: bool) -> Result<Rendered, EngineError> {
+        let messages: Vec<Message> = self
+            .messages
+            .iter()
+            .map(|m| Message::text(&m.role, &m.content))
+            .collect();
+        self.model.render_chat(&messages, add_generation_prompt)
+    }
+
     /// The tokens for the rendered conversation beyond what the log already holds.
-    fn delta_tokens(&self, rendered: &str) -> Vec<TokenId> {
+    fn delta_tokens(&self, rendered: &Rendered) -> Vec<TokenId> {
         if self.seq.is_empty() {
-            return self.model.tokenize_prompt(rendered);
+            return self.model.tokenize_rendered(rendered, 0, true);
         }
-        match rendered.get(self.rendered_len..) {
-            Some(tail) => self.model.tokenize(tail, false),
+        match rendered.text.get(self.rendered_len..) {
+            Some(_) => self
+                .model
+                .tokenize_rendered(rendered, self.rendered_len, false),
             // The template re-rendered earlier turns differently: fall back to the whole.
-            None => self.model.tokenize(rendered, false),
+            None => self.model.tokenize_rendered(rendered, 0, false),
         }
     }
 
@@ -180,8 +192,8 @@ impl<'m> Conversation<'m> {
             role: "assistant".into(),
             content: text,
         });
-        if let Ok(rendered) = self.model.apply_chat_template(&self.messages, false) {
-            self.rendered_len = rendered.len();
+        if let Ok(rendered) = self.render(false) {
+            self.rendered_len = rendered.text.len();
         }
     }
 }

@@ -28,6 +28,7 @@ pub mod sequence;
 pub mod session;
 pub mod settings;
 pub mod store;
+pub mod template;
 pub mod tiers;
 pub mod tui;
 pub mod ui;

@@ -64,6 +64,8 @@ pub struct ChatOptions {
     pub overflow: ContextOverflow,
     pub max_tokens: Option<u32>,
     pub tiers: TierSettings,
+    /// `--chat-template` (or the config key): replaces the model's own template.
+    pub chat_template: Option<String>,
 }
 
 /// Starts the engine thread. `cancel` stops the reply being generated (Ctrl-C); it is a
@@ -133,8 +135,11 @@ fn run(
         rate: 0.0,
     });
     let started = Instant::now();
-    let model = Model::load(&options.model.path, options.engine.gpu_layers)
+    let mut model = Model::load(&options.model.path, options.engine.gpu_layers)
         .with_context(|| format!("loading {}", options.model.path.display()))?;
+    if let Some(spec) = &options.chat_template {
+        model.set_chat_template(spec)?;
+    }
     let _ = events.send(EngineEvent::Progress {
         kind: ProgressKind::LoadModel,
         done: size,

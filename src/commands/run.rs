@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 use anyhow::{bail, Context as _, Result};
 use serde::Serialize;
 
-use super::{load_model, session_setup, Env};
+use super::{apply_chat_template, load_model, session_setup, Env};
 use crate::cli::RunArgs;
 use crate::conversation::Conversation;
 use crate::engine::{Context, Model, Sampler, TokenId, TokenLogprob};
@@ -66,7 +66,8 @@ fn run_plain(env: &Env, args: &RunArgs) -> Result<ExitCode> {
     let engine = EngineSettings::resolve(&args.engine, &env.config);
     let sampling = SamplingSettings::resolve(&args.sampling, &env.config);
     let choice = crate::models::choose(args.model.model.as_deref(), &env.config, &env.paths);
-    let (model, load_ms) = load_model(&choice, engine.gpu_layers)?;
+    let (mut model, load_ms) = load_model(&choice, engine.gpu_layers)?;
+    apply_chat_template(&mut model, &args.model, env)?;
     let mut ctx = Context::new(&model, &engine, DEFAULT_PAGE_TOKENS, 1)?;
 
     let mut conversation = Conversation::new(&model, args.raw, args.system.as_deref());
@@ -105,7 +106,8 @@ fn run_session(env: &Env, args: &RunArgs, name: &str) -> Result<ExitCode> {
         Some(read_prompt(args)?)
     };
     let (engine, sampling) = (prepared.engine.clone(), prepared.sampling.clone());
-    let (model, load_ms) = load_model(&prepared.choice, engine.gpu_layers)?;
+    let (mut model, load_ms) = load_model(&prepared.choice, engine.gpu_layers)?;
+    apply_chat_template(&mut model, &args.model, env)?;
     let mut ctx = Context::new(&model, &engine, DEFAULT_PAGE_TOKENS, SESSION_SEQS)?;
     let mut live = session_setup::start(&catalog, prepared, &model, &ctx)?;
     let (mut conversation, mut restore) = session_setup::resume(
