@@ -90,7 +90,14 @@ impl Style {
             ValueKind::Bool => out.push_str(if value.is_true() { "true" } else { "false" }),
             ValueKind::Number => write_number(out, value),
             ValueKind::String => self.write_str(out, value.as_str().unwrap_or_default()),
-            ValueKind::Seq | ValueKind::Iterable => {
+            // `map`, `select` and friends return generators, which json.dumps refuses.
+            ValueKind::Iterable => {
+                return Err(Error::new(
+                    ErrorKind::InvalidOperation,
+                    "Object of type generator is not JSON serializable",
+                ))
+            }
+            ValueKind::Seq => {
                 let items: Vec<Value> = value.try_iter()?.collect();
                 self.write_items(out, '[', ']', items.len(), depth, |out, i| {
                     self.write(out, &items[i], depth + 1)

@@ -8,7 +8,9 @@ use super::TemplateError;
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Message {
     pub role: String,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    /// None renders as `none`, as transformers passes an assistant turn that only calls
+    /// tools (`"content": null`).
+    #[serde(default)]
     pub content: Option<Content>,
     /// The model's reasoning in an assistant turn (OpenAI-compatible servers' name for it).
     #[serde(default, skip_serializing_if = "Option::is_none")]

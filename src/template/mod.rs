@@ -10,6 +10,7 @@ mod builtin;
 mod guard;
 mod json;
 mod message;
+mod python;
 mod time;
 
 use std::collections::BTreeMap;
@@ -79,6 +80,7 @@ impl ChatTemplate {
         env.set_fuel(Some(FUEL));
         env.set_recursion_limit(RECURSION_LIMIT);
         env.set_unknown_method_callback(minijinja_contrib::pycompat::unknown_method_callback);
+        python::install(&mut env);
         env.add_filter("tojson", json::tojson_filter);
         env.add_function("raise_exception", raise_exception);
         env.add_function("strftime_now", time::strftime_now);
@@ -133,9 +135,13 @@ impl ChatTemplate {
         );
         vars.insert("bos_token".into(), Value::from(input.bos_token));
         vars.insert("eos_token".into(), Value::from(input.eos_token));
-        if let Some(tools) = input.tools {
-            vars.insert("tools".into(), tools.clone());
-        }
+        // transformers passes `tools` and `documents` always, as None when absent, so
+        // `tools is defined` holds in every rendering.
+        vars.insert(
+            "tools".into(),
+            input.tools.cloned().unwrap_or(Value::from(())),
+        );
+        vars.insert("documents".into(), Value::from(()));
         let render_error = |e: minijinja::Error| TemplateError::Render {
             name: self.name.clone(),
             detail: one_line(&e),
