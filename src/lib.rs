@@ -30,5 +30,6 @@ pub mod settings;
 pub mod store;
 pub mod template;
 pub mod tiers;
+pub mod tools;
 pub mod tui;
 pub mod ui;
