@@ -1018,7 +1018,7 @@ _kvrun() {
             return 0
             ;;
         kvrun__subcmd__run)
-            opts="-p -n -c -t -b -v -q -h -V --chat-template --prompt --prompt-file --raw --system --max-tokens --json --session --continue --logprobs --ctx-size --threads --gpu-layers --batch-size --kv-type --flash-attn --temp --top-k --top-p --min-p --repeat-penalty --seed --verbose --quiet --help --version"
+            opts="-p -n -c -t -b -v -q -h -V --chat-template --prompt --prompt-file --raw --system --max-tokens --json --session --continue --logprobs --tools --tool-choice --json-schema --ctx-size --threads --gpu-layers --batch-size --kv-type --flash-attn --temp --top-k --top-p --min-p --repeat-penalty --seed --verbose --quiet --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -1057,6 +1057,18 @@ _kvrun() {
                     return 0
                     ;;
                 --logprobs)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --tools)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --tool-choice)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --json-schema)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;

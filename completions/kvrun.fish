@@ -78,6 +78,9 @@ complete -c kvrun -n "__fish_kvrun_using_subcommand run" -l system -d 'A system 
 complete -c kvrun -n "__fish_kvrun_using_subcommand run" -s n -l max-tokens -d 'Largest number of tokens to generate; 0 only prefills [default: 256]' -r
 complete -c kvrun -n "__fish_kvrun_using_subcommand run" -l session -d 'Resume or create a named session: restore its KV, append this turn, generate, save' -r
 complete -c kvrun -n "__fish_kvrun_using_subcommand run" -l logprobs -d 'Add each generated token\'s log-probability (with --json), and the N most likely alternatives' -r
+complete -c kvrun -n "__fish_kvrun_using_subcommand run" -l tools -d 'Tools the model may call: a JSON list of OpenAI tool definitions. Calls are parsed from the reply (`tool_calls` in --json)' -r -F
+complete -c kvrun -n "__fish_kvrun_using_subcommand run" -l tool-choice -d 'auto (the model decides), none, required (a call is forced), or a tool\'s name (that call is forced) [default: auto]' -r
+complete -c kvrun -n "__fish_kvrun_using_subcommand run" -l json-schema -d 'Force the reply to be JSON valid under this JSON schema (a file)' -r -F
 complete -c kvrun -n "__fish_kvrun_using_subcommand run" -s c -l ctx-size -d 'Context size in tokens [default: 8192, capped at the model\'s training context]' -r
 complete -c kvrun -n "__fish_kvrun_using_subcommand run" -s t -l threads -d 'CPU threads [default: the number of cores]' -r
 complete -c kvrun -n "__fish_kvrun_using_subcommand run" -l gpu-layers -d 'Layers to offload to the GPU (needs a GPU build) [default: all when built with a GPU backend, else 0]' -r

@@ -9,7 +9,28 @@ use crate::engine::{ChatMessage, Context, EngineError, Model, TokenId};
 use crate::sequence::Sequence;
 use crate::session::live::ConversationState;
 use crate::settings::ContextOverflow;
-use crate::template::{Message, Rendered};
+use crate::template::{to_python_json, Message, Rendered};
+use crate::tools::{ToolFormat, GENERIC_TOOL_PROMPT};
+
+/// For a template that ignores `tools`: the tools described in the system turn, in
+/// kvrun's generic format (the model answers with one JSON object).
+fn describe_tools(messages: &mut Vec<Message>, tools: &minijinja::Value) {
+    let mut text = GENERIC_TOOL_PROMPT.to_string();
+    if let Ok(items) = tools.try_iter() {
+        for tool in items {
+            text.push('\n');
+            text.push_str(&to_python_json(&tool).unwrap_or_default());
+        }
+    }
+    match messages.first_mut() {
+        Some(first) if first.role == "system" => {
+            if let Some(crate::template::Content::Text(existing)) = &mut first.content {
+                *existing = format!("{existing}\n\n{text}");
+            }
+        }
+        _ => messages.insert(0, Message::text("system", &text)),
+    }
+}
 
 pub struct Conversation<'m> {
     model: &'m Model,
@@ -19,6 +40,10 @@ pub struct Conversation<'m> {
     pub rendered_len: usize,
     /// Plain text, no chat template.
     pub raw: bool,
+    /// Tool definitions rendered into every turn (OpenAI shape).
+    pub tools: Option<minijinja::Value>,
+    /// The last rendering ended inside an open `<think>` (the reply starts as reasoning).
+    pub opens_reasoning: bool,
 }
 
 impl<'m> Conversation<'m> {
@@ -36,6 +61,8 @@ impl<'m> Conversation<'m> {
             seq: Sequence::new(),
             rendered_len: 0,
             raw,
+            tools: None,
+            opens_reasoning: false,
         }
     }
 
@@ -53,6 +80,8 @@ impl<'m> Conversation<'m> {
             seq,
             rendered_len,
             raw,
+            tools: None,
+            opens_reasoning: false,
         }
     }
 
@@ -89,6 +118,7 @@ impl<'m> Conversation<'m> {
                 return Err(e.into());
             }
         };
+        self.opens_reasoning = rendered.text.trim_end().ends_with("<think>");
         Ok(self.delta_tokens(&rendered))
     }
 
@@ -152,12 +182,34 @@ impl<'m> Conversation<'m> {
 
     /// The conversation through the chat template.
     fn render(&self, add_generation_prompt: bool) -> Result<Rendered, EngineError> {
-        let messages: Vec<Message> = self
+        let mut messages: Vec<Message> = self
             .messages
             .iter()
             .map(|m| Message::text(&m.role, &m.content))
             .collect();
-        self.model.render_chat(&messages, add_generation_prompt)
+        if let Some(tools) = self
+            .tools
+            .as_ref()
+            .filter(|_| !self.template_renders_tools())
+        {
+            describe_tools(&mut messages, tools);
+        }
+        self.model
+            .render_chat(&messages, self.tools.as_ref(), add_generation_prompt)
+    }
+
+    fn template_renders_tools(&self) -> bool {
+        self.model
+            .chat_template_for(true)
+            .is_some_and(|t| ToolFormat::template_renders_tools(t.source()))
+    }
+
+    /// How the model writes tool calls under this conversation's template.
+    pub fn tool_format(&self) -> ToolFormat {
+        match self.model.chat_template_for(self.tools.is_some()) {
+            Some(t) if self.template_renders_tools() => ToolFormat::detect(t.source()),
+            _ => ToolFormat::Generic,
+        }
     }
 
     /// The tokens for the rendered conversation beyond what the log already holds.

@@ -11,6 +11,7 @@ mod man;
 mod models;
 mod pull;
 mod run;
+mod run_tools;
 mod session;
 mod session_setup;
 mod stats;

@@ -10,6 +10,7 @@ use std::time::{Duration, Instant};
 use anyhow::{bail, Context as _, Result};
 use serde::Serialize;
 
+use super::run_tools::{self, ReplyFields, ToolRequest};
 use super::{apply_chat_template, load_model, session_setup, Env};
 use crate::cli::RunArgs;
 use crate::conversation::Conversation;
@@ -19,6 +20,7 @@ use crate::sequence::{GenerateOptions, Generated, StopReason, SyncObserver};
 use crate::session::catalog::SessionCatalog;
 use crate::session::live::SessionObserver;
 use crate::settings::{ContextOverflow, EngineSettings, SamplingSettings, DEFAULT_PAGE_TOKENS};
+use crate::tools::parse_reply;
 use crate::ui::PrefillBar;
 
 /// Default reply length for `run` when -n is not given.
@@ -40,6 +42,8 @@ struct RunReport {
     decode_ms: f64,
     #[serde(skip_serializing_if = "Option::is_none")]
     logprobs: Option<Vec<TokenLogprob>>,
+    #[serde(flatten)]
+    reply: ReplyFields,
     #[serde(flatten, skip_serializing_if = "Option::is_none")]
     session: Option<SessionFields>,
 }
@@ -71,6 +75,8 @@ fn run_plain(env: &Env, args: &RunArgs) -> Result<ExitCode> {
     let mut ctx = Context::new(&model, &engine, DEFAULT_PAGE_TOKENS, 1)?;
 
     let mut conversation = Conversation::new(&model, args.raw, args.system.as_deref());
+    let tools = ToolRequest::load(args)?;
+    conversation.tools = tools.as_ref().map(|t| t.template_value.clone());
     let tokens = conversation.user_turn_tokens(&prompt)?;
     check_fits(tokens.len(), &ctx, &model)?;
     conversation.seq.append(&tokens);
@@ -82,12 +88,21 @@ fn run_plain(env: &Env, args: &RunArgs) -> Result<ExitCode> {
         &model,
         &mut ctx,
         &mut conversation,
-        &sampling,
+        (&sampling, tools.as_ref()),
         &cancel,
         &mut bar,
     )?;
     drop(bar);
-    finish(env, args, &ctx, tokens.len(), load_ms, generated, None)
+    let reply = reply_fields(&conversation, tools.as_ref(), &generated.text);
+    finish(
+        env,
+        args,
+        &ctx,
+        tokens.len(),
+        load_ms,
+        (generated, reply),
+        None,
+    )
 }
 
 fn run_session(env: &Env, args: &RunArgs, name: &str) -> Result<ExitCode> {
@@ -118,6 +133,8 @@ fn run_session(env: &Env, args: &RunArgs, name: &str) -> Result<ExitCode> {
         args.raw,
         args.system.as_deref(),
     )?;
+    let tools = ToolRequest::load(args)?;
+    conversation.tools = tools.as_ref().map(|t| t.template_value.clone());
 
     let added = match &prompt {
         Some(text) => {
@@ -148,12 +165,13 @@ fn run_session(env: &Env, args: &RunArgs, name: &str) -> Result<ExitCode> {
             &model,
             &mut ctx,
             &mut conversation,
-            &sampling,
+            (&sampling, tools.as_ref()),
             &cancel,
             &mut observer,
         )?
     };
     drop(bar);
+    let reply = reply_fields(&conversation, tools.as_ref(), &generated.text);
     conversation.add_assistant(generated.text.clone());
     let saved = live.save(&mut ctx, &conversation.seq, conversation.state())?;
     let fields = SessionFields {
@@ -164,7 +182,15 @@ fn run_session(env: &Env, args: &RunArgs, name: &str) -> Result<ExitCode> {
         restore_ms: restore.restore_ms,
         save_ms: saved.save_ms,
     };
-    finish(env, args, &ctx, added, load_ms, generated, Some(fields))
+    finish(
+        env,
+        args,
+        &ctx,
+        added,
+        load_ms,
+        (generated, reply),
+        Some(fields),
+    )
 }
 
 /// Generates the reply, streaming it to stdout unless `--json`.
@@ -173,12 +199,19 @@ fn generate(
     model: &Model,
     ctx: &mut Context<'_>,
     conversation: &mut Conversation<'_>,
-    sampling: &SamplingSettings,
+    (sampling, tools): (&SamplingSettings, Option<&ToolRequest>),
     cancel: &AtomicBool,
     observer: &mut dyn SyncObserver,
 ) -> Result<Generated> {
     let max_tokens = args.max_tokens.unwrap_or(DEFAULT_MAX_TOKENS) as usize;
     let mut sampler = Sampler::new(model, sampling, conversation.seq.tokens());
+    let grammar = match tools {
+        Some(tools) => tools.grammar(conversation.tool_format())?,
+        None => run_tools::schema_file_grammar(args)?,
+    };
+    if let Some(grammar) = grammar {
+        sampler.constrain(model, &grammar)?;
+    }
     let stdout = std::io::stdout();
     let json = args.json;
     let mut emit = |text: &str| -> std::io::Result<()> {
@@ -217,7 +250,7 @@ fn finish(
     ctx: &Context<'_>,
     prompt_tokens: usize,
     load_ms: f64,
-    generated: Generated,
+    (generated, reply): (Generated, ReplyFields),
     session: Option<SessionFields>,
 ) -> Result<ExitCode> {
     let stdout = std::io::stdout();
@@ -235,6 +268,7 @@ fn finish(
             prefill_ms: generated.prefill_time.as_secs_f64() * 1e3,
             decode_ms: generated.decode_time.as_secs_f64() * 1e3,
             logprobs: args.logprobs.map(|_| generated.logprobs.clone()),
+            reply,
             session,
         };
         serde_json::to_writer(&mut out, &report)?;
@@ -248,6 +282,25 @@ fn finish(
             .warn("generation stopped: the context is full (raise --ctx-size)");
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// The reply split into content, reasoning and tool calls (chat mode only).
+fn reply_fields(
+    conversation: &Conversation<'_>,
+    tools: Option<&ToolRequest>,
+    text: &str,
+) -> ReplyFields {
+    if conversation.raw {
+        return ReplyFields::default();
+    }
+    let parses_calls = tools.is_some_and(ToolRequest::parses_calls);
+    let reply = parse_reply(
+        conversation.tool_format(),
+        parses_calls,
+        conversation.opens_reasoning,
+        text,
+    );
+    ReplyFields::new(&reply, tools.is_some())
 }
 
 /// The prompt from -p, --prompt-file, or piped stdin.

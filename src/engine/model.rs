@@ -33,6 +33,8 @@ pub struct Model {
     inner: LlamaModel,
     facts: ModelFacts,
     template: Option<ChatTemplate>,
+    /// The GGUF's `tokenizer.chat_template.tool_use`, used when tools are given.
+    tool_template: Option<ChatTemplate>,
 }
 
 impl Model {
@@ -72,10 +74,20 @@ impl Model {
             has_chat_template: template.is_some(),
             ..facts
         };
+        let tool_template = inner
+            .chat_template(Some("tool_use"))
+            .ok()
+            .and_then(|t| t.to_string().ok())
+            .and_then(|source| {
+                ChatTemplate::new("tokenizer.chat_template.tool_use", &source)
+                    .map_err(|e| tracing::warn!("{e}"))
+                    .ok()
+            });
         Ok(Self {
             inner,
             facts,
             template,
+            tool_template,
         })
     }
 
@@ -133,6 +145,14 @@ impl Model {
         self.template.as_ref()
     }
 
+    /// The template that renders a conversation with tools (or without, `tools` false).
+    pub fn chat_template_for(&self, tools: bool) -> Option<&ChatTemplate> {
+        match &self.tool_template {
+            Some(t) if tools => Some(t),
+            _ => self.template.as_ref(),
+        }
+    }
+
     /// Replaces the chat template by a file (a path that exists) or a shipped name.
     pub fn set_chat_template(&mut self, spec: &str) -> Result<(), EngineError> {
         let path = Path::new(spec);
@@ -149,6 +169,8 @@ impl Model {
             )));
         };
         self.template = Some(template.map_err(|e| EngineError::ChatTemplate(e.to_string()))?);
+        // An explicit template serves conversations with tools too.
+        self.tool_template = None;
         self.facts.has_chat_template = true;
         Ok(())
     }
@@ -159,9 +181,12 @@ impl Model {
     pub fn render_chat(
         &self,
         messages: &[Message],
+        tools: Option<&minijinja::Value>,
         add_generation_prompt: bool,
     ) -> Result<Rendered, EngineError> {
-        let template = self.template.as_ref().ok_or(EngineError::NoChatTemplate)?;
+        let template = self
+            .chat_template_for(tools.is_some())
+            .ok_or(EngineError::NoChatTemplate)?;
         let piece = |token: LlamaToken| {
             let mut out = Vec::new();
             self.inner
@@ -175,7 +200,7 @@ impl Model {
         );
         let input = RenderInput {
             messages,
-            tools: None,
+            tools,
             add_generation_prompt,
             bos_token: &bos,
             eos_token: &eos,

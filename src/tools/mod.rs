@@ -3,10 +3,12 @@
 //! Rust, no model needed.
 
 mod format;
+mod grammar;
 mod parser;
 mod shape;
 
 pub use format::{ToolFormat, GENERIC_TOOL_PROMPT};
+pub use grammar::{schema_grammar, tool_call_grammar, SchemaError};
 pub use parser::{collect, parse_reply, ReplyEvent, ReplyParser};
 pub use shape::{ParsedCall, ParsedReply};
 
