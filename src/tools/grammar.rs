@@ -172,21 +172,10 @@ fn typed(
     })
 }
 
-/// `text` as a GBNF string literal.
+/// `text` as a GBNF string literal: a JSON string literal is one (GBNF reads the same
+/// `\"`, `\\`, `\n`, `\uXXXX` escapes).
 fn literal(text: &str) -> String {
-    let mut out = String::from("\"");
-    for c in text.chars() {
-        match c {
-            '"' => out.push_str("\\\""),
-            '\\' => out.push_str("\\\\"),
-            '\n' => out.push_str("\\n"),
-            '\r' => out.push_str("\\r"),
-            '\t' => out.push_str("\\t"),
-            c => out.push(c),
-        }
-    }
-    out.push('"');
-    out
+    serde_json::to_string(text).expect("a string serialises")
 }
 
 #[cfg(test)]
