@@ -44,7 +44,26 @@ pub struct Conversation<'m> {
     pub tools: Option<minijinja::Value>,
     /// The last rendering ended inside an open `<think>` (the reply starts as reasoning).
     pub opens_reasoning: bool,
+    /// Where the last turn's rendering stopped extending the previous one.
+    pub cache_miss: Option<CacheMiss>,
 }
+
+/// The template re-rendered earlier turns differently (some drop reasoning from history):
+/// a server that re-renders each request would miss its cache from here. kvrun keeps the
+/// earlier turns as first rendered (the token log is the truth), so its KV still hits.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct CacheMiss {
+    /// The first diverging token of the log (tokens before it match).
+    pub position: usize,
+    /// Byte offset of the divergence in the rendered prompt.
+    pub byte: usize,
+    /// The previous rendering around the divergence, and the new one.
+    pub before: String,
+    pub after: String,
+}
+
+/// Characters of context shown on each side of a divergence.
+const MISS_CONTEXT: usize = 24;
 
 impl<'m> Conversation<'m> {
     pub fn new(model: &'m Model, raw: bool, system: Option<&str>) -> Self {
@@ -63,6 +82,7 @@ impl<'m> Conversation<'m> {
             raw,
             tools: None,
             opens_reasoning: false,
+            cache_miss: None,
         }
     }
 
@@ -82,6 +102,7 @@ impl<'m> Conversation<'m> {
             raw,
             tools: None,
             opens_reasoning: false,
+            cache_miss: None,
         }
     }
 
@@ -119,7 +140,46 @@ impl<'m> Conversation<'m> {
             }
         };
         self.opens_reasoning = rendered.text.trim_end().ends_with("<think>");
+        self.cache_miss = self.prefix_divergence(&rendered.text);
         Ok(self.delta_tokens(&rendered))
+    }
+
+    /// Checks that the new rendering extends what the log holds: the previous turns'
+    /// rendering, reply included.
+    fn prefix_divergence(&self, rendered: &str) -> Option<CacheMiss> {
+        if self.seq.is_empty() || self.messages.len() < 2 {
+            return None;
+        }
+        let earlier = &self.messages[..self.messages.len() - 1];
+        let previous = self.render_messages(earlier, false).ok()?.text;
+        if rendered.starts_with(&previous) {
+            return None;
+        }
+        let mut byte = previous
+            .bytes()
+            .zip(rendered.bytes())
+            .take_while(|(a, b)| a == b)
+            .count();
+        while !previous.is_char_boundary(byte) || !rendered.is_char_boundary(byte) {
+            byte -= 1;
+        }
+        let around = |text: &str| {
+            let start = text[..byte]
+                .char_indices()
+                .rev()
+                .nth(MISS_CONTEXT - 1)
+                .map_or(0, |(i, _)| i);
+            text[start..]
+                .chars()
+                .take(2 * MISS_CONTEXT)
+                .collect::<String>()
+        };
+        Some(CacheMiss {
+            position: self.model.tokenize(&rendered[..byte], true).len(),
+            byte,
+            before: around(&previous),
+            after: around(rendered),
+        })
     }
 
     /// Adds a user turn, handling a context overflow as asked.
@@ -182,8 +242,15 @@ impl<'m> Conversation<'m> {
 
     /// The conversation through the chat template.
     fn render(&self, add_generation_prompt: bool) -> Result<Rendered, EngineError> {
-        let mut messages: Vec<Message> = self
-            .messages
+        self.render_messages(&self.messages, add_generation_prompt)
+    }
+
+    fn render_messages(
+        &self,
+        messages: &[ChatMessage],
+        add_generation_prompt: bool,
+    ) -> Result<Rendered, EngineError> {
+        let mut messages: Vec<Message> = messages
             .iter()
             .map(|m| Message::text(&m.role, &m.content))
             .collect();

@@ -171,3 +171,52 @@ fn bad_tool_input_is_a_usage_error() {
         assert_eq!(stderr.trim().lines().count(), 1, "{stderr}");
     }
 }
+
+/// A template that rewrites history (it drops earlier replies, as some drop reasoning):
+/// the second turn reports where its rendering stopped extending the first.
+const FORGETFUL: &str = "{% for m in messages %}{% if m.role == 'assistant' and not loop.last %}<|im_start|>assistant\n(dropped)<|im_end|>\n{% else %}<|im_start|>{{ m.role }}\n{{ m.content }}<|im_end|>\n{% endif %}{% endfor %}{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}";
+
+#[test]
+fn a_template_that_rewrites_history_is_reported_as_a_cache_miss() {
+    let home = common::Home::new();
+    let template = write(&home, "forgetful.jinja", FORGETFUL);
+    let model = common::tiny_model();
+    let turn = |template: Option<&str>, prompt: &str, session: &str| {
+        let mut args = vec![
+            "run",
+            model.to_str().unwrap(),
+            "--session",
+            session,
+            "-p",
+            prompt,
+        ];
+        args.extend(["--json", "-n", "4", "--temp", "0"]);
+        if let Some(t) = template {
+            args.extend(["--chat-template", t]);
+        }
+        let out = home.run(&args);
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        serde_json::from_slice::<Value>(&out.stdout).unwrap()
+    };
+    let first = turn(Some(&template), "hello there", "f");
+    assert!(first.get("cache_miss").is_none(), "{first}");
+    let second = turn(Some(&template), "and again", "f");
+    let miss = &second["cache_miss"];
+    assert!(miss["position"].as_u64().unwrap() > 0, "{second}");
+    assert!(
+        miss["after"].as_str().unwrap().contains("(dropped)"),
+        "{second}"
+    );
+    assert!(
+        !miss["before"].as_str().unwrap().contains("(dropped)"),
+        "{second}"
+    );
+    // The tiny model's own (ChatML) template extends each turn: no miss.
+    turn(None, "hello there", "s");
+    let stable = turn(None, "and again", "s");
+    assert!(stable.get("cache_miss").is_none(), "{stable}");
+}

@@ -13,7 +13,7 @@ use serde::Serialize;
 use super::run_tools::{self, ReplyFields, ToolRequest};
 use super::{apply_chat_template, load_model, session_setup, Env};
 use crate::cli::RunArgs;
-use crate::conversation::Conversation;
+use crate::conversation::{CacheMiss, Conversation};
 use crate::engine::{Context, Model, Sampler, TokenId, TokenLogprob};
 use crate::exit::usage;
 use crate::sequence::{GenerateOptions, Generated, StopReason, SyncObserver};
@@ -56,6 +56,9 @@ struct SessionFields {
     reused_tokens: usize,
     restore_ms: f64,
     save_ms: f64,
+    /// Where the template stopped extending the session's earlier rendering.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    cache_miss: Option<CacheMiss>,
 }
 
 pub fn run(env: &Env, args: RunArgs) -> Result<ExitCode> {
@@ -151,6 +154,13 @@ fn run_session(env: &Env, args: &RunArgs, name: &str) -> Result<ExitCode> {
         }
         None => 0,
     };
+    if let Some(miss) = &conversation.cache_miss {
+        env.ui.note(&format!(
+            "the chat template re-rendered session '{name}' differently from token {} \
+             ({:?} became {:?}); kvrun keeps the earlier turns as first rendered",
+            miss.position, miss.before, miss.after
+        ));
+    }
     session_setup::reuse_prefix(env, &mut live, &mut ctx, &mut conversation, &mut restore)?;
 
     let cancel = AtomicBool::new(false);
@@ -181,6 +191,7 @@ fn run_session(env: &Env, args: &RunArgs, name: &str) -> Result<ExitCode> {
         reused_tokens: restore.reused_tokens,
         restore_ms: restore.restore_ms,
         save_ms: saved.save_ms,
+        cache_miss: conversation.cache_miss.clone(),
     };
     finish(
         env,
