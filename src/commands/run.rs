@@ -155,7 +155,7 @@ fn run_session(env: &Env, args: &RunArgs, name: &str) -> Result<ExitCode> {
         None => 0,
     };
     if let Some(miss) = &conversation.cache_miss {
-        env.ui.note(&format!(
+        env.ui.note(format!(
             "the chat template re-rendered session '{name}' differently from token {} \
              ({:?} became {:?}); kvrun keeps the earlier turns as first rendered",
             miss.position, miss.before, miss.after
