@@ -43,6 +43,7 @@ Register-ArgumentCompleter -Native -CommandName 'kvrun' -ScriptBlock {
             break
         }
         'kvrun;chat' {
+            [CompletionResult]::new('--chat-template', '--chat-template', [CompletionResultType]::ParameterName, 'Chat template: a Jinja file, or a shipped one (gemma3, chatml) [default: the config file''s `chat-template`, then the model''s own, then its architecture''s default]')
             [CompletionResult]::new('--session', '--session', [CompletionResultType]::ParameterName, 'Resume or create a named session; its KV cache is saved after every turn')
             [CompletionResult]::new('--system', '--system', [CompletionResultType]::ParameterName, 'A system prompt for the conversation')
             [CompletionResult]::new('-n', '-n', [CompletionResultType]::ParameterName, 'Largest reply in tokens, so a model that never stops cannot run on [default: 1024]')
@@ -80,6 +81,7 @@ Register-ArgumentCompleter -Native -CommandName 'kvrun' -ScriptBlock {
             break
         }
         'kvrun;run' {
+            [CompletionResult]::new('--chat-template', '--chat-template', [CompletionResultType]::ParameterName, 'Chat template: a Jinja file, or a shipped one (gemma3, chatml) [default: the config file''s `chat-template`, then the model''s own, then its architecture''s default]')
             [CompletionResult]::new('-p', '-p', [CompletionResultType]::ParameterName, 'The prompt text (otherwise --prompt-file, otherwise stdin)')
             [CompletionResult]::new('--prompt', '--prompt', [CompletionResultType]::ParameterName, 'The prompt text (otherwise --prompt-file, otherwise stdin)')
             [CompletionResult]::new('--prompt-file', '--prompt-file', [CompletionResultType]::ParameterName, 'Read the prompt from a file')
@@ -88,6 +90,9 @@ Register-ArgumentCompleter -Native -CommandName 'kvrun' -ScriptBlock {
             [CompletionResult]::new('--max-tokens', '--max-tokens', [CompletionResultType]::ParameterName, 'Largest number of tokens to generate; 0 only prefills [default: 256]')
             [CompletionResult]::new('--session', '--session', [CompletionResultType]::ParameterName, 'Resume or create a named session: restore its KV, append this turn, generate, save')
             [CompletionResult]::new('--logprobs', '--logprobs', [CompletionResultType]::ParameterName, 'Add each generated token''s log-probability (with --json), and the N most likely alternatives')
+            [CompletionResult]::new('--tools', '--tools', [CompletionResultType]::ParameterName, 'Tools the model may call: a JSON list of OpenAI tool definitions. Calls are parsed from the reply (`tool_calls` in --json)')
+            [CompletionResult]::new('--tool-choice', '--tool-choice', [CompletionResultType]::ParameterName, 'auto (the model decides), none, required (a call is forced), or a tool''s name (that call is forced) [default: auto]')
+            [CompletionResult]::new('--json-schema', '--json-schema', [CompletionResultType]::ParameterName, 'Force the reply to be JSON valid under this JSON schema (a file)')
             [CompletionResult]::new('-c', '-c', [CompletionResultType]::ParameterName, 'Context size in tokens [default: 8192, capped at the model''s training context]')
             [CompletionResult]::new('--ctx-size', '--ctx-size', [CompletionResultType]::ParameterName, 'Context size in tokens [default: 8192, capped at the model''s training context]')
             [CompletionResult]::new('-t', '-t', [CompletionResultType]::ParameterName, 'CPU threads [default: the number of cores]')
@@ -162,6 +167,7 @@ Register-ArgumentCompleter -Native -CommandName 'kvrun' -ScriptBlock {
             break
         }
         'kvrun;session;save' {
+            [CompletionResult]::new('--chat-template', '--chat-template', [CompletionResultType]::ParameterName, 'Chat template: a Jinja file, or a shipped one (gemma3, chatml) [default: the config file''s `chat-template`, then the model''s own, then its architecture''s default]')
             [CompletionResult]::new('-f', '-f', [CompletionResultType]::ParameterName, 'The document to prefill; `-` reads stdin')
             [CompletionResult]::new('--file', '--file', [CompletionResultType]::ParameterName, 'The document to prefill; `-` reads stdin')
             [CompletionResult]::new('-c', '-c', [CompletionResultType]::ParameterName, 'Context size in tokens [default: 8192, capped at the model''s training context]')
@@ -186,6 +192,7 @@ Register-ArgumentCompleter -Native -CommandName 'kvrun' -ScriptBlock {
             break
         }
         'kvrun;session;restore' {
+            [CompletionResult]::new('--chat-template', '--chat-template', [CompletionResultType]::ParameterName, 'Chat template: a Jinja file, or a shipped one (gemma3, chatml) [default: the config file''s `chat-template`, then the model''s own, then its architecture''s default]')
             [CompletionResult]::new('-c', '-c', [CompletionResultType]::ParameterName, 'Context size in tokens [default: 8192, capped at the model''s training context]')
             [CompletionResult]::new('--ctx-size', '--ctx-size', [CompletionResultType]::ParameterName, 'Context size in tokens [default: 8192, capped at the model''s training context]')
             [CompletionResult]::new('-t', '-t', [CompletionResultType]::ParameterName, 'CPU threads [default: the number of cores]')
@@ -366,6 +373,7 @@ Register-ArgumentCompleter -Native -CommandName 'kvrun' -ScriptBlock {
             break
         }
         'kvrun;bench;speed' {
+            [CompletionResult]::new('--chat-template', '--chat-template', [CompletionResultType]::ParameterName, 'Chat template: a Jinja file, or a shipped one (gemma3, chatml) [default: the config file''s `chat-template`, then the model''s own, then its architecture''s default]')
             [CompletionResult]::new('--prompt-tokens', '--prompt-tokens', [CompletionResultType]::ParameterName, 'Prompt lengths to measure, in tokens')
             [CompletionResult]::new('--decode-tokens', '--decode-tokens', [CompletionResultType]::ParameterName, 'Tokens to generate for the decode figure')
             [CompletionResult]::new('--repeat', '--repeat', [CompletionResultType]::ParameterName, 'Repetitions per row; the table shows the median')
@@ -389,6 +397,7 @@ Register-ArgumentCompleter -Native -CommandName 'kvrun' -ScriptBlock {
             break
         }
         'kvrun;bench;restore' {
+            [CompletionResult]::new('--chat-template', '--chat-template', [CompletionResultType]::ParameterName, 'Chat template: a Jinja file, or a shipped one (gemma3, chatml) [default: the config file''s `chat-template`, then the model''s own, then its architecture''s default]')
             [CompletionResult]::new('--tokens', '--tokens', [CompletionResultType]::ParameterName, 'Session lengths to measure, in tokens')
             [CompletionResult]::new('--share-sessions', '--share-sessions', [CompletionResultType]::ParameterName, 'Sessions in the prefix-sharing row (they share a --share-prefix-token prefix)')
             [CompletionResult]::new('--share-prefix', '--share-prefix', [CompletionResultType]::ParameterName, 'share-prefix')
@@ -412,6 +421,7 @@ Register-ArgumentCompleter -Native -CommandName 'kvrun' -ScriptBlock {
             break
         }
         'kvrun;bench;switch' {
+            [CompletionResult]::new('--chat-template', '--chat-template', [CompletionResultType]::ParameterName, 'Chat template: a Jinja file, or a shipped one (gemma3, chatml) [default: the config file''s `chat-template`, then the model''s own, then its architecture''s default]')
             [CompletionResult]::new('--sessions', '--sessions', [CompletionResultType]::ParameterName, 'Sessions to switch between')
             [CompletionResult]::new('--tokens', '--tokens', [CompletionResultType]::ParameterName, 'Tokens in each session')
             [CompletionResult]::new('--rounds', '--rounds', [CompletionResultType]::ParameterName, 'Rounds of switching through all sessions')

@@ -298,12 +298,16 @@ _kvrun() {
             return 0
             ;;
         kvrun__subcmd__bench__subcmd__restore)
-            opts="-c -t -b -v -q -h -V --tokens --share-sessions --share-prefix --ctx-size --threads --gpu-layers --batch-size --kv-type --flash-attn --verbose --quiet --help --version"
+            opts="-c -t -b -v -q -h -V --chat-template --tokens --share-sessions --share-prefix --ctx-size --threads --gpu-layers --batch-size --kv-type --flash-attn --verbose --quiet --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
             fi
             case "${prev}" in
+                --chat-template)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 --tokens)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
@@ -360,12 +364,16 @@ _kvrun() {
             return 0
             ;;
         kvrun__subcmd__bench__subcmd__speed)
-            opts="-c -t -b -v -q -h -V --prompt-tokens --decode-tokens --repeat --ctx-size --threads --gpu-layers --batch-size --kv-type --flash-attn --verbose --quiet --help --version"
+            opts="-c -t -b -v -q -h -V --chat-template --prompt-tokens --decode-tokens --repeat --ctx-size --threads --gpu-layers --batch-size --kv-type --flash-attn --verbose --quiet --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
             fi
             case "${prev}" in
+                --chat-template)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 --prompt-tokens)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
@@ -422,12 +430,16 @@ _kvrun() {
             return 0
             ;;
         kvrun__subcmd__bench__subcmd__switch)
-            opts="-c -t -b -v -q -h -V --sessions --tokens --rounds --ctx-size --threads --gpu-layers --batch-size --kv-type --flash-attn --verbose --quiet --help --version"
+            opts="-c -t -b -v -q -h -V --chat-template --sessions --tokens --rounds --ctx-size --threads --gpu-layers --batch-size --kv-type --flash-attn --verbose --quiet --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
             fi
             case "${prev}" in
+                --chat-template)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 --sessions)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
@@ -484,12 +496,16 @@ _kvrun() {
             return 0
             ;;
         kvrun__subcmd__chat)
-            opts="-n -c -t -b -v -q -h -V --plain --session --system --max-tokens --context-overflow --ctx-size --threads --gpu-layers --batch-size --kv-type --flash-attn --temp --top-k --top-p --min-p --repeat-penalty --seed --hot-sessions --warm-budget --cold-budget --hot-idle --warm-idle --verbose --quiet --help --version"
+            opts="-n -c -t -b -v -q -h -V --chat-template --plain --session --system --max-tokens --context-overflow --ctx-size --threads --gpu-layers --batch-size --kv-type --flash-attn --temp --top-k --top-p --min-p --repeat-penalty --seed --hot-sessions --warm-budget --cold-budget --hot-idle --warm-idle --verbose --quiet --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
             fi
             case "${prev}" in
+                --chat-template)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 --session)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
@@ -1002,12 +1018,16 @@ _kvrun() {
             return 0
             ;;
         kvrun__subcmd__run)
-            opts="-p -n -c -t -b -v -q -h -V --prompt --prompt-file --raw --system --max-tokens --json --session --continue --logprobs --ctx-size --threads --gpu-layers --batch-size --kv-type --flash-attn --temp --top-k --top-p --min-p --repeat-penalty --seed --verbose --quiet --help --version"
+            opts="-p -n -c -t -b -v -q -h -V --chat-template --prompt --prompt-file --raw --system --max-tokens --json --session --continue --logprobs --tools --tool-choice --json-schema --ctx-size --threads --gpu-layers --batch-size --kv-type --flash-attn --temp --top-k --top-p --min-p --repeat-penalty --seed --verbose --quiet --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
             fi
             case "${prev}" in
+                --chat-template)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 --prompt)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
@@ -1037,6 +1057,18 @@ _kvrun() {
                     return 0
                     ;;
                 --logprobs)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --tools)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --tool-choice)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --json-schema)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -1322,12 +1354,16 @@ _kvrun() {
             return 0
             ;;
         kvrun__subcmd__session__subcmd__restore)
-            opts="-c -t -b -v -q -h -V --check --json --ctx-size --threads --gpu-layers --batch-size --kv-type --flash-attn --temp --top-k --top-p --min-p --repeat-penalty --seed --verbose --quiet --help --version"
+            opts="-c -t -b -v -q -h -V --chat-template --check --json --ctx-size --threads --gpu-layers --batch-size --kv-type --flash-attn --temp --top-k --top-p --min-p --repeat-penalty --seed --verbose --quiet --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
             fi
             case "${prev}" in
+                --chat-template)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 --ctx-size)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
@@ -1410,12 +1446,16 @@ _kvrun() {
             return 0
             ;;
         kvrun__subcmd__session__subcmd__save)
-            opts="-f -c -t -b -v -q -h -V --file --raw --json --ctx-size --threads --gpu-layers --batch-size --kv-type --flash-attn --verbose --quiet --help --version"
+            opts="-f -c -t -b -v -q -h -V --chat-template --file --raw --json --ctx-size --threads --gpu-layers --batch-size --kv-type --flash-attn --verbose --quiet --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
             fi
             case "${prev}" in
+                --chat-template)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 --file)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0

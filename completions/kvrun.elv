@@ -39,6 +39,7 @@ set edit:completion:arg-completer[kvrun] = {|@words|
             cand help 'Print this message or the help of the given subcommand(s)'
         }
         &'kvrun;chat'= {
+            cand --chat-template 'Chat template: a Jinja file, or a shipped one (gemma3, chatml) [default: the config file''s `chat-template`, then the model''s own, then its architecture''s default]'
             cand --session 'Resume or create a named session; its KV cache is saved after every turn'
             cand --system 'A system prompt for the conversation'
             cand -n 'Largest reply in tokens, so a model that never stops cannot run on [default: 1024]'
@@ -75,6 +76,7 @@ set edit:completion:arg-completer[kvrun] = {|@words|
             cand --version 'Print version'
         }
         &'kvrun;run'= {
+            cand --chat-template 'Chat template: a Jinja file, or a shipped one (gemma3, chatml) [default: the config file''s `chat-template`, then the model''s own, then its architecture''s default]'
             cand -p 'The prompt text (otherwise --prompt-file, otherwise stdin)'
             cand --prompt 'The prompt text (otherwise --prompt-file, otherwise stdin)'
             cand --prompt-file 'Read the prompt from a file'
@@ -83,6 +85,9 @@ set edit:completion:arg-completer[kvrun] = {|@words|
             cand --max-tokens 'Largest number of tokens to generate; 0 only prefills [default: 256]'
             cand --session 'Resume or create a named session: restore its KV, append this turn, generate, save'
             cand --logprobs 'Add each generated token''s log-probability (with --json), and the N most likely alternatives'
+            cand --tools 'Tools the model may call: a JSON list of OpenAI tool definitions. Calls are parsed from the reply (`tool_calls` in --json)'
+            cand --tool-choice 'auto (the model decides), none, required (a call is forced), or a tool''s name (that call is forced) [default: auto]'
+            cand --json-schema 'Force the reply to be JSON valid under this JSON schema (a file)'
             cand -c 'Context size in tokens [default: 8192, capped at the model''s training context]'
             cand --ctx-size 'Context size in tokens [default: 8192, capped at the model''s training context]'
             cand -t 'CPU threads [default: the number of cores]'
@@ -153,6 +158,7 @@ set edit:completion:arg-completer[kvrun] = {|@words|
             cand help 'Print this message or the help of the given subcommand(s)'
         }
         &'kvrun;session;save'= {
+            cand --chat-template 'Chat template: a Jinja file, or a shipped one (gemma3, chatml) [default: the config file''s `chat-template`, then the model''s own, then its architecture''s default]'
             cand -f 'The document to prefill; `-` reads stdin'
             cand --file 'The document to prefill; `-` reads stdin'
             cand -c 'Context size in tokens [default: 8192, capped at the model''s training context]'
@@ -176,6 +182,7 @@ set edit:completion:arg-completer[kvrun] = {|@words|
             cand --version 'Print version'
         }
         &'kvrun;session;restore'= {
+            cand --chat-template 'Chat template: a Jinja file, or a shipped one (gemma3, chatml) [default: the config file''s `chat-template`, then the model''s own, then its architecture''s default]'
             cand -c 'Context size in tokens [default: 8192, capped at the model''s training context]'
             cand --ctx-size 'Context size in tokens [default: 8192, capped at the model''s training context]'
             cand -t 'CPU threads [default: the number of cores]'
@@ -336,6 +343,7 @@ set edit:completion:arg-completer[kvrun] = {|@words|
             cand help 'Print this message or the help of the given subcommand(s)'
         }
         &'kvrun;bench;speed'= {
+            cand --chat-template 'Chat template: a Jinja file, or a shipped one (gemma3, chatml) [default: the config file''s `chat-template`, then the model''s own, then its architecture''s default]'
             cand --prompt-tokens 'Prompt lengths to measure, in tokens'
             cand --decode-tokens 'Tokens to generate for the decode figure'
             cand --repeat 'Repetitions per row; the table shows the median'
@@ -358,6 +366,7 @@ set edit:completion:arg-completer[kvrun] = {|@words|
             cand --version 'Print version'
         }
         &'kvrun;bench;restore'= {
+            cand --chat-template 'Chat template: a Jinja file, or a shipped one (gemma3, chatml) [default: the config file''s `chat-template`, then the model''s own, then its architecture''s default]'
             cand --tokens 'Session lengths to measure, in tokens'
             cand --share-sessions 'Sessions in the prefix-sharing row (they share a --share-prefix-token prefix)'
             cand --share-prefix 'share-prefix'
@@ -380,6 +389,7 @@ set edit:completion:arg-completer[kvrun] = {|@words|
             cand --version 'Print version'
         }
         &'kvrun;bench;switch'= {
+            cand --chat-template 'Chat template: a Jinja file, or a shipped one (gemma3, chatml) [default: the config file''s `chat-template`, then the model''s own, then its architecture''s default]'
             cand --sessions 'Sessions to switch between'
             cand --tokens 'Tokens in each session'
             cand --rounds 'Rounds of switching through all sessions'

@@ -39,6 +39,7 @@ complete -c kvrun -n "__fish_kvrun_needs_command" -f -a "bench" -d 'Benchmarks t
 complete -c kvrun -n "__fish_kvrun_needs_command" -f -a "completions" -d 'Print a shell completion script'
 complete -c kvrun -n "__fish_kvrun_needs_command" -f -a "man" -d 'Print the man page (or write one page per subcommand with --dir)'
 complete -c kvrun -n "__fish_kvrun_needs_command" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
+complete -c kvrun -n "__fish_kvrun_using_subcommand chat" -l chat-template -d 'Chat template: a Jinja file, or a shipped one (gemma3, chatml) [default: the config file\'s `chat-template`, then the model\'s own, then its architecture\'s default]' -r
 complete -c kvrun -n "__fish_kvrun_using_subcommand chat" -l session -d 'Resume or create a named session; its KV cache is saved after every turn' -r
 complete -c kvrun -n "__fish_kvrun_using_subcommand chat" -l system -d 'A system prompt for the conversation' -r
 complete -c kvrun -n "__fish_kvrun_using_subcommand chat" -s n -l max-tokens -d 'Largest reply in tokens, so a model that never stops cannot run on [default: 1024]' -r
@@ -70,12 +71,16 @@ complete -c kvrun -n "__fish_kvrun_using_subcommand chat" -s v -l verbose -d 'Sh
 complete -c kvrun -n "__fish_kvrun_using_subcommand chat" -s q -l quiet -d 'Hide progress bars and notes; errors still print'
 complete -c kvrun -n "__fish_kvrun_using_subcommand chat" -s h -l help -d 'Print help'
 complete -c kvrun -n "__fish_kvrun_using_subcommand chat" -s V -l version -d 'Print version'
+complete -c kvrun -n "__fish_kvrun_using_subcommand run" -l chat-template -d 'Chat template: a Jinja file, or a shipped one (gemma3, chatml) [default: the config file\'s `chat-template`, then the model\'s own, then its architecture\'s default]' -r
 complete -c kvrun -n "__fish_kvrun_using_subcommand run" -s p -l prompt -d 'The prompt text (otherwise --prompt-file, otherwise stdin)' -r
 complete -c kvrun -n "__fish_kvrun_using_subcommand run" -l prompt-file -d 'Read the prompt from a file' -r -F
 complete -c kvrun -n "__fish_kvrun_using_subcommand run" -l system -d 'A system prompt (chat mode only)' -r
 complete -c kvrun -n "__fish_kvrun_using_subcommand run" -s n -l max-tokens -d 'Largest number of tokens to generate; 0 only prefills [default: 256]' -r
 complete -c kvrun -n "__fish_kvrun_using_subcommand run" -l session -d 'Resume or create a named session: restore its KV, append this turn, generate, save' -r
 complete -c kvrun -n "__fish_kvrun_using_subcommand run" -l logprobs -d 'Add each generated token\'s log-probability (with --json), and the N most likely alternatives' -r
+complete -c kvrun -n "__fish_kvrun_using_subcommand run" -l tools -d 'Tools the model may call: a JSON list of OpenAI tool definitions. Calls are parsed from the reply (`tool_calls` in --json)' -r -F
+complete -c kvrun -n "__fish_kvrun_using_subcommand run" -l tool-choice -d 'auto (the model decides), none, required (a call is forced), or a tool\'s name (that call is forced) [default: auto]' -r
+complete -c kvrun -n "__fish_kvrun_using_subcommand run" -l json-schema -d 'Force the reply to be JSON valid under this JSON schema (a file)' -r -F
 complete -c kvrun -n "__fish_kvrun_using_subcommand run" -s c -l ctx-size -d 'Context size in tokens [default: 8192, capped at the model\'s training context]' -r
 complete -c kvrun -n "__fish_kvrun_using_subcommand run" -s t -l threads -d 'CPU threads [default: the number of cores]' -r
 complete -c kvrun -n "__fish_kvrun_using_subcommand run" -l gpu-layers -d 'Layers to offload to the GPU (needs a GPU build) [default: all when built with a GPU backend, else 0]' -r
@@ -123,6 +128,7 @@ complete -c kvrun -n "__fish_kvrun_using_subcommand session; and not __fish_seen
 complete -c kvrun -n "__fish_kvrun_using_subcommand session; and not __fish_seen_subcommand_from save restore ls show rm fork export import help" -f -a "export" -d 'Write a session and its pages to one self-contained file'
 complete -c kvrun -n "__fish_kvrun_using_subcommand session; and not __fish_seen_subcommand_from save restore ls show rm fork export import help" -f -a "import" -d 'Read a session from an exported file, validating everything first'
 complete -c kvrun -n "__fish_kvrun_using_subcommand session; and not __fish_seen_subcommand_from save restore ls show rm fork export import help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
+complete -c kvrun -n "__fish_kvrun_using_subcommand session; and __fish_seen_subcommand_from save" -l chat-template -d 'Chat template: a Jinja file, or a shipped one (gemma3, chatml) [default: the config file\'s `chat-template`, then the model\'s own, then its architecture\'s default]' -r
 complete -c kvrun -n "__fish_kvrun_using_subcommand session; and __fish_seen_subcommand_from save" -s f -l file -d 'The document to prefill; `-` reads stdin' -r -F
 complete -c kvrun -n "__fish_kvrun_using_subcommand session; and __fish_seen_subcommand_from save" -s c -l ctx-size -d 'Context size in tokens [default: 8192, capped at the model\'s training context]' -r
 complete -c kvrun -n "__fish_kvrun_using_subcommand session; and __fish_seen_subcommand_from save" -s t -l threads -d 'CPU threads [default: the number of cores]' -r
@@ -140,6 +146,7 @@ complete -c kvrun -n "__fish_kvrun_using_subcommand session; and __fish_seen_sub
 complete -c kvrun -n "__fish_kvrun_using_subcommand session; and __fish_seen_subcommand_from save" -s q -l quiet -d 'Hide progress bars and notes; errors still print'
 complete -c kvrun -n "__fish_kvrun_using_subcommand session; and __fish_seen_subcommand_from save" -s h -l help -d 'Print help'
 complete -c kvrun -n "__fish_kvrun_using_subcommand session; and __fish_seen_subcommand_from save" -s V -l version -d 'Print version'
+complete -c kvrun -n "__fish_kvrun_using_subcommand session; and __fish_seen_subcommand_from restore" -l chat-template -d 'Chat template: a Jinja file, or a shipped one (gemma3, chatml) [default: the config file\'s `chat-template`, then the model\'s own, then its architecture\'s default]' -r
 complete -c kvrun -n "__fish_kvrun_using_subcommand session; and __fish_seen_subcommand_from restore" -s c -l ctx-size -d 'Context size in tokens [default: 8192, capped at the model\'s training context]' -r
 complete -c kvrun -n "__fish_kvrun_using_subcommand session; and __fish_seen_subcommand_from restore" -s t -l threads -d 'CPU threads [default: the number of cores]' -r
 complete -c kvrun -n "__fish_kvrun_using_subcommand session; and __fish_seen_subcommand_from restore" -l gpu-layers -d 'Layers to offload to the GPU (needs a GPU build) [default: all when built with a GPU backend, else 0]' -r
@@ -221,6 +228,7 @@ complete -c kvrun -n "__fish_kvrun_using_subcommand bench; and not __fish_seen_s
 complete -c kvrun -n "__fish_kvrun_using_subcommand bench; and not __fish_seen_subcommand_from speed restore switch help" -f -a "restore" -d 'Session restore against cold prefill and llama.cpp\'s own state files'
 complete -c kvrun -n "__fish_kvrun_using_subcommand bench; and not __fish_seen_subcommand_from speed restore switch help" -f -a "switch" -d 'Switching between many sessions through the hot, warm and cold tiers'
 complete -c kvrun -n "__fish_kvrun_using_subcommand bench; and not __fish_seen_subcommand_from speed restore switch help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
+complete -c kvrun -n "__fish_kvrun_using_subcommand bench; and __fish_seen_subcommand_from speed" -l chat-template -d 'Chat template: a Jinja file, or a shipped one (gemma3, chatml) [default: the config file\'s `chat-template`, then the model\'s own, then its architecture\'s default]' -r
 complete -c kvrun -n "__fish_kvrun_using_subcommand bench; and __fish_seen_subcommand_from speed" -l prompt-tokens -d 'Prompt lengths to measure, in tokens' -r
 complete -c kvrun -n "__fish_kvrun_using_subcommand bench; and __fish_seen_subcommand_from speed" -l decode-tokens -d 'Tokens to generate for the decode figure' -r
 complete -c kvrun -n "__fish_kvrun_using_subcommand bench; and __fish_seen_subcommand_from speed" -l repeat -d 'Repetitions per row; the table shows the median' -r
@@ -238,6 +246,7 @@ complete -c kvrun -n "__fish_kvrun_using_subcommand bench; and __fish_seen_subco
 complete -c kvrun -n "__fish_kvrun_using_subcommand bench; and __fish_seen_subcommand_from speed" -s q -l quiet -d 'Hide progress bars and notes; errors still print'
 complete -c kvrun -n "__fish_kvrun_using_subcommand bench; and __fish_seen_subcommand_from speed" -s h -l help -d 'Print help'
 complete -c kvrun -n "__fish_kvrun_using_subcommand bench; and __fish_seen_subcommand_from speed" -s V -l version -d 'Print version'
+complete -c kvrun -n "__fish_kvrun_using_subcommand bench; and __fish_seen_subcommand_from restore" -l chat-template -d 'Chat template: a Jinja file, or a shipped one (gemma3, chatml) [default: the config file\'s `chat-template`, then the model\'s own, then its architecture\'s default]' -r
 complete -c kvrun -n "__fish_kvrun_using_subcommand bench; and __fish_seen_subcommand_from restore" -l tokens -d 'Session lengths to measure, in tokens' -r
 complete -c kvrun -n "__fish_kvrun_using_subcommand bench; and __fish_seen_subcommand_from restore" -l share-sessions -d 'Sessions in the prefix-sharing row (they share a --share-prefix-token prefix)' -r
 complete -c kvrun -n "__fish_kvrun_using_subcommand bench; and __fish_seen_subcommand_from restore" -l share-prefix -r
@@ -255,6 +264,7 @@ complete -c kvrun -n "__fish_kvrun_using_subcommand bench; and __fish_seen_subco
 complete -c kvrun -n "__fish_kvrun_using_subcommand bench; and __fish_seen_subcommand_from restore" -s q -l quiet -d 'Hide progress bars and notes; errors still print'
 complete -c kvrun -n "__fish_kvrun_using_subcommand bench; and __fish_seen_subcommand_from restore" -s h -l help -d 'Print help'
 complete -c kvrun -n "__fish_kvrun_using_subcommand bench; and __fish_seen_subcommand_from restore" -s V -l version -d 'Print version'
+complete -c kvrun -n "__fish_kvrun_using_subcommand bench; and __fish_seen_subcommand_from switch" -l chat-template -d 'Chat template: a Jinja file, or a shipped one (gemma3, chatml) [default: the config file\'s `chat-template`, then the model\'s own, then its architecture\'s default]' -r
 complete -c kvrun -n "__fish_kvrun_using_subcommand bench; and __fish_seen_subcommand_from switch" -l sessions -d 'Sessions to switch between' -r
 complete -c kvrun -n "__fish_kvrun_using_subcommand bench; and __fish_seen_subcommand_from switch" -l tokens -d 'Tokens in each session' -r
 complete -c kvrun -n "__fish_kvrun_using_subcommand bench; and __fish_seen_subcommand_from switch" -l rounds -d 'Rounds of switching through all sessions' -r

@@ -65,6 +65,10 @@ pub struct ModelArg {
     /// file's `model`, then the default model]
     #[arg(value_name = "MODEL")]
     pub model: Option<String>,
+    /// Chat template: a Jinja file, or a shipped one (gemma3, chatml) [default: the config
+    /// file's `chat-template`, then the model's own, then its architecture's default]
+    #[arg(long, value_name = "FILE|NAME")]
+    pub chat_template: Option<String>,
 }
 
 /// Options that shape the llama.cpp context. Every one can also be set in the config file
@@ -199,6 +203,17 @@ pub struct RunArgs {
     /// alternatives.
     #[arg(long, value_name = "N", num_args = 0..=1, default_missing_value = "0")]
     pub logprobs: Option<usize>,
+    /// Tools the model may call: a JSON list of OpenAI tool definitions. Calls are parsed
+    /// from the reply (`tool_calls` in --json).
+    #[arg(long, value_name = "FILE", conflicts_with = "raw")]
+    pub tools: Option<PathBuf>,
+    /// auto (the model decides), none, required (a call is forced), or a tool's name (that
+    /// call is forced) [default: auto]
+    #[arg(long, value_name = "CHOICE", requires = "tools")]
+    pub tool_choice: Option<String>,
+    /// Force the reply to be JSON valid under this JSON schema (a file).
+    #[arg(long, value_name = "FILE", conflicts_with_all = ["tools", "raw"])]
+    pub json_schema: Option<PathBuf>,
     #[command(flatten)]
     pub engine: EngineArgs,
     #[command(flatten)]

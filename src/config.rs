@@ -24,6 +24,7 @@ pub struct FileConfig {
     pub repeat_penalty: Option<f32>,
     pub seed: Option<u32>,
     pub context_overflow: Option<ContextOverflow>,
+    pub chat_template: Option<String>,
     pub hot_sessions: Option<u32>,
     pub warm_budget: Option<String>,
     pub cold_budget: Option<String>,

@@ -5,10 +5,32 @@
 
 use anyhow::{bail, Result};
 
-use crate::engine::{ChatMessage, Context, Model, TokenId};
+use crate::engine::{ChatMessage, Context, EngineError, Model, TokenId};
 use crate::sequence::Sequence;
 use crate::session::live::ConversationState;
 use crate::settings::ContextOverflow;
+use crate::template::{to_python_json, Message, Rendered};
+use crate::tools::{ToolFormat, GENERIC_TOOL_PROMPT};
+
+/// For a template that ignores `tools`: the tools described in the system turn, in
+/// kvrun's generic format (the model answers with one JSON object).
+fn describe_tools(messages: &mut Vec<Message>, tools: &minijinja::Value) {
+    let mut text = GENERIC_TOOL_PROMPT.to_string();
+    if let Ok(items) = tools.try_iter() {
+        for tool in items {
+            text.push('\n');
+            text.push_str(&to_python_json(&tool).unwrap_or_default());
+        }
+    }
+    match messages.first_mut() {
+        Some(first) if first.role == "system" => {
+            if let Some(crate::template::Content::Text(existing)) = &mut first.content {
+                *existing = format!("{existing}\n\n{text}");
+            }
+        }
+        _ => messages.insert(0, Message::text("system", &text)),
+    }
+}
 
 pub struct Conversation<'m> {
     model: &'m Model,
@@ -18,7 +40,30 @@ pub struct Conversation<'m> {
     pub rendered_len: usize,
     /// Plain text, no chat template.
     pub raw: bool,
+    /// Tool definitions rendered into every turn (OpenAI shape).
+    pub tools: Option<minijinja::Value>,
+    /// The last rendering ended inside an open `<think>` (the reply starts as reasoning).
+    pub opens_reasoning: bool,
+    /// Where the last turn's rendering stopped extending the previous one.
+    pub cache_miss: Option<CacheMiss>,
 }
+
+/// The template re-rendered earlier turns differently (some drop reasoning from history):
+/// a server that re-renders each request would miss its cache from here. kvrun keeps the
+/// earlier turns as first rendered (the token log is the truth), so its KV still hits.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct CacheMiss {
+    /// The first diverging token of the log (tokens before it match).
+    pub position: usize,
+    /// Byte offset of the divergence in the rendered prompt.
+    pub byte: usize,
+    /// The previous rendering around the divergence, and the new one.
+    pub before: String,
+    pub after: String,
+}
+
+/// Characters of context shown on each side of a divergence.
+const MISS_CONTEXT: usize = 24;
 
 impl<'m> Conversation<'m> {
     pub fn new(model: &'m Model, raw: bool, system: Option<&str>) -> Self {
@@ -35,6 +80,9 @@ impl<'m> Conversation<'m> {
             seq: Sequence::new(),
             rendered_len: 0,
             raw,
+            tools: None,
+            opens_reasoning: false,
+            cache_miss: None,
         }
     }
 
@@ -52,6 +100,9 @@ impl<'m> Conversation<'m> {
             seq,
             rendered_len,
             raw,
+            tools: None,
+            opens_reasoning: false,
+            cache_miss: None,
         }
     }
 
@@ -81,14 +132,54 @@ impl<'m> Conversation<'m> {
             role: "user".into(),
             content: text.into(),
         });
-        let rendered = match self.model.apply_chat_template(&self.messages, true) {
+        let rendered = match self.render(true) {
             Ok(r) => r,
             Err(e) => {
                 self.messages.pop();
                 return Err(e.into());
             }
         };
+        self.opens_reasoning = rendered.text.trim_end().ends_with("<think>");
+        self.cache_miss = self.prefix_divergence(&rendered.text);
         Ok(self.delta_tokens(&rendered))
+    }
+
+    /// Checks that the new rendering extends what the log holds: the previous turns'
+    /// rendering, reply included.
+    fn prefix_divergence(&self, rendered: &str) -> Option<CacheMiss> {
+        if self.seq.is_empty() || self.messages.len() < 2 {
+            return None;
+        }
+        let earlier = &self.messages[..self.messages.len() - 1];
+        let previous = self.render_messages(earlier, false).ok()?.text;
+        if rendered.starts_with(&previous) {
+            return None;
+        }
+        let mut byte = previous
+            .bytes()
+            .zip(rendered.bytes())
+            .take_while(|(a, b)| a == b)
+            .count();
+        while !previous.is_char_boundary(byte) || !rendered.is_char_boundary(byte) {
+            byte -= 1;
+        }
+        let around = |text: &str| {
+            let start = text[..byte]
+                .char_indices()
+                .rev()
+                .nth(MISS_CONTEXT - 1)
+                .map_or(0, |(i, _)| i);
+            text[start..]
+                .chars()
+                .take(2 * MISS_CONTEXT)
+                .collect::<String>()
+        };
+        Some(CacheMiss {
+            position: self.model.tokenize(&rendered[..byte], true).len(),
+            byte,
+            before: around(&previous),
+            after: around(rendered),
+        })
     }
 
     /// Adds a user turn, handling a context overflow as asked.
@@ -128,13 +219,12 @@ impl<'m> Conversation<'m> {
         let first = usize::from(self.messages.first().is_some_and(|m| m.role == "system"));
         let mut dropped = 0;
         loop {
-            let rendered = self.model.apply_chat_template(&self.messages, true)?;
-            let tokens = self.model.tokenize_prompt(&rendered);
+            let rendered = self.render(true)?;
+            let tokens = self.model.tokenize_rendered(&rendered, 0, true);
             if tokens.len() <= budget {
                 self.seq.reset(ctx);
                 self.seq.append(&tokens);
-                let without_opener = self.model.apply_chat_template(&self.messages, false)?;
-                self.rendered_len = without_opener.len();
+                self.rendered_len = self.render(false)?.text.len();
                 return Ok((dropped > 0)
                     .then(|| format!("(context full: dropped the {dropped} oldest message(s))")));
             }
@@ -150,15 +240,56 @@ impl<'m> Conversation<'m> {
         }
     }
 
-    /// The tokens for the rendered conversation beyond what the log already holds.
-    fn delta_tokens(&self, rendered: &str) -> Vec<TokenId> {
-        if self.seq.is_empty() {
-            return self.model.tokenize_prompt(rendered);
+    /// The conversation through the chat template.
+    fn render(&self, add_generation_prompt: bool) -> Result<Rendered, EngineError> {
+        self.render_messages(&self.messages, add_generation_prompt)
+    }
+
+    fn render_messages(
+        &self,
+        messages: &[ChatMessage],
+        add_generation_prompt: bool,
+    ) -> Result<Rendered, EngineError> {
+        let mut messages: Vec<Message> = messages
+            .iter()
+            .map(|m| Message::text(&m.role, &m.content))
+            .collect();
+        if let Some(tools) = self
+            .tools
+            .as_ref()
+            .filter(|_| !self.template_renders_tools())
+        {
+            describe_tools(&mut messages, tools);
         }
-        match rendered.get(self.rendered_len..) {
-            Some(tail) => self.model.tokenize(tail, false),
+        self.model
+            .render_chat(&messages, self.tools.as_ref(), add_generation_prompt)
+    }
+
+    fn template_renders_tools(&self) -> bool {
+        self.model
+            .chat_template_for(true)
+            .is_some_and(|t| ToolFormat::template_renders_tools(t.source()))
+    }
+
+    /// How the model writes tool calls under this conversation's template.
+    pub fn tool_format(&self) -> ToolFormat {
+        match self.model.chat_template_for(self.tools.is_some()) {
+            Some(t) if self.template_renders_tools() => ToolFormat::detect(t.source()),
+            _ => ToolFormat::Generic,
+        }
+    }
+
+    /// The tokens for the rendered conversation beyond what the log already holds.
+    fn delta_tokens(&self, rendered: &Rendered) -> Vec<TokenId> {
+        if self.seq.is_empty() {
+            return self.model.tokenize_rendered(rendered, 0, true);
+        }
+        match rendered.text.get(self.rendered_len..) {
+            Some(_) => self
+                .model
+                .tokenize_rendered(rendered, self.rendered_len, false),
             // The template re-rendered earlier turns differently: fall back to the whole.
-            None => self.model.tokenize(rendered, false),
+            None => self.model.tokenize_rendered(rendered, 0, false),
         }
     }
 
@@ -180,8 +311,8 @@ impl<'m> Conversation<'m> {
             role: "assistant".into(),
             content: text,
         });
-        if let Ok(rendered) = self.model.apply_chat_template(&self.messages, false) {
-            self.rendered_len = rendered.len();
+        if let Ok(rendered) = self.render(false) {
+            self.rendered_len = rendered.text.len();
         }
     }
 }

@@ -29,6 +29,8 @@ pub mod sequence;
 pub mod session;
 pub mod settings;
 pub mod store;
+pub mod template;
 pub mod tiers;
+pub mod tools;
 pub mod tui;
 pub mod ui;

@@ -72,6 +72,8 @@ pub struct ChatOptions {
     /// The longest reply (None: [`DEFAULT_CHAT_MAX_TOKENS`]).
     pub max_tokens: Option<u32>,
     pub tiers: TierSettings,
+    /// `--chat-template` (or the config key): replaces the model's own template.
+    pub chat_template: Option<String>,
 }
 
 /// Starts the engine thread. `interrupt` stops the reply being generated (Ctrl-C) or
@@ -143,8 +145,11 @@ fn run(
         rate: 0.0,
     });
     let started = Instant::now();
-    let model = Model::load(&options.model.path, options.engine.gpu_layers)
+    let mut model = Model::load(&options.model.path, options.engine.gpu_layers)
         .with_context(|| format!("loading {}", options.model.path.display()))?;
+    if let Some(spec) = &options.chat_template {
+        model.set_chat_template(spec)?;
+    }
     let _ = events.send(EngineEvent::Progress {
         kind: ProgressKind::LoadModel,
         done: size,

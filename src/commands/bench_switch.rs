@@ -147,6 +147,7 @@ fn options(
         overflow: ContextOverflow::Error,
         max_tokens: Some(1),
         tiers,
+        chat_template: None,
     }
 }
 

@@ -252,6 +252,7 @@ fn options(env: &Env, args: &ChatArgs) -> Result<ChatOptions> {
         overflow,
         max_tokens: args.max_tokens,
         tiers,
+        chat_template: super::chat_template_override(&args.model, env).map(str::to_string),
     })
 }
 

@@ -12,6 +12,7 @@ mod man;
 mod models;
 mod pull;
 mod run;
+mod run_tools;
 mod session;
 mod session_setup;
 mod stats;
@@ -69,6 +70,21 @@ pub fn dispatch(cli: Cli) -> Result<ExitCode> {
 }
 
 /// Validates the chosen model file and loads it, returning the load time in ms.
+/// The chat template to use instead of the model's own: the flag, else the config file's.
+fn chat_template_override<'a>(arg: &'a crate::cli::ModelArg, env: &'a Env) -> Option<&'a str> {
+    arg.chat_template
+        .as_deref()
+        .or(env.config.chat_template.as_deref())
+}
+
+/// Applies `--chat-template` (or the config key) to a loaded model.
+fn apply_chat_template(model: &mut Model, arg: &crate::cli::ModelArg, env: &Env) -> Result<()> {
+    if let Some(spec) = chat_template_override(arg, env) {
+        model.set_chat_template(spec)?;
+    }
+    Ok(())
+}
+
 fn load_model(choice: &ModelChoice, gpu_layers: u32) -> Result<(Model, f64)> {
     crate::models::validate(choice)?;
     let started = Instant::now();

@@ -17,9 +17,10 @@ use std::time::{Duration, Instant};
 use anyhow::{bail, Context as _, Result};
 use serde::Serialize;
 
-use super::{load_model, session_setup, Env};
+use super::run_tools::{self, ReplyFields, ToolRequest};
+use super::{apply_chat_template, load_model, session_setup, Env};
 use crate::cli::RunArgs;
-use crate::conversation::Conversation;
+use crate::conversation::{CacheMiss, Conversation};
 use crate::engine::{Context, Model, Sampler, TokenId, TokenLogprob};
 use crate::exit::usage;
 use crate::interrupt::{signal_exit_code, Interrupt};
@@ -27,6 +28,7 @@ use crate::sequence::{GenerateOptions, Generated, StopReason, SyncObserver};
 use crate::session::catalog::SessionCatalog;
 use crate::session::live::SessionObserver;
 use crate::settings::{ContextOverflow, EngineSettings, SamplingSettings, DEFAULT_PAGE_TOKENS};
+use crate::tools::parse_reply;
 use crate::ui::PrefillBar;
 
 /// Default reply length for `run` when -n is not given.
@@ -48,6 +50,8 @@ struct RunReport {
     decode_ms: f64,
     #[serde(skip_serializing_if = "Option::is_none")]
     logprobs: Option<Vec<TokenLogprob>>,
+    #[serde(flatten)]
+    reply: ReplyFields,
     #[serde(flatten, skip_serializing_if = "Option::is_none")]
     session: Option<SessionFields>,
 }
@@ -60,6 +64,9 @@ struct SessionFields {
     reused_tokens: usize,
     restore_ms: f64,
     save_ms: f64,
+    /// Where the template stopped extending the session's earlier rendering.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    cache_miss: Option<CacheMiss>,
 }
 
 pub fn run(env: &Env, args: RunArgs) -> Result<ExitCode> {
@@ -74,11 +81,14 @@ fn run_plain(env: &Env, args: &RunArgs) -> Result<ExitCode> {
     let engine = EngineSettings::resolve(&args.engine, &env.config);
     let sampling = SamplingSettings::resolve(&args.sampling, &env.config);
     let choice = crate::models::choose(args.model.model.as_deref(), &env.config, &env.paths);
-    let (model, load_ms) = load_model(&choice, engine.gpu_layers)?;
+    let (mut model, load_ms) = load_model(&choice, engine.gpu_layers)?;
+    apply_chat_template(&mut model, &args.model, env)?;
     let mut ctx = Context::new(&model, &engine, DEFAULT_PAGE_TOKENS, 1)?;
 
     let mut conversation = Conversation::new(&model, args.raw, args.system.as_deref());
     check_text_may_fit(&prompt, 0, &ctx, &model)?;
+    let tools = ToolRequest::load(args)?;
+    conversation.tools = tools.as_ref().map(|t| t.template_value.clone());
     let tokens = conversation.user_turn_tokens(&prompt)?;
     check_fits(tokens.len(), &ctx, &model)?;
     conversation.seq.append(&tokens);
@@ -90,12 +100,21 @@ fn run_plain(env: &Env, args: &RunArgs) -> Result<ExitCode> {
         &model,
         &mut ctx,
         &mut conversation,
-        &sampling,
+        (&sampling, tools.as_ref()),
         &cancel,
         &mut bar,
     )?;
     drop(bar);
-    finish(env, args, &ctx, tokens.len(), load_ms, generated, None)
+    let reply = reply_fields(&conversation, tools.as_ref(), &generated.text);
+    finish(
+        env,
+        args,
+        &ctx,
+        tokens.len(),
+        load_ms,
+        (generated, reply),
+        None,
+    )
 }
 
 fn run_session(env: &Env, args: &RunArgs, name: &str) -> Result<ExitCode> {
@@ -114,7 +133,8 @@ fn run_session(env: &Env, args: &RunArgs, name: &str) -> Result<ExitCode> {
         Some(read_prompt(args)?)
     };
     let (engine, sampling) = (prepared.engine.clone(), prepared.sampling.clone());
-    let (model, load_ms) = load_model(&prepared.choice, engine.gpu_layers)?;
+    let (mut model, load_ms) = load_model(&prepared.choice, engine.gpu_layers)?;
+    apply_chat_template(&mut model, &args.model, env)?;
     let mut ctx = Context::new(&model, &engine, DEFAULT_PAGE_TOKENS, SESSION_SEQS)?;
     let mut live = session_setup::start(&catalog, prepared, &model, &ctx)?;
     let (mut conversation, mut restore) = session_setup::resume(
@@ -125,6 +145,8 @@ fn run_session(env: &Env, args: &RunArgs, name: &str) -> Result<ExitCode> {
         args.raw,
         args.system.as_deref(),
     )?;
+    let tools = ToolRequest::load(args)?;
+    conversation.tools = tools.as_ref().map(|t| t.template_value.clone());
 
     let added = match &prompt {
         Some(text) => {
@@ -143,6 +165,13 @@ fn run_session(env: &Env, args: &RunArgs, name: &str) -> Result<ExitCode> {
         }
         None => 0,
     };
+    if let Some(miss) = &conversation.cache_miss {
+        env.ui.note(format!(
+            "the chat template re-rendered session '{name}' differently from token {} \
+             ({:?} became {:?}); kvrun keeps the earlier turns as first rendered",
+            miss.position, miss.before, miss.after
+        ));
+    }
     session_setup::reuse_prefix(env, &mut live, &mut ctx, &mut conversation, &mut restore)?;
 
     // From here a signal stops the work and the session keeps it (see the module docs).
@@ -167,12 +196,13 @@ fn run_session(env: &Env, args: &RunArgs, name: &str) -> Result<ExitCode> {
             &model,
             &mut ctx,
             &mut conversation,
-            &sampling,
+            (&sampling, tools.as_ref()),
             cancel,
             &mut observer,
         )?
     };
     drop(bar);
+    let reply = reply_fields(&conversation, tools.as_ref(), &generated.text);
     conversation.add_assistant(generated.text.clone());
     let signalled = Some(signal.load(Ordering::SeqCst)).filter(|s| *s != 0);
     live.set_interrupted(signalled.is_some());
@@ -184,8 +214,17 @@ fn run_session(env: &Env, args: &RunArgs, name: &str) -> Result<ExitCode> {
         reused_tokens: restore.reused_tokens,
         restore_ms: restore.restore_ms,
         save_ms: saved.save_ms,
+        cache_miss: conversation.cache_miss.clone(),
     };
-    let code = finish(env, args, &ctx, added, load_ms, generated, Some(fields))?;
+    let code = finish(
+        env,
+        args,
+        &ctx,
+        added,
+        load_ms,
+        (generated, reply),
+        Some(fields),
+    )?;
     Ok(signalled.map_or(code, |s| {
         env.ui.warn(format!(
             "interrupted ({}): session '{name}' keeps the prompt and the reply so far",
@@ -201,12 +240,19 @@ fn generate(
     model: &Model,
     ctx: &mut Context<'_>,
     conversation: &mut Conversation<'_>,
-    sampling: &SamplingSettings,
+    (sampling, tools): (&SamplingSettings, Option<&ToolRequest>),
     cancel: &AtomicBool,
     observer: &mut dyn SyncObserver,
 ) -> Result<Generated> {
     let max_tokens = args.max_tokens.unwrap_or(DEFAULT_MAX_TOKENS) as usize;
     let mut sampler = Sampler::new(model, sampling, conversation.seq.tokens());
+    let grammar = match tools {
+        Some(tools) => tools.grammar(conversation.tool_format())?,
+        None => run_tools::schema_file_grammar(args)?,
+    };
+    if let Some(grammar) = grammar {
+        sampler.constrain(model, &grammar)?;
+    }
     let stdout = std::io::stdout();
     let json = args.json;
     let mut emit = |text: &str| -> std::io::Result<()> {
@@ -245,7 +291,7 @@ fn finish(
     ctx: &Context<'_>,
     prompt_tokens: usize,
     load_ms: f64,
-    generated: Generated,
+    (generated, reply): (Generated, ReplyFields),
     session: Option<SessionFields>,
 ) -> Result<ExitCode> {
     let stdout = std::io::stdout();
@@ -263,6 +309,7 @@ fn finish(
             prefill_ms: generated.prefill_time.as_secs_f64() * 1e3,
             decode_ms: generated.decode_time.as_secs_f64() * 1e3,
             logprobs: args.logprobs.map(|_| generated.logprobs.clone()),
+            reply,
             session,
         };
         serde_json::to_writer(&mut out, &report)?;
@@ -282,6 +329,25 @@ fn finish(
 /// context holds (a 128k-token context is about 0.5 MB of text); it bounds memory and time
 /// for input that could never fit.
 pub(super) const MAX_INPUT_BYTES: u64 = 32 << 20;
+
+/// The reply split into content, reasoning and tool calls (chat mode only).
+fn reply_fields(
+    conversation: &Conversation<'_>,
+    tools: Option<&ToolRequest>,
+    text: &str,
+) -> ReplyFields {
+    if conversation.raw {
+        return ReplyFields::default();
+    }
+    let parses_calls = tools.is_some_and(ToolRequest::parses_calls);
+    let reply = parse_reply(
+        conversation.tool_format(),
+        parses_calls,
+        conversation.opens_reasoning,
+        text,
+    );
+    ReplyFields::new(&reply, tools.is_some())
+}
 
 /// The prompt from -p, --prompt-file, or piped stdin.
 fn read_prompt(args: &RunArgs) -> Result<String> {

@@ -11,8 +11,8 @@ use serde::Serialize;
 use super::run::{check_text_may_fit, read_stdin, read_text_file, SESSION_SEQS};
 use super::{load_model, session_setup, Env};
 use crate::cli::{
-    ChatArgs, JsonArg, ModelArg, SessionCommand, SessionExportArgs, SessionForkArgs,
-    SessionImportArgs, SessionNameArg, SessionRestoreArgs, SessionSaveArgs, SessionShowArgs,
+    ChatArgs, JsonArg, SessionCommand, SessionExportArgs, SessionForkArgs, SessionImportArgs,
+    SessionNameArg, SessionRestoreArgs, SessionSaveArgs, SessionShowArgs,
 };
 use crate::engine::{Context, Sampler};
 use crate::exit::usage;
@@ -138,9 +138,7 @@ fn restore(env: &Env, args: SessionRestoreArgs) -> Result<ExitCode> {
     if !args.check {
         // Restoring to use it is chatting in it.
         let chat = ChatArgs {
-            model: ModelArg {
-                model: args.model.model,
-            },
+            model: args.model,
             plain: false,
             session: Some(args.name),
             system: None,

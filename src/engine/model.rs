@@ -3,10 +3,11 @@
 use std::path::Path;
 
 use llama_cpp_2::model::params::LlamaModelParams;
-use llama_cpp_2::model::{LlamaChatMessage, LlamaChatTemplate, LlamaModel};
+use llama_cpp_2::model::LlamaModel;
 use llama_cpp_2::token::LlamaToken;
 
 use super::{backend, EngineError, TokenId};
+use crate::template::{self, ChatTemplate, Message, RenderInput, Rendered, SpecialFinder};
 
 /// One chat message, in the roles the model's template understands.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
@@ -36,6 +37,9 @@ pub struct ModelFacts {
 pub struct Model {
     inner: LlamaModel,
     facts: ModelFacts,
+    template: Option<ChatTemplate>,
+    /// The GGUF's `tokenizer.chat_template.tool_use`, used when tools are given.
+    tool_template: Option<ChatTemplate>,
 }
 
 impl Model {
@@ -73,12 +77,35 @@ impl Model {
             n_vocab: inner.n_vocab(),
             n_layer: inner.n_layer(),
             n_swa,
-            has_chat_template: inner.chat_template(None).is_ok()
-                || builtin_template_for(&architecture).is_some(),
+            has_chat_template: false,
             description,
             max_token_bytes,
         };
-        Ok(Self { inner, facts })
+        // A template that does not compile is not fatal here: --raw needs none, and
+        // chat mode reports it when it renders.
+        let template = gguf_template(&inner, &architecture).unwrap_or_else(|e| {
+            tracing::warn!("{e}");
+            None
+        });
+        let facts = ModelFacts {
+            has_chat_template: template.is_some(),
+            ..facts
+        };
+        let tool_template = inner
+            .chat_template(Some("tool_use"))
+            .ok()
+            .and_then(|t| t.to_string().ok())
+            .and_then(|source| {
+                ChatTemplate::new("tokenizer.chat_template.tool_use", &source)
+                    .map_err(|e| tracing::warn!("{e}"))
+                    .ok()
+            });
+        Ok(Self {
+            inner,
+            facts,
+            template,
+            tool_template,
+        })
     }
 
     pub fn facts(&self) -> &ModelFacts {
@@ -137,46 +164,175 @@ impl Model {
         token >= 0 && token < self.facts.n_vocab
     }
 
-    /// Formats a conversation with the model's own chat template (from the GGUF), ending
-    /// with the assistant's opening tag when `add_assistant` is set.
-    pub fn apply_chat_template(
-        &self,
-        messages: &[ChatMessage],
-        add_assistant: bool,
-    ) -> Result<String, EngineError> {
-        let template = match self.inner.chat_template(None) {
-            Ok(template) => template,
-            Err(_) => {
-                let arch = self
-                    .inner
-                    .meta_val_str("general.architecture")
-                    .unwrap_or_default();
-                let name = builtin_template_for(&arch).ok_or(EngineError::NoChatTemplate)?;
-                LlamaChatTemplate::new(name)
-                    .map_err(|e| EngineError::ChatTemplate(e.to_string()))?
-            }
+    /// The chat template in use: `--chat-template`, else the GGUF's, else the shipped
+    /// default for the architecture.
+    pub fn chat_template(&self) -> Option<&ChatTemplate> {
+        self.template.as_ref()
+    }
+
+    /// The template that renders a conversation with tools (or without, `tools` false).
+    pub fn chat_template_for(&self, tools: bool) -> Option<&ChatTemplate> {
+        match &self.tool_template {
+            Some(t) if tools => Some(t),
+            _ => self.template.as_ref(),
+        }
+    }
+
+    /// Replaces the chat template by a file (a path that exists) or a shipped name.
+    pub fn set_chat_template(&mut self, spec: &str) -> Result<(), EngineError> {
+        let path = Path::new(spec);
+        let template = if let Some(source) = template::builtin_named(spec) {
+            ChatTemplate::new(spec, source)
+        } else if path.is_file() {
+            let source = read_template_file(path)
+                .map_err(|e| EngineError::ChatTemplate(format!("reading {spec}: {e}")))?;
+            ChatTemplate::new(&path.display().to_string(), &source)
+        } else {
+            return Err(EngineError::ChatTemplate(format!(
+                "'{spec}' is neither a template file nor a shipped template ({})",
+                template::BUILTIN_NAMES.join(", ")
+            )));
         };
-        let chat = messages
-            .iter()
-            .map(|m| LlamaChatMessage::new(m.role.clone(), m.content.clone()))
-            .collect::<Result<Vec<_>, _>>()
-            .map_err(|e| EngineError::ChatTemplate(e.to_string()))?;
-        self.inner
-            .apply_chat_template(&template, &chat, add_assistant)
-            .map_err(|e| {
-                EngineError::ChatTemplate(format!(
-                    "{e} (llama.cpp does not know this model's template; use --raw)"
-                ))
-            })
+        self.template = Some(template.map_err(|e| EngineError::ChatTemplate(e.to_string()))?);
+        // An explicit template serves conversations with tools too.
+        self.tool_template = None;
+        self.facts.has_chat_template = true;
+        Ok(())
+    }
+
+    /// Renders a conversation with the chat template, ending with the assistant's opening
+    /// when `add_generation_prompt` is set. Control-token text inside messages is marked
+    /// so that [`Model::tokenize_rendered`] keeps it plain.
+    pub fn render_chat(
+        &self,
+        messages: &[Message],
+        tools: Option<&minijinja::Value>,
+        add_generation_prompt: bool,
+    ) -> Result<Rendered, EngineError> {
+        let template = self
+            .chat_template_for(tools.is_some())
+            .ok_or(EngineError::NoChatTemplate)?;
+        let piece = |token: LlamaToken| {
+            let mut out = Vec::new();
+            self.inner
+                .vocab()
+                .token_to_piece_into(token, &mut out, true, None);
+            String::from_utf8_lossy(&out).into_owned()
+        };
+        let (bos, eos) = (
+            piece(self.inner.vocab().bos()),
+            piece(self.inner.vocab().eos()),
+        );
+        let input = RenderInput {
+            messages,
+            tools,
+            add_generation_prompt,
+            bos_token: &bos,
+            eos_token: &eos,
+            extra: Default::default(),
+        };
+        template
+            .render_guarded(&input, self)
+            .map_err(|e| EngineError::ChatTemplate(e.to_string()))
+    }
+
+    /// Tokenizes `rendered.text[from..]`: the template's markup with special tokens parsed,
+    /// the ranges [`Model::render_chat`] marked as plain text. `add_bos` as in
+    /// [`Model::tokenize_prompt`].
+    pub fn tokenize_rendered(
+        &self,
+        rendered: &Rendered,
+        from: usize,
+        add_bos: bool,
+    ) -> Vec<TokenId> {
+        let mut tokens = Vec::new();
+        let mut at = from;
+        let mut first = true;
+        let mut push = |tokens: &mut Vec<TokenId>, text: &str, special: bool| {
+            if text.is_empty() {
+                return;
+            }
+            let bos = std::mem::take(&mut first) && add_bos;
+            let vocab = self.inner.vocab();
+            let add_special = bos && vocab.should_add_bos();
+            tokens.extend(
+                vocab
+                    .tokenize(text.as_bytes(), add_special, special)
+                    .into_iter()
+                    .map(|t| t.0),
+            );
+        };
+        for range in &rendered.plain {
+            if range.end <= at {
+                continue;
+            }
+            let start = range.start.max(at);
+            push(&mut tokens, &rendered.text[at..start], true);
+            push(&mut tokens, &rendered.text[start..range.end], false);
+            at = range.end;
+        }
+        push(&mut tokens, &rendered.text[at..], true);
+        let bos = self.inner.vocab().bos().0;
+        if add_bos && tokens.len() >= 2 && tokens[0] == bos && tokens[1] == bos {
+            tokens.remove(0);
+        }
+        tokens
     }
 }
 
-/// Some GGUF conversions (the default Gemma 3 270M among them) ship without
-/// `tokenizer.chat_template`. For architectures whose chat format is fixed, fall back to
-/// llama.cpp's built-in template of that name.
-fn builtin_template_for(architecture: &str) -> Option<&'static str> {
-    match architecture {
-        "gemma" | "gemma2" | "gemma3" | "gemma3n" => Some("gemma"),
-        _ => None,
+impl SpecialFinder for Model {
+    /// The texts of the control tokens that tokenising `text` with specials parsed yields.
+    fn control_texts(&self, text: &str) -> Vec<String> {
+        let vocab = self.inner.vocab();
+        let mut texts: Vec<String> = vocab
+            .tokenize(text.as_bytes(), false, true)
+            .into_iter()
+            .filter(|&t| vocab.is_control(t))
+            .map(|t| {
+                let mut out = Vec::new();
+                vocab.token_to_piece_into(t, &mut out, true, None);
+                String::from_utf8_lossy(&out).into_owned()
+            })
+            .filter(|t| !t.is_empty() && text.contains(t.as_str()))
+            .collect();
+        texts.sort();
+        texts.dedup();
+        texts
     }
+}
+
+/// A chat template file larger than this is refused (real ones are under 20 KB).
+const MAX_TEMPLATE_BYTES: u64 = 1 << 20;
+
+/// A template file's text: a regular file of bounded size, UTF-8.
+fn read_template_file(path: &Path) -> std::io::Result<String> {
+    let meta = std::fs::metadata(path)?;
+    if !meta.is_file() || meta.len() > MAX_TEMPLATE_BYTES {
+        return Err(std::io::Error::other(format!(
+            "not a regular file of at most {} KiB",
+            MAX_TEMPLATE_BYTES >> 10
+        )));
+    }
+    std::fs::read_to_string(path)
+}
+
+/// The template a loaded model comes with: its GGUF's, else the architecture's default.
+fn gguf_template(
+    inner: &LlamaModel,
+    architecture: &str,
+) -> Result<Option<ChatTemplate>, EngineError> {
+    let from_gguf = inner
+        .chat_template(None)
+        .ok()
+        .and_then(|t| t.to_string().ok());
+    let compiled = match from_gguf {
+        Some(source) => ChatTemplate::new("tokenizer.chat_template", &source),
+        None => match template::builtin_for_architecture(architecture) {
+            Some((name, source)) => ChatTemplate::new(name, source),
+            None => return Ok(None),
+        },
+    };
+    compiled
+        .map(Some)
+        .map_err(|e| EngineError::ChatTemplate(e.to_string()))
 }

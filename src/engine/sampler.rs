@@ -4,7 +4,7 @@ use llama_cpp_2::context::LlamaContext;
 use llama_cpp_2::sampling::LlamaSampler;
 use llama_cpp_2::token::LlamaToken;
 
-use super::TokenId;
+use super::{EngineError, TokenId};
 use crate::settings::SamplingSettings;
 
 /// How many recent tokens the repeat penalty looks at (llama.cpp's default).
@@ -12,6 +12,9 @@ const PENALTY_LAST_N: i32 = 64;
 
 pub struct Sampler {
     chain: LlamaSampler,
+    /// Constrains the output (a tool call, a JSON schema). Kept out of the chain so that
+    /// the prompt history the repeat penalty needs never advances the grammar.
+    grammar: Option<(LlamaSampler, LlamaToken)>,
 }
 
 impl Sampler {
@@ -47,11 +50,32 @@ impl Sampler {
         // The repeat penalty needs the recent history, also after a restore.
         let tail = &history[history.len().saturating_sub(PENALTY_LAST_N as usize)..];
         chain.accept_many(tail.iter().map(|&t| LlamaToken(t)));
-        Self { chain }
+        Self {
+            chain,
+            grammar: None,
+        }
+    }
+
+    /// Restricts sampling to text the GBNF `grammar` (root rule `root`) accepts; once it
+    /// is complete only end-of-generation tokens remain.
+    pub fn constrain(&mut self, model: &super::Model, grammar: &str) -> Result<(), EngineError> {
+        let sampler = LlamaSampler::grammar(model.llama(), grammar, "root")
+            .map_err(|e| EngineError::Unsupported(format!("llama.cpp refused the grammar: {e}")))?;
+        self.grammar = Some((sampler, model.llama().vocab().eos()));
+        Ok(())
     }
 
     pub(super) fn sample(&mut self, ctx: &LlamaContext<'_>, idx: i32) -> TokenId {
-        self.chain.sample(ctx, idx).0
+        let Some((grammar, eos)) = &mut self.grammar else {
+            return self.chain.sample(ctx, idx).0;
+        };
+        let mut candidates = ctx.token_data_array_ith(idx);
+        candidates.apply_sampler(grammar);
+        candidates.apply_sampler(&mut self.chain);
+        let token = candidates.selected_token().unwrap_or(*eos);
+        grammar.accept(token);
+        self.chain.accept(token);
+        token.0
     }
 }
 

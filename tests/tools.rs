@@ -1,0 +1,222 @@
+//! `kvrun run --tools` and `--json-schema`: constrained generation on the tiny random
+//! model must still produce calls and JSON valid under the schemas; bad input is refused.
+
+mod common;
+
+use serde_json::Value;
+
+const TOOLS: &str = r#"[
+ {"type": "function", "function": {"name": "get_weather", "description": "Weather for a city",
+  "parameters": {"type": "object", "properties": {"city": {"type": "string", "enum": ["Paris", "Rome"]},
+   "days": {"type": "integer"}, "metric": {"type": "boolean"}}, "required": ["city"]}}},
+ {"type": "function", "function": {"name": "add",
+  "parameters": {"type": "object", "properties": {"a": {"type": "number"}, "b": {"type": "number"}}}}}
+]"#;
+
+fn run_json(home: &common::Home, extra: &[&str]) -> Value {
+    let model = common::tiny_model();
+    let mut args = vec!["run", model.to_str().unwrap(), "-p", "weather?", "--json"];
+    args.extend_from_slice(extra);
+    let out = home.run(&args);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+fn write(home: &common::Home, name: &str, text: &str) -> String {
+    let path = home.path().join(name);
+    std::fs::write(&path, text).unwrap();
+    path.to_str().unwrap().to_string()
+}
+
+/// The arguments of a call, checked against the TOOLS schemas.
+fn check_call(call: &Value) -> (String, Value) {
+    assert_eq!(call["type"], "function");
+    assert_eq!(call["id"].as_str().unwrap().len(), 9);
+    let name = call["function"]["name"].as_str().unwrap().to_string();
+    let args: Value =
+        serde_json::from_str(call["function"]["arguments"].as_str().unwrap()).unwrap();
+    match name.as_str() {
+        "get_weather" => {
+            assert!(
+                ["Paris", "Rome"].contains(&args["city"].as_str().unwrap()),
+                "{args}"
+            );
+            assert!(
+                args["days"].is_i64() && args["metric"].is_boolean(),
+                "{args}"
+            );
+        }
+        "add" => assert!(args["a"].is_number() && args["b"].is_number(), "{args}"),
+        other => panic!("unknown tool {other}"),
+    }
+    (name, args)
+}
+
+#[test]
+fn required_and_named_tool_choice_force_schema_valid_calls() {
+    let home = common::Home::new();
+    let tools = write(&home, "tools.json", TOOLS);
+    for seed in ["1", "2"] {
+        let report = run_json(
+            &home,
+            &[
+                "--tools",
+                &tools,
+                "--tool-choice",
+                "required",
+                "--temp",
+                "1",
+                "--seed",
+                seed,
+            ],
+        );
+        assert_eq!(report["stop_reason"], "end_of_generation", "{report}");
+        assert_eq!(
+            report["tool_calls"].as_array().unwrap().len(),
+            1,
+            "{report}"
+        );
+        check_call(&report["tool_calls"][0]);
+    }
+    let report = run_json(
+        &home,
+        &[
+            "--tools",
+            &tools,
+            "--tool-choice",
+            "get_weather",
+            "--temp",
+            "0",
+        ],
+    );
+    let (name, _) = check_call(&report["tool_calls"][0]);
+    assert_eq!(name, "get_weather");
+}
+
+#[test]
+fn json_schema_forces_valid_json() {
+    let home = common::Home::new();
+    let schema = write(
+        &home,
+        "schema.json",
+        r#"{"type": "object", "properties": {"answer": {"enum": ["yes", "no"]},
+            "score": {"type": "number"}, "tags": {"type": "array", "items": {"type": "string", "maxLength": 4}, "maxItems": 3}}}"#,
+    );
+    let report = run_json(
+        &home,
+        &["--json-schema", &schema, "--temp", "0", "-n", "300"],
+    );
+    assert_eq!(report["stop_reason"], "end_of_generation", "{report}");
+    let value: Value = serde_json::from_str(report["text"].as_str().unwrap()).unwrap();
+    assert!(
+        ["yes", "no"].contains(&value["answer"].as_str().unwrap()),
+        "{value}"
+    );
+    assert!(value["score"].is_number(), "{value}");
+    assert!(value["tags"].as_array().unwrap().len() <= 3, "{value}");
+    for tag in value["tags"].as_array().unwrap() {
+        assert!(tag.as_str().unwrap().chars().count() <= 4, "{value}");
+    }
+}
+
+#[test]
+fn bad_tool_input_is_a_usage_error() {
+    let home = common::Home::new();
+    let model = common::tiny_model();
+    let model = model.to_str().unwrap();
+    let tools = write(&home, "tools.json", TOOLS);
+    let cases: [(&[&str], &str); 4] = [
+        (
+            &["--tools", &tools, "--tool-choice", "nope"],
+            "names no tool",
+        ),
+        (
+            &["--tools", &write(&home, "bad.json", "{\"a\": 1}")],
+            "not a JSON list",
+        ),
+        (
+            &[
+                "--tools",
+                &write(
+                    &home,
+                    "ref.json",
+                    r#"[{"type": "function", "function": {"name": "f", "parameters": {"$ref": "defs.json"}}}]"#,
+                ),
+            ],
+            "$ref",
+        ),
+        (
+            &[
+                "--tools",
+                &write(
+                    &home,
+                    "noname.json",
+                    r#"[{"type": "function", "function": {}}]"#,
+                ),
+            ],
+            "name",
+        ),
+    ];
+    for (extra, needle) in cases {
+        let mut args = vec!["run", model, "-p", "hi", "-n", "1"];
+        args.extend_from_slice(extra);
+        let out = home.run(&args);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{extra:?}: {stderr}");
+        assert!(stderr.contains(needle), "{extra:?}: {stderr}");
+        assert_eq!(stderr.trim().lines().count(), 1, "{stderr}");
+    }
+}
+
+/// A template that rewrites history (it drops earlier replies, as some drop reasoning):
+/// the second turn reports where its rendering stopped extending the first.
+const FORGETFUL: &str = "{% for m in messages %}{% if m.role == 'assistant' and not loop.last %}<|im_start|>assistant\n(dropped)<|im_end|>\n{% else %}<|im_start|>{{ m.role }}\n{{ m.content }}<|im_end|>\n{% endif %}{% endfor %}{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}";
+
+#[test]
+fn a_template_that_rewrites_history_is_reported_as_a_cache_miss() {
+    let home = common::Home::new();
+    let template = write(&home, "forgetful.jinja", FORGETFUL);
+    let model = common::tiny_model();
+    let turn = |template: Option<&str>, prompt: &str, session: &str| {
+        let mut args = vec![
+            "run",
+            model.to_str().unwrap(),
+            "--session",
+            session,
+            "-p",
+            prompt,
+        ];
+        args.extend(["--json", "-n", "4", "--temp", "0"]);
+        if let Some(t) = template {
+            args.extend(["--chat-template", t]);
+        }
+        let out = home.run(&args);
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        serde_json::from_slice::<Value>(&out.stdout).unwrap()
+    };
+    let first = turn(Some(&template), "hello there", "f");
+    assert!(first.get("cache_miss").is_none(), "{first}");
+    let second = turn(Some(&template), "and again", "f");
+    let miss = &second["cache_miss"];
+    assert!(miss["position"].as_u64().unwrap() > 0, "{second}");
+    assert!(
+        miss["after"].as_str().unwrap().contains("(dropped)"),
+        "{second}"
+    );
+    assert!(
+        !miss["before"].as_str().unwrap().contains("(dropped)"),
+        "{second}"
+    );
+    // The tiny model's own (ChatML) template extends each turn: no miss.
+    turn(None, "hello there", "s");
+    let stable = turn(None, "and again", "s");
+    assert!(stable.get("cache_miss").is_none(), "{stable}");
+}
