@@ -140,19 +140,30 @@ impl<'m> Conversation<'m> {
             }
         };
         self.opens_reasoning = rendered.text.trim_end().ends_with("<think>");
-        self.cache_miss = self.prefix_divergence(&rendered.text);
+        let previous = self.earlier_rendering();
+        self.cache_miss = previous
+            .as_deref()
+            .and_then(|p| self.divergence(p, &rendered.text));
+        if let (Some(previous), None) = (&previous, &self.cache_miss) {
+            // The new turn starts where this template's rendering of the earlier turns ends
+            // (a session saved under another template recorded another length).
+            self.rendered_len = previous.len();
+        }
         Ok(self.delta_tokens(&rendered))
     }
 
-    /// Checks that the new rendering extends what the log holds: the previous turns'
-    /// rendering, reply included.
-    fn prefix_divergence(&self, rendered: &str) -> Option<CacheMiss> {
+    /// The earlier turns (the reply included) as the template renders them now.
+    fn earlier_rendering(&self) -> Option<String> {
         if self.seq.is_empty() || self.messages.len() < 2 {
             return None;
         }
         let earlier = &self.messages[..self.messages.len() - 1];
-        let previous = self.render_messages(earlier, false).ok()?.text;
-        if rendered.starts_with(&previous) {
+        self.render_messages(earlier, false).ok().map(|r| r.text)
+    }
+
+    /// Where `rendered` stops extending `previous`, if it does.
+    fn divergence(&self, previous: &str, rendered: &str) -> Option<CacheMiss> {
+        if rendered.starts_with(previous) {
             return None;
         }
         let mut byte = previous
@@ -177,7 +188,7 @@ impl<'m> Conversation<'m> {
         Some(CacheMiss {
             position: self.model.tokenize(&rendered[..byte], true).len(),
             byte,
-            before: around(&previous),
+            before: around(previous),
             after: around(rendered),
         })
     }
