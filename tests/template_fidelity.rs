@@ -3,7 +3,7 @@
 //! kvrun and by Python's jinja2 under transformers' calling convention
 //! (tests/templates/render.py) must be byte-identical, and fail in the same cases.
 //!
-//! The reference needs jinja2: `.ci/run` installs it into `.venv`; `KVRUN_TEST_PYTHON`
+//! The reference needs jinja2: `.ci/setup --tests` installs it into `.venv`; `KVRUN_TEST_PYTHON`
 //! names another interpreter. Without one the test fails: it never skips.
 
 use std::collections::BTreeMap;
@@ -52,7 +52,7 @@ fn python() -> PathBuf {
     assert!(
         path.exists(),
         "the reference renderer needs Python with jinja2 at {}: run `python3 -m venv .venv && \
-         .venv/bin/pip install jinja2` (as .ci/run does) or set KVRUN_TEST_PYTHON",
+         .venv/bin/pip install jinja2` (as .ci/setup --tests does) or set KVRUN_TEST_PYTHON",
         path.display()
     );
     path

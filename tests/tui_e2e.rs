@@ -40,7 +40,7 @@ impl Tmux {
                 "on",
             ])
             .status()
-            .expect("tmux is needed for this test (apt-get install tmux; .ci/run installs it)")
+            .expect("tmux is needed for this test (.ci/setup --tests installs it)")
             .success();
         assert!(ok, "tmux failed to start");
         Self { name }
