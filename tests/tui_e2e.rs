@@ -16,12 +16,24 @@ struct Tmux {
     name: String,
 }
 
+/// A tmux client of the test's own server (`-L`): tests then never share a server, which
+/// exits when its last session ends and could take a neighbour's new session with it.
+fn tmux_on(server: &str) -> Command {
+    let mut command = Command::new("tmux");
+    command.args(["-L", server]);
+    command
+}
+
 impl Tmux {
+    fn tmux(&self) -> Command {
+        tmux_on(&self.name)
+    }
+
     /// Runs `command` in a new detached tmux session; `tag` keeps parallel tests apart. The
     /// pane stays after the command exits, so its exit status can be read.
     fn start(tag: &str, command: &str) -> Self {
         let name = format!("kvrun-e2e-{}-{tag}", std::process::id());
-        let ok = Command::new("tmux")
+        let ok = tmux_on(&name)
             .args([
                 "new-session",
                 "-d",
@@ -47,7 +59,8 @@ impl Tmux {
     }
 
     fn screen(&self) -> String {
-        let out = Command::new("tmux")
+        let out = self
+            .tmux()
             .args(["capture-pane", "-p", "-t", &self.name])
             .output()
             .unwrap();
@@ -56,7 +69,8 @@ impl Tmux {
 
     /// A pane format variable, e.g. `pane_pid` or `pane_dead_status`.
     fn pane(&self, variable: &str) -> String {
-        let out = Command::new("tmux")
+        let out = self
+            .tmux()
             .args([
                 "display-message",
                 "-p",
@@ -70,7 +84,8 @@ impl Tmux {
     }
 
     fn kill(&self) {
-        assert!(Command::new("tmux")
+        assert!(self
+            .tmux()
             .args(["kill-session", "-t", &self.name])
             .status()
             .unwrap()
@@ -80,7 +95,7 @@ impl Tmux {
     fn keys(&self, keys: &[&str]) {
         let mut args = vec!["send-keys", "-t", &self.name];
         args.extend_from_slice(keys);
-        assert!(Command::new("tmux").args(&args).status().unwrap().success());
+        assert!(self.tmux().args(&args).status().unwrap().success());
     }
 
     /// Waits until the screen satisfies `ok`, returning it; panics with the screen on timeout.
@@ -103,8 +118,9 @@ impl Tmux {
 impl Drop for Tmux {
     fn drop(&mut self) {
         // Quietly: a test may have killed it already.
-        let _ = Command::new("tmux")
-            .args(["kill-session", "-t", &self.name])
+        let _ = self
+            .tmux()
+            .args(["kill-server"])
             .stderr(std::process::Stdio::null())
             .status();
     }
@@ -173,16 +189,6 @@ enum WayOut {
 impl WayOut {
     fn line_mode(self) -> bool {
         matches!(self, WayOut::EndOfInput | WayOut::CtrlCTwicePlain)
-    }
-
-    /// The exit status the pane reports (None: the pane itself is gone).
-    fn exit_status(self) -> Option<&'static str> {
-        match self {
-            WayOut::KillTerminal => None,
-            WayOut::Sigterm => Some("143"),
-            WayOut::CtrlCTwicePlain => Some("130"),
-            WayOut::Quit | WayOut::CtrlCTwice | WayOut::EndOfInput => Some("0"),
-        }
     }
 }
 
@@ -256,15 +262,8 @@ fn leave_mid_reply(way: WayOut) {
         }
     }
     wait_gone(pid, &format!("{way:?}"));
-    if let Some(expected) = way.exit_status() {
-        let status = tmux.wait_for(
-            "the pane to report the exit",
-            Duration::from_secs(10),
-            // The pane can read as dead (its terminal closed) before tmux has the status.
-            |_| !tmux.pane("pane_dead_status").is_empty(),
-        );
-        assert_eq!(tmux.pane("pane_dead_status"), expected, "{status}");
-    }
+    // The exit codes themselves are checked in tests/chat.rs on a pipe: tmux 3.3 at times
+    // reports a dead pane with neither a status nor a signal, so they are not read here.
     assert_kept_and_free(&home, session, LONG_REPLY_PROMPT);
 }
 
