@@ -1,0 +1,165 @@
+//! The messages between the service engine and its clients. Nothing here names llama.cpp,
+//! HTTP or a terminal: the server's API layers translate their wire formats to and from
+//! these types.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use serde::Serialize;
+use tokio::sync::mpsc::UnboundedSender;
+
+use crate::engine::{TokenId, TokenLogprob};
+use crate::settings::SamplingSettings;
+
+/// Unique per process; the API layers derive their response ids from it.
+pub type RequestId = u64;
+
+/// Which conversation (and so which persisted session) a request belongs to.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ConversationKey {
+    /// The client named it (a session-id header, `prompt_cache_key`, `metadata.user_id`,
+    /// ...): the session gets this name and is kept.
+    Named(String),
+    /// No name: the engine finds the conversation by content (the longest cached prefix),
+    /// or starts one under a generated name that is collected first under the cold budget.
+    Anonymous,
+}
+
+/// Stops a request's generation within one token. Dropping the reply receiver (a client
+/// that disconnected) cancels too: the engine treats a failed send as a cancel.
+#[derive(Debug, Clone, Default)]
+pub struct CancelToken(Arc<AtomicBool>);
+
+impl CancelToken {
+    pub fn new() -> Self {
+        Self::default()
+    }
+    pub fn cancel(&self) {
+        self.0.store(true, Ordering::Relaxed);
+    }
+    pub fn is_cancelled(&self) -> bool {
+        self.0.load(Ordering::Relaxed)
+    }
+}
+
+/// One generation: continue `prompt` (already rendered and tokenized by the caller).
+#[derive(Debug)]
+pub struct Request {
+    pub id: RequestId,
+    pub conversation: ConversationKey,
+    /// The whole prompt, from the first token: the engine restores the longest cached
+    /// prefix of it from any tier and prefills only the rest.
+    pub prompt: Vec<TokenId>,
+    pub sampling: SamplingSettings,
+    /// The most tokens to generate (the caller has already capped it by the context).
+    pub max_tokens: usize,
+    /// Generation stops when the text ends with one of these; the stop text is not sent.
+    pub stop: Vec<String>,
+    /// GBNF (root rule `root`) the reply must match: a forced tool call or a JSON schema.
+    pub grammar: Option<String>,
+    /// Report log-probabilities with this many alternatives.
+    pub logprobs: Option<usize>,
+    pub cancel: CancelToken,
+    pub replies: UnboundedSender<Reply>,
+    /// When the front end received the request (queue time counts from here).
+    pub received: Instant,
+}
+
+/// What the engine sends back for one request, in this order: `Started`, any number of
+/// `Token`s, then exactly one of `Done` or `Failed`.
+#[derive(Debug, Clone)]
+pub enum Reply {
+    /// The prompt's cached prefix is restored and prefill begins.
+    Started(Started),
+    /// One sampled token and the text it completes (may be empty mid-UTF-8).
+    Token(TokenPiece),
+    Done(Usage),
+    Failed(ServiceError),
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Started {
+    /// The session this conversation is persisted as.
+    pub session: String,
+    pub prompt_tokens: usize,
+    pub cached: CachedTokens,
+}
+
+#[derive(Debug, Clone)]
+pub struct TokenPiece {
+    pub id: TokenId,
+    pub text: String,
+    pub logprob: Option<TokenLogprob>,
+}
+
+/// Prompt tokens served from each tier instead of being prefilled.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+pub struct CachedTokens {
+    /// Already in the context (this conversation's or another's sequence).
+    pub hot: usize,
+    /// Restored from pages in RAM.
+    pub warm: usize,
+    /// Restored from pages on disk.
+    pub cold: usize,
+}
+
+impl CachedTokens {
+    pub fn total(&self) -> usize {
+        self.hot + self.warm + self.cold
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum FinishReason {
+    /// The model ended its turn (an end-of-generation token).
+    EndOfGeneration,
+    /// One of the request's stop strings matched.
+    StopString,
+    MaxTokens,
+    ContextFull,
+    /// Cancelled by the client (or its disconnect) or by shutdown.
+    Cancelled,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Usage {
+    pub session: String,
+    pub prompt_tokens: usize,
+    pub cached: CachedTokens,
+    /// Prompt tokens decoded by this request (not served from a tier).
+    pub prefilled: usize,
+    pub generated: usize,
+    pub finish: FinishReason,
+    /// From `received` until the engine took the request.
+    pub queued: Duration,
+    /// Restore plus prefill, until the first token was sampled.
+    pub time_to_first_token: Duration,
+    pub decode: Duration,
+}
+
+/// Why a request failed; the API layers map each variant to a status code.
+#[derive(Debug, Clone, thiserror::Error, PartialEq, Eq)]
+pub enum ServiceError {
+    #[error(
+        "the prompt is {tokens} tokens, and the context holds {n_ctx} (with room for a reply)"
+    )]
+    PromptTooLong { tokens: usize, n_ctx: usize },
+    #[error("the prompt is empty")]
+    EmptyPrompt,
+    #[error("token id {0} is outside the model's vocabulary")]
+    BadToken(TokenId),
+    #[error("the grammar was refused: {0}")]
+    Grammar(String),
+    #[error("too many requests are waiting ({0}); retry shortly")]
+    QueueFull(usize),
+    #[error("session '{name}' is in use by another process: {detail}")]
+    SessionInUse { name: String, detail: String },
+    #[error("session '{name}' cannot be used with this server: {detail}")]
+    Incompatible { name: String, detail: String },
+    #[error("the server is shutting down")]
+    ShuttingDown,
+    #[error("{0}")]
+    Internal(String),
+}
