@@ -26,6 +26,7 @@ pub mod models;
 pub mod paths;
 pub mod pull;
 pub mod sequence;
+pub mod server;
 pub mod service;
 pub mod session;
 pub mod settings;
