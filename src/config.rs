@@ -30,6 +30,15 @@ pub struct FileConfig {
     pub cold_budget: Option<String>,
     pub hot_idle: Option<String>,
     pub warm_idle: Option<String>,
+    // `kvrun serve` (the API key is deliberately not a key: it belongs in KVRUN_API_KEY).
+    pub host: Option<String>,
+    pub port: Option<u16>,
+    pub parallel: Option<u32>,
+    pub alias: Option<String>,
+    pub max_queue: Option<u32>,
+    pub max_body_bytes: Option<String>,
+    pub request_timeout: Option<String>,
+    pub cors_origin: Option<Vec<String>>,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -86,6 +95,7 @@ impl FileConfig {
             (&settings::CTX_SIZE, self.ctx_size),
             (&settings::THREADS, self.threads),
             (&settings::BATCH_SIZE, self.batch_size),
+            (&settings::PARALLEL, self.parallel),
         ];
         for (range, value) in u32s {
             value.map_or(Ok(()), |v| range.check(v.into()))?;

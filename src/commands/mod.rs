@@ -11,8 +11,10 @@ mod gc;
 mod man;
 mod models;
 mod pull;
+mod remote;
 mod run;
 mod run_tools;
+mod serve;
 mod session;
 mod session_setup;
 mod stats;
@@ -56,6 +58,7 @@ pub fn dispatch(cli: Cli) -> Result<ExitCode> {
     match cli.command {
         Command::Chat(args) => chat::run(&env, args),
         Command::Run(args) => run::run(&env, args),
+        Command::Serve(args) => serve::run(&env, args),
         Command::Pull(args) => pull::run(&env, args),
         Command::Models(args) => models::run(&env, args),
         Command::Session(command) => session::run(&env, command),
@@ -64,6 +67,9 @@ pub fn dispatch(cli: Cli) -> Result<ExitCode> {
         Command::Bench(crate::cli::BenchCommand::Speed(args)) => bench::run(&env, args),
         Command::Bench(crate::cli::BenchCommand::Restore(args)) => bench_restore::run(&env, args),
         Command::Bench(crate::cli::BenchCommand::Switch(args)) => bench_switch::run(&env, args),
+        Command::Bench(crate::cli::BenchCommand::Serve(_)) => {
+            Err(crate::exit::usage("kvrun bench serve is not built yet"))
+        }
         Command::Completions(args) => completions::run(args),
         Command::Man(args) => man::run(args),
     }
