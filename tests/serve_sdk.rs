@@ -78,7 +78,9 @@ fn anthropic_sdk_messages() {
 fn openai_sdk_responses_continue_across_a_restart() {
     let home = Home::new();
     let server = start(&home);
-    let id = script(&server, "openai_responses.py", &["first"]).trim().to_string();
+    let id = script(&server, "openai_responses.py", &["first"])
+        .trim()
+        .to_string();
     assert!(id.starts_with("resp"), "{id}");
     let status = server.terminate(Duration::from_secs(15));
     assert_eq!(status.code(), Some(0));

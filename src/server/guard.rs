@@ -31,7 +31,8 @@ pub struct Guard {
 /// The paths anyone may read without the key: load balancers and supervisors probe it.
 const OPEN_PATHS: [&str; 1] = ["/health"];
 
-/// Wraps `router` in the guard's layers. Outermost first: metrics (sees every final
+/// Wraps `router` in the guard's layers. Outermost first: tracing (debug spans per
+/// request), metrics (sees every final
 /// status), CORS (preflights never need a key), the key, error shapes for rejections made
 /// by the layers below, the body limit, the timeout.
 pub fn apply(router: axum::Router, guard: &Guard, counters: Arc<ServerCounters>) -> axum::Router {
