@@ -6,14 +6,22 @@
 //! request, renders it to tokens, submits a [`crate::service::protocol::Request`], and
 //! turns the replies into its API's response or event stream.
 //!
-//! Layout: `state` (what every handler holds); `openai`, `anthropic`, `responses` (the
-//! APIs); `metrics` and `sessions` (kvrun's own endpoints).
+//! Layout: `state` (what every handler holds); `render`, `naming`, `errors`, `sse`,
+//! `generation`, `tool_choice`, `misses` (shared by the APIs); `openai`, `anthropic`,
+//! `responses` (the APIs); `metrics` and `sessions` (kvrun's own endpoints).
 
+pub mod errors;
+pub mod generation;
+pub mod misses;
+pub mod naming;
+pub mod render;
+pub mod sse;
 pub mod state;
+pub mod tool_choice;
 
 use axum::Router;
 
-pub use state::AppState;
+pub use state::{AppState, ServerCounters};
 
 /// Every route of the server. Each API module contributes its own `routes()`.
 pub fn router(state: AppState) -> Router {
