@@ -180,6 +180,14 @@ impl IntoResponse for ApiError {
     }
 }
 
+/// The request body, or axum's rejection (too large, unreadable) in the API's shape
+/// instead of its plain text.
+pub fn body_bytes(
+    body: Result<axum::body::Bytes, axum::extract::rejection::BytesRejection>,
+) -> Result<axum::body::Bytes, ApiError> {
+    body.map_err(|rejection| ApiError::new(rejection.status(), rejection.body_text()))
+}
+
 /// Parses a request body leniently: unknown fields are ignored (real clients send many),
 /// while malformed JSON and wrong types become a 400 in the API's shape.
 pub fn parse_body<T: serde::de::DeserializeOwned>(body: &[u8]) -> Result<T, ApiError> {

@@ -14,7 +14,9 @@ pub mod errors;
 pub mod generation;
 pub mod misses;
 pub mod naming;
+pub mod openai;
 pub mod render;
+pub mod request;
 pub mod sse;
 pub mod state;
 pub mod tool_choice;
@@ -25,5 +27,5 @@ pub use state::{AppState, ServerCounters};
 
 /// Every route of the server. Each API module contributes its own `routes()`.
 pub fn router(state: AppState) -> Router {
-    Router::new().with_state(state)
+    Router::new().merge(openai::routes()).with_state(state)
 }

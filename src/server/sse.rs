@@ -36,6 +36,11 @@ impl EventSink {
         self.send(Event::default().data(value.to_string())).await
     }
 
+    /// OpenAI's end of stream, `data: [DONE]`.
+    pub async fn done(&self) -> Result<(), Disconnected> {
+        self.send(Event::default().data("[DONE]")).await
+    }
+
     /// `event: NAME` + `data: JSON` (Anthropic and Responses events).
     pub async fn named(&self, name: &str, value: &serde_json::Value) -> Result<(), Disconnected> {
         self.send(Event::default().event(name).data(value.to_string()))

@@ -54,6 +54,46 @@ pub fn tool_name(tool: &Value) -> Option<String> {
     field(&function, "name")?.as_str().map(str::to_string)
 }
 
+/// `tool_choice` in OpenAI's shapes: `"auto"`, `"none"`, `"required"`, or a named function
+/// (`{"type": "function", "function": {"name"}}` in chat, `{"type": "function", "name"}`
+/// in Responses). Anything else (such as `allowed_tools`) is treated as `auto`.
+pub fn openai_choice(value: Option<&serde_json::Value>) -> Result<ToolChoice, ApiError> {
+    use serde_json::Value as J;
+    let Some(value) = value else {
+        return Ok(ToolChoice::Auto);
+    };
+    let bad = || {
+        ApiError::bad_request(format!(
+            "tool_choice {value} is not one of auto, none, required or a named function"
+        ))
+        .param("tool_choice")
+    };
+    match value {
+        J::Null => Ok(ToolChoice::Auto),
+        J::String(s) => match s.as_str() {
+            "auto" => Ok(ToolChoice::Auto),
+            "none" => Ok(ToolChoice::None),
+            "required" | "any" => Ok(ToolChoice::Required),
+            _ => Err(bad()),
+        },
+        J::Object(o) => match o.get("type").and_then(J::as_str) {
+            Some("function") => o
+                .get("function")
+                .and_then(|f| f.get("name"))
+                .or_else(|| o.get("name"))
+                .and_then(J::as_str)
+                .map(|n| ToolChoice::Named(n.to_string()))
+                .ok_or_else(bad),
+            Some(other) => {
+                tracing::debug!("tool_choice of type '{other}' is treated as auto");
+                Ok(ToolChoice::Auto)
+            }
+            None => Err(bad()),
+        },
+        _ => Err(bad()),
+    }
+}
+
 impl ToolSet {
     /// Checks the definitions and the choice: every tool has a name, a named choice names
     /// one of them, and a forced call has a tool to call.
@@ -143,6 +183,26 @@ mod tests {
             "{json}"
         );
         assert_eq!(tool_name(&weather()).as_deref(), Some("get_weather"));
+    }
+
+    #[test]
+    fn openai_choice_shapes() {
+        use serde_json::json;
+        let parse = |v: serde_json::Value| openai_choice(Some(&v));
+        assert_eq!(openai_choice(None).unwrap(), ToolChoice::Auto);
+        assert_eq!(parse(json!("none")).unwrap(), ToolChoice::None);
+        assert_eq!(parse(json!("required")).unwrap(), ToolChoice::Required);
+        let named = ToolChoice::Named("f".into());
+        assert_eq!(
+            parse(json!({"type": "function", "function": {"name": "f"}})).unwrap(),
+            named
+        );
+        assert_eq!(
+            parse(json!({"type": "function", "name": "f"})).unwrap(),
+            named
+        );
+        assert!(parse(json!("sometimes")).is_err());
+        assert!(parse(json!(3)).is_err());
     }
 
     #[test]
