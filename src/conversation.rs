@@ -14,7 +14,7 @@ use crate::tools::{ToolFormat, GENERIC_TOOL_PROMPT};
 
 /// For a template that ignores `tools`: the tools described in the system turn, in
 /// kvrun's generic format (the model answers with one JSON object).
-fn describe_tools(messages: &mut Vec<Message>, tools: &minijinja::Value) {
+pub(crate) fn describe_tools(messages: &mut Vec<Message>, tools: &minijinja::Value) {
     let mut text = GENERIC_TOOL_PROMPT.to_string();
     if let Ok(items) = tools.try_iter() {
         for tool in items {
@@ -268,7 +268,7 @@ impl<'m> Conversation<'m> {
         if let Some(tools) = self
             .tools
             .as_ref()
-            .filter(|_| !self.template_renders_tools())
+            .filter(|_| !self.model.template_renders_tools())
         {
             describe_tools(&mut messages, tools);
         }
@@ -276,18 +276,9 @@ impl<'m> Conversation<'m> {
             .render_chat(&messages, self.tools.as_ref(), add_generation_prompt)
     }
 
-    fn template_renders_tools(&self) -> bool {
-        self.model
-            .chat_template_for(true)
-            .is_some_and(|t| ToolFormat::template_renders_tools(t.source()))
-    }
-
     /// How the model writes tool calls under this conversation's template.
     pub fn tool_format(&self) -> ToolFormat {
-        match self.model.chat_template_for(self.tools.is_some()) {
-            Some(t) if self.template_renders_tools() => ToolFormat::detect(t.source()),
-            _ => ToolFormat::Generic,
-        }
+        self.model.tool_format(self.tools.is_some())
     }
 
     /// The tokens for the rendered conversation beyond what the log already holds.

@@ -147,7 +147,7 @@ async fn serve(env: &Env, settings: ServeSettings) -> Result<ExitCode> {
         .with_context(|| format!("cannot listen on {addr}"))?;
     let local = listener.local_addr().context("reading the bound address")?;
     let (handle, engine) = start(service)?;
-    let mut state = AppState::new(handle.clone(), env.paths.clone());
+    let mut state = AppState::new(handle.clone(), std::sync::Arc::new(env.paths.clone()));
     state.sampling = std::sync::Arc::new(sampling);
     let app = crate::server::app(state, &guard);
     let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();

@@ -8,6 +8,7 @@ use llama_cpp_2::token::LlamaToken;
 
 use super::{backend, EngineError, TokenId};
 use crate::template::{self, ChatTemplate, Message, RenderInput, Rendered, SpecialFinder};
+use crate::tools::ToolFormat;
 
 /// One chat message, in the roles the model's template understands.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
@@ -175,6 +176,22 @@ impl Model {
         match &self.tool_template {
             Some(t) if tools => Some(t),
             _ => self.template.as_ref(),
+        }
+    }
+
+    /// Whether the template that serves tools renders `tools` itself (else the caller
+    /// describes them in the system turn, [`crate::tools::GENERIC_TOOL_PROMPT`]).
+    pub fn template_renders_tools(&self) -> bool {
+        self.chat_template_for(true)
+            .is_some_and(|t| ToolFormat::template_renders_tools(t.source()))
+    }
+
+    /// How the model writes tool calls under the template that renders a conversation
+    /// with tools (or without, `tools` false).
+    pub fn tool_format(&self, tools: bool) -> ToolFormat {
+        match self.chat_template_for(tools) {
+            Some(t) if self.template_renders_tools() => ToolFormat::detect(t.source()),
+            _ => ToolFormat::Generic,
         }
     }
 

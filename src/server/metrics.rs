@@ -64,6 +64,8 @@ pub struct ServerCounters {
     /// Requests whose prompt left their conversation's previous prompt early (the "why did
     /// this miss" diagnostic); the API layer counts them.
     pub early_prefix_misses: AtomicU64,
+    /// Claude Code billing-header system blocks dropped before rendering.
+    pub billing_blocks_dropped: AtomicU64,
     requests: Mutex<BTreeMap<(String, u16), u64>>,
     request_latency: Histogram,
     time_to_first_token: Histogram,
@@ -171,6 +173,11 @@ pub fn render(stats: &ServiceStats, counters: &ServerCounters, ready: bool) -> S
             "kvrun_early_prefix_misses_total",
             "requests whose prompt left their conversation's previous prompt early",
             counters.early_prefix_misses.load(Ordering::Relaxed),
+        ),
+        (
+            "kvrun_billing_blocks_dropped_total",
+            "Claude Code billing-header blocks dropped from prompts (they would defeat the cache)",
+            counters.billing_blocks_dropped.load(Ordering::Relaxed),
         ),
     ];
     for (name, help, value) in counts {

@@ -6,14 +6,24 @@
 //! request, renders it to tokens, submits a [`crate::service::protocol::Request`], and
 //! turns the replies into its API's response or event stream.
 //!
-//! Layout: `state` (what every handler holds); `openai`, `anthropic`, `responses` (the
-//! APIs); `guard` (key, limits, CORS, request counting), `metrics` and `sessions` (kvrun's
-//! own endpoints).
+//! Layout: `state` (what every handler holds); `render`, `naming`, `errors`, `sse`,
+//! `generation`, `tool_choice`, `misses` (shared by the APIs); `openai`, `anthropic`,
+//! `responses` (the APIs); `guard` (key, limits, CORS, request counting), `metrics` and
+//! `sessions` (kvrun's own endpoints).
 
+pub mod errors;
+pub mod generation;
 pub mod guard;
 pub mod metrics;
+pub mod misses;
+pub mod naming;
+pub mod openai;
+pub mod render;
+pub mod request;
 pub mod sessions;
+pub mod sse;
 pub mod state;
+pub mod tool_choice;
 
 use axum::extract::State;
 use axum::http::StatusCode;
@@ -22,7 +32,7 @@ use axum::routing::get;
 use axum::{Json, Router};
 
 pub use guard::Guard;
-pub use state::AppState;
+pub use state::{AppState, ServerCounters};
 
 /// Every route of the server. Each API module contributes its own `routes()`.
 pub fn router(state: AppState) -> Router {
@@ -31,6 +41,7 @@ pub fn router(state: AppState) -> Router {
         .route("/metrics", get(metrics::handler))
         .route("/v1/kvrun/stats", get(stats))
         .merge(sessions::routes())
+        .merge(openai::routes())
         .with_state(state)
 }
 

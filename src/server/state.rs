@@ -7,30 +7,34 @@ use crate::service::ServiceHandle;
 use crate::settings::SamplingSettings;
 
 pub use super::metrics::ServerCounters;
+use super::misses::PromptHistory;
 
 #[derive(Clone)]
 pub struct AppState {
     pub service: ServiceHandle,
     pub paths: Arc<Paths>,
+    /// The HTTP side's counters, for `/metrics` (the engine keeps its own in
+    /// `ServiceStats`).
+    pub counters: Arc<ServerCounters>,
+    /// Each conversation's previous prompt, for the "why did this miss" diagnostic.
+    pub prompts: Arc<PromptHistory>,
     /// The sampling a request gets for every field it leaves out (`serve`'s sampling flags
     /// and config keys).
     pub sampling: Arc<SamplingSettings>,
-    /// HTTP-side counters for `/metrics`; the API handlers record each request's usage and
-    /// early prefix misses here.
-    pub counters: Arc<ServerCounters>,
 }
 
 impl AppState {
-    /// A state with default sampling and fresh counters.
-    pub fn new(service: ServiceHandle, paths: Paths) -> Self {
+    /// Fresh counters, and kvrun's default sampling.
+    pub fn new(service: ServiceHandle, paths: Arc<Paths>) -> Self {
         Self {
             service,
-            paths: Arc::new(paths),
+            paths,
+            counters: Arc::default(),
+            prompts: Arc::default(),
             sampling: Arc::new(SamplingSettings::resolve(
                 &Default::default(),
                 &Default::default(),
             )),
-            counters: Arc::new(ServerCounters::default()),
         }
     }
 }

@@ -1,0 +1,270 @@
+//! Errors in each API's own shape. A handler fails with an [`ApiError`]; the shape it is
+//! written in (OpenAI's `{"error": {message, type, param, code}}` or Anthropic's
+//! `{"type": "error", "error": {type, message}}`) is chosen by the API it belongs to, so
+//! every client's SDK can parse what it gets.
+
+use axum::http::{header, HeaderValue, StatusCode};
+use axum::response::{IntoResponse, Response};
+use serde_json::json;
+
+use crate::service::protocol::ServiceError;
+
+/// Which API's error shape a response uses.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Shape {
+    #[default]
+    OpenAi,
+    Anthropic,
+}
+
+/// Seconds a client is asked to wait before retrying a full queue or a loading model.
+const RETRY_AFTER_SECS: u64 = 1;
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ApiError {
+    pub shape: Shape,
+    pub status: StatusCode,
+    pub message: String,
+    /// The request field at fault (OpenAI's `param`).
+    pub param: Option<String>,
+    /// A machine-readable code (OpenAI's `code`).
+    pub code: Option<&'static str>,
+    pub retry_after: Option<u64>,
+}
+
+impl ApiError {
+    pub fn new(status: StatusCode, message: impl Into<String>) -> Self {
+        Self {
+            shape: Shape::OpenAi,
+            status,
+            message: message.into(),
+            param: None,
+            code: None,
+            retry_after: None,
+        }
+    }
+
+    /// 400: the request is malformed or asks for something kvrun cannot do.
+    pub fn bad_request(message: impl Into<String>) -> Self {
+        Self::new(StatusCode::BAD_REQUEST, message)
+    }
+
+    pub fn not_found(message: impl Into<String>) -> Self {
+        Self::new(StatusCode::NOT_FOUND, message)
+    }
+
+    pub fn internal(message: impl Into<String>) -> Self {
+        Self::new(StatusCode::INTERNAL_SERVER_ERROR, message)
+    }
+
+    /// 503 while the model is still loading.
+    pub fn loading() -> Self {
+        Self {
+            retry_after: Some(RETRY_AFTER_SECS),
+            ..Self::new(
+                StatusCode::SERVICE_UNAVAILABLE,
+                "the model is still loading; retry shortly",
+            )
+        }
+    }
+
+    pub fn param(mut self, param: &str) -> Self {
+        self.param = Some(param.to_string());
+        self
+    }
+
+    pub fn code(mut self, code: &'static str) -> Self {
+        self.code = Some(code);
+        self
+    }
+
+    /// The same error in Anthropic's shape.
+    pub fn anthropic(mut self) -> Self {
+        self.shape = Shape::Anthropic;
+        self
+    }
+
+    /// A request body that is not JSON, or not of the expected types.
+    pub fn from_json(e: &serde_json::Error) -> Self {
+        let what = if e.is_syntax() || e.is_eof() {
+            "the request body is not valid JSON"
+        } else {
+            "the request body has a field of the wrong type or a missing field"
+        };
+        Self::bad_request(format!("{what}: {e}"))
+    }
+
+    /// OpenAI's `type`.
+    fn openai_type(&self) -> &'static str {
+        match self.status.as_u16() {
+            401 => "authentication_error",
+            403 => "permission_error",
+            404 => "not_found_error",
+            429 => "rate_limit_error",
+            400..=499 => "invalid_request_error",
+            _ => "server_error",
+        }
+    }
+
+    /// Anthropic's `error.type` (its documented list).
+    fn anthropic_type(&self) -> &'static str {
+        match self.status.as_u16() {
+            401 => "authentication_error",
+            403 => "permission_error",
+            404 => "not_found_error",
+            413 => "request_too_large",
+            429 => "rate_limit_error",
+            503 | 529 => "overloaded_error",
+            400..=499 => "invalid_request_error",
+            _ => "api_error",
+        }
+    }
+
+    /// The body in this error's shape.
+    pub fn body(&self) -> serde_json::Value {
+        match self.shape {
+            Shape::OpenAi => json!({"error": {
+                "message": self.message,
+                "type": self.openai_type(),
+                "param": self.param,
+                "code": self.code,
+            }}),
+            Shape::Anthropic => json!({
+                "type": "error",
+                "error": {"type": self.anthropic_type(), "message": self.message},
+            }),
+        }
+    }
+}
+
+impl From<ServiceError> for ApiError {
+    fn from(e: ServiceError) -> Self {
+        let message = e.to_string();
+        match e {
+            ServiceError::PromptTooLong { .. } => Self::bad_request(message)
+                .param("messages")
+                .code("context_length_exceeded"),
+            ServiceError::EmptyPrompt => Self::bad_request(message).param("messages"),
+            ServiceError::BadToken(_) => Self::bad_request(message).param("prompt"),
+            ServiceError::Grammar(_) => Self::bad_request(message),
+            ServiceError::QueueFull(_) => Self {
+                retry_after: Some(RETRY_AFTER_SECS),
+                ..Self::new(StatusCode::SERVICE_UNAVAILABLE, message).code("queue_full")
+            },
+            ServiceError::SessionInUse { .. } => {
+                Self::new(StatusCode::CONFLICT, message).code("session_in_use")
+            }
+            ServiceError::Incompatible { .. } => {
+                Self::new(StatusCode::CONFLICT, message).code("session_incompatible")
+            }
+            ServiceError::ShuttingDown => Self::new(StatusCode::SERVICE_UNAVAILABLE, message),
+            ServiceError::Internal(_) => Self::internal(message),
+        }
+    }
+}
+
+impl IntoResponse for ApiError {
+    fn into_response(self) -> Response {
+        if self.status.is_server_error() {
+            tracing::warn!(status = %self.status, "{}", self.message);
+        } else {
+            tracing::debug!(status = %self.status, "{}", self.message);
+        }
+        let mut response = (self.status, axum::Json(self.body())).into_response();
+        if let Some(secs) = self.retry_after {
+            response
+                .headers_mut()
+                .insert(header::RETRY_AFTER, HeaderValue::from(secs));
+        }
+        response
+    }
+}
+
+/// The request body, or axum's rejection (too large, unreadable) in the API's shape
+/// instead of its plain text.
+pub fn body_bytes(
+    body: Result<axum::body::Bytes, axum::extract::rejection::BytesRejection>,
+) -> Result<axum::body::Bytes, ApiError> {
+    body.map_err(|rejection| ApiError::new(rejection.status(), rejection.body_text()))
+}
+
+/// Parses a request body leniently: unknown fields are ignored (real clients send many),
+/// while malformed JSON and wrong types become a 400 in the API's shape.
+pub fn parse_body<T: serde::de::DeserializeOwned>(body: &[u8]) -> Result<T, ApiError> {
+    serde_json::from_slice(body).map_err(|e| ApiError::from_json(&e))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn openai_shape_has_message_type_param_code() {
+        let e = ApiError::bad_request("n must be 1").param("n");
+        assert_eq!(
+            e.body(),
+            json!({"error": {"message": "n must be 1", "type": "invalid_request_error",
+                "param": "n", "code": null}})
+        );
+    }
+
+    #[test]
+    fn anthropic_shape_has_type_error() {
+        let e = ApiError::not_found("no such thing").anthropic();
+        assert_eq!(
+            e.body(),
+            json!({"type": "error", "error": {"type": "not_found_error", "message": "no such thing"}})
+        );
+        let full: ApiError = ServiceError::QueueFull(9).into();
+        assert_eq!(full.anthropic().body()["error"]["type"], "overloaded_error");
+    }
+
+    #[test]
+    fn service_errors_map_to_status_codes() {
+        let cases = [
+            (
+                ServiceError::PromptTooLong {
+                    tokens: 9000,
+                    n_ctx: 4096,
+                },
+                400,
+            ),
+            (ServiceError::EmptyPrompt, 400),
+            (ServiceError::BadToken(-1), 400),
+            (ServiceError::QueueFull(3), 503),
+            (ServiceError::ShuttingDown, 503),
+            (ServiceError::Internal("x".into()), 500),
+        ];
+        for (service, status) in cases {
+            let e = ApiError::from(service.clone());
+            assert_eq!(e.status.as_u16(), status, "{service:?}");
+        }
+        let long = ApiError::from(ServiceError::PromptTooLong {
+            tokens: 9000,
+            n_ctx: 4096,
+        });
+        assert!(long.message.contains("9000"), "{}", long.message);
+        let full = ApiError::from(ServiceError::QueueFull(3)).into_response();
+        assert_eq!(full.headers()[header::RETRY_AFTER], "1");
+    }
+
+    #[test]
+    fn bad_json_and_wrong_types_are_400_with_a_reason() {
+        #[derive(serde::Deserialize, Debug)]
+        struct Body {
+            #[allow(dead_code)]
+            n: u32,
+        }
+        let syntax = parse_body::<Body>(b"{\"n\": ").unwrap_err();
+        assert_eq!(syntax.status, StatusCode::BAD_REQUEST);
+        assert!(
+            syntax.message.contains("not valid JSON"),
+            "{}",
+            syntax.message
+        );
+        let typed = parse_body::<Body>(b"{\"n\": \"two\"}").unwrap_err();
+        assert!(typed.message.contains("wrong type"), "{}", typed.message);
+        // Unknown fields are ignored.
+        assert!(parse_body::<Body>(b"{\"n\": 1, \"surprise\": true}").is_ok());
+    }
+}

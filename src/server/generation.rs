@@ -1,0 +1,160 @@
+//! One generation through the service: submit, wait until the engine has taken the prompt
+//! (so a refused request still gets a proper status code), then read its tokens. Dropping
+//! a [`Generation`] (a client that went away) cancels it: the cancel token is set and the
+//! reply receiver is dropped, which the engine treats as a cancel too.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Instant;
+
+use tokio::sync::mpsc::{unbounded_channel, UnboundedReceiver};
+
+use super::errors::ApiError;
+use super::state::AppState;
+use crate::engine::TokenId;
+use crate::service::protocol::{
+    CancelToken, ConversationKey, Reply, Request, RequestId, Started, TokenPiece, Usage,
+};
+use crate::settings::SamplingSettings;
+
+static NEXT_ID: AtomicU64 = AtomicU64::new(1);
+
+/// What the API layers ask the engine for.
+#[derive(Debug, Clone)]
+pub struct Job {
+    pub conversation: ConversationKey,
+    pub prompt: Vec<TokenId>,
+    pub sampling: SamplingSettings,
+    pub max_tokens: usize,
+    pub stop: Vec<String>,
+    pub grammar: Option<String>,
+    pub logprobs: Option<usize>,
+}
+
+/// A generation the engine has taken.
+pub struct Generation {
+    pub id: RequestId,
+    pub started: Started,
+    replies: UnboundedReceiver<Reply>,
+    cancel: CancelToken,
+}
+
+impl Drop for Generation {
+    fn drop(&mut self) {
+        self.cancel.cancel();
+    }
+}
+
+/// A finished generation, read whole.
+#[derive(Debug, Clone)]
+pub struct Collected {
+    pub text: String,
+    pub tokens: Vec<TokenPiece>,
+    pub usage: Usage,
+}
+
+/// One step of a generation being read.
+pub enum Step {
+    Token(TokenPiece),
+    Done(Usage),
+}
+
+/// Submits `job` and waits for the engine to start it.
+pub async fn start(state: &AppState, job: Job) -> Result<Generation, ApiError> {
+    let (replies_tx, mut replies) = unbounded_channel();
+    let cancel = CancelToken::new();
+    let id = NEXT_ID.fetch_add(1, Ordering::Relaxed);
+    let prompt_for_history = job.prompt.clone();
+    state.service.submit(Request {
+        id,
+        conversation: job.conversation,
+        prompt: job.prompt,
+        sampling: job.sampling,
+        max_tokens: job.max_tokens,
+        stop: job.stop,
+        grammar: job.grammar,
+        logprobs: job.logprobs,
+        cancel: cancel.clone(),
+        replies: replies_tx,
+        received: Instant::now(),
+    })?;
+    let started = match replies.recv().await {
+        Some(Reply::Started(started)) => started,
+        Some(Reply::Failed(e)) => return Err(e.into()),
+        Some(other) => {
+            return Err(ApiError::internal(format!(
+                "the engine replied {other:?} before starting the request"
+            )))
+        }
+        None => return Err(ApiError::internal("the engine dropped the request")),
+    };
+    if let Some(model) = state.service.model() {
+        state.prompts.observe(
+            &started.session,
+            &prompt_for_history,
+            started.cached.total(),
+            model,
+            &state.counters,
+        );
+    }
+    Ok(Generation {
+        id,
+        started,
+        replies,
+        cancel,
+    })
+}
+
+impl Generation {
+    /// The next token, or the end.
+    pub async fn next(&mut self) -> Result<Step, ApiError> {
+        match self.replies.recv().await {
+            Some(Reply::Token(piece)) => Ok(Step::Token(piece)),
+            Some(Reply::Done(usage)) => Ok(Step::Done(usage)),
+            Some(Reply::Failed(e)) => Err(e.into()),
+            Some(Reply::Started(_)) => Err(ApiError::internal("the engine started twice")),
+            None => Err(ApiError::internal("the engine dropped the request")),
+        }
+    }
+
+    /// Reads the whole reply.
+    pub async fn collect(mut self) -> Result<Collected, ApiError> {
+        let mut text = String::new();
+        let mut tokens = Vec::new();
+        loop {
+            match self.next().await? {
+                Step::Token(piece) => {
+                    text.push_str(&piece.text);
+                    tokens.push(piece);
+                }
+                Step::Done(usage) => {
+                    return Ok(Collected {
+                        text,
+                        tokens,
+                        usage,
+                    })
+                }
+            }
+        }
+    }
+}
+
+/// A fresh id for a response object: `prefix` plus 24 hex digits, unique across restarts
+/// (time, process and a counter hashed).
+pub fn response_id(prefix: &str) -> String {
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos());
+    let seed = format!(
+        "{nanos}-{}-{}",
+        std::process::id(),
+        NEXT_ID.fetch_add(1, Ordering::Relaxed)
+    );
+    format!("{prefix}{}", &blake3::hash(seed.as_bytes()).to_hex()[..24])
+}
+
+/// Seconds since the Unix epoch.
+pub fn unix_now() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs())
+}

@@ -1,0 +1,216 @@
+//! `POST /v1/chat/completions`: a whole reply, or SSE chunks ending with `data: [DONE]`.
+
+use axum::body::Bytes;
+use axum::extract::rejection::BytesRejection;
+use axum::extract::State;
+use axum::http::HeaderMap;
+use axum::response::{IntoResponse, Response};
+use axum::Json;
+use serde_json::{json, Value};
+
+use super::chat_parse::ChatRequest;
+use super::{chat_logprob, finish_reason, usage_object};
+use crate::engine::Model;
+use crate::server::errors::{body_bytes, parse_body, ApiError};
+use crate::server::generation::{response_id, start, unix_now, Generation, Job, Step};
+use crate::server::naming::{conversation_key, NameSources};
+use crate::server::render::{max_reply_tokens, render_off_thread};
+use crate::server::request::{ready, stop_strings};
+use crate::server::sse::{self, Disconnected, EventSink};
+use crate::server::state::AppState;
+use crate::tools::{parse_reply, ParsedCall, ReplyEvent, ReplyParser, ToolFormat};
+
+/// What shaping the reply needs.
+struct Shape {
+    id: String,
+    created: u64,
+    model_name: String,
+    model: std::sync::Arc<Model>,
+    format: ToolFormat,
+    parses_calls: bool,
+    opens_reasoning: bool,
+}
+
+pub async fn handle(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+    body: Result<Bytes, BytesRejection>,
+) -> Result<Response, ApiError> {
+    let request: ChatRequest = parse_body(&body_bytes(body)?)?;
+    request.check()?;
+    let sampling = request.sampling.settings()?;
+    let stop = stop_strings(request.stop.clone(), "stop")?;
+    let format_grammar = request.format_grammar()?;
+    let conversation = request.conversation()?;
+    let (model, info) = ready(&state)?;
+    let tools = conversation.tools.clone();
+    let prompt = render_off_thread(model.clone(), conversation, info.n_ctx).await?;
+    let grammar = tools.grammar(prompt.format)?.or(format_grammar);
+    let key = conversation_key(
+        &headers,
+        &NameSources {
+            prompt_cache_key: request.prompt_cache_key.as_deref(),
+            user: request.user.as_deref(),
+            ..Default::default()
+        },
+    );
+    let job = Job {
+        conversation: key,
+        max_tokens: max_reply_tokens(request.max_tokens(), prompt.tokens.len(), info.n_ctx),
+        prompt: prompt.tokens,
+        sampling,
+        stop,
+        grammar,
+        logprobs: request.logprobs(),
+    };
+    let generation = start(&state, job).await?;
+    let shape = Shape {
+        id: response_id("chatcmpl-"),
+        created: unix_now(),
+        model_name: info.model_name,
+        model,
+        format: prompt.format,
+        parses_calls: tools.parses_calls(),
+        opens_reasoning: prompt.opens_reasoning,
+    };
+    let session = generation.started.session.clone();
+    let mut response = if request.stream == Some(true) {
+        let include_usage = request.stream_options.is_some_and(|o| o.include_usage);
+        sse::respond(move |sink| async move {
+            let _ = stream(&sink, generation, &shape, include_usage).await;
+        })
+    } else {
+        whole(generation, &shape, request.logprobs.unwrap_or(false)).await?
+    };
+    if let Ok(value) = session.parse() {
+        response.headers_mut().insert("x-kvrun-session", value);
+    }
+    Ok(response)
+}
+
+/// Fresh ids for the calls of one reply (the parser numbers them per reply only).
+fn with_fresh_id(mut call: ParsedCall) -> ParsedCall {
+    call.id = response_id("call_");
+    call
+}
+
+async fn whole(
+    generation: Generation,
+    shape: &Shape,
+    logprobs: bool,
+) -> Result<Response, ApiError> {
+    let collected = generation.collect().await?;
+    let mut reply = parse_reply(
+        shape.format,
+        shape.parses_calls,
+        shape.opens_reasoning,
+        &collected.text,
+    );
+    reply.tool_calls = reply.tool_calls.into_iter().map(with_fresh_id).collect();
+    let logprobs = logprobs.then(|| {
+        let content: Vec<Value> = collected
+            .tokens
+            .iter()
+            .filter_map(|t| Some(chat_logprob(&shape.model, &t.text, t.logprob.as_ref()?)))
+            .collect();
+        json!({"content": content})
+    });
+    let usage = collected.usage;
+    Ok(Json(json!({
+        "id": shape.id,
+        "object": "chat.completion",
+        "created": shape.created,
+        "model": shape.model_name,
+        "system_fingerprint": null,
+        "choices": [{
+            "index": 0,
+            "message": reply.to_openai(),
+            "logprobs": logprobs,
+            "finish_reason": finish_reason(usage.finish, !reply.tool_calls.is_empty()),
+        }],
+        "usage": usage_object(&usage),
+    }))
+    .into_response())
+}
+
+impl Shape {
+    fn chunk(&self, delta: Value, finish: Option<&str>, logprobs: Option<Value>) -> Value {
+        json!({
+            "id": self.id,
+            "object": "chat.completion.chunk",
+            "created": self.created,
+            "model": self.model_name,
+            "system_fingerprint": null,
+            "choices": [{"index": 0, "delta": delta, "logprobs": logprobs, "finish_reason": finish}],
+        })
+    }
+}
+
+async fn stream(
+    sink: &EventSink,
+    mut generation: Generation,
+    shape: &Shape,
+    include_usage: bool,
+) -> Result<(), Disconnected> {
+    sink.data(&shape.chunk(json!({"role": "assistant", "content": ""}), None, None))
+        .await?;
+    let mut parser = ReplyParser::new(shape.format, shape.parses_calls, shape.opens_reasoning);
+    let mut calls = 0usize;
+    // Log-probabilities of tokens whose text the parser still holds back.
+    let mut pending_logprobs: Vec<Value> = Vec::new();
+    let usage = loop {
+        match generation.next().await {
+            Ok(Step::Token(piece)) => {
+                if let Some(lp) = &piece.logprob {
+                    pending_logprobs.push(chat_logprob(&shape.model, &piece.text, lp));
+                }
+                let events = parser.push(&piece.text);
+                send_events(sink, shape, events, &mut calls, &mut pending_logprobs).await?;
+            }
+            Ok(Step::Done(usage)) => break usage,
+            Err(e) => {
+                sink.data(&e.body()).await?;
+                return sink.done().await;
+            }
+        }
+    };
+    let rest =
+        std::mem::replace(&mut parser, ReplyParser::new(shape.format, false, false)).finish();
+    send_events(sink, shape, rest, &mut calls, &mut pending_logprobs).await?;
+    let finish = finish_reason(usage.finish, calls > 0);
+    sink.data(&shape.chunk(json!({}), Some(finish), None))
+        .await?;
+    if include_usage {
+        let mut last = shape.chunk(json!({}), None, None);
+        last["choices"] = json!([]);
+        last["usage"] = usage_object(&usage);
+        sink.data(&last).await?;
+    }
+    sink.done().await
+}
+
+async fn send_events(
+    sink: &EventSink,
+    shape: &Shape,
+    events: Vec<ReplyEvent>,
+    calls: &mut usize,
+    pending_logprobs: &mut Vec<Value>,
+) -> Result<(), Disconnected> {
+    for event in events {
+        let delta = match event {
+            ReplyEvent::Content(text) => json!({"content": text}),
+            ReplyEvent::Reasoning(text) => json!({"reasoning_content": text}),
+            ReplyEvent::ToolCall(call) => {
+                let call = with_fresh_id(call);
+                let mut entry = call.to_openai();
+                entry["index"] = json!(*calls);
+                *calls += 1;
+                json!({"tool_calls": [entry]})
+            }
+        };
+        let logprobs = (!pending_logprobs.is_empty())
+            .then(|| json!({"content": std::mem::take(pending_logprobs)}));
+        sink.data(&shape.chunk(delta, None, logprobs)).await?;
+    }
+    Ok(())
+}

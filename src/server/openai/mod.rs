@@ -1,0 +1,130 @@
+//! OpenAI's API: `POST /v1/chat/completions`, `POST /v1/completions`, `GET /v1/models`
+//! (and `/v1/models/{id}`). Any model name is served by the loaded model; responses name
+//! it by `--alias` or the model's own name.
+
+mod chat;
+mod chat_parse;
+mod completions;
+
+use axum::extract::State;
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use axum::{Json, Router};
+use serde_json::{json, Value};
+
+use super::request::ready;
+use super::state::AppState;
+use crate::engine::{Model, TokenLogprob};
+use crate::service::protocol::{FinishReason, Usage};
+use crate::service::ServiceInfo;
+
+pub fn routes() -> Router<AppState> {
+    Router::new()
+        .route("/v1/chat/completions", post(chat::handle))
+        .route("/v1/completions", post(completions::handle))
+        .route("/v1/models", get(list_models))
+        .route("/v1/models/{id}", get(one_model))
+}
+
+fn model_object(info: &ServiceInfo) -> Value {
+    json!({
+        "id": info.model_name,
+        "object": "model",
+        "created": info.created_unix,
+        "owned_by": "kvrun",
+    })
+}
+
+async fn list_models(State(state): State<AppState>) -> Response {
+    match ready(&state) {
+        Ok((_, info)) => {
+            Json(json!({"object": "list", "data": [model_object(&info)]})).into_response()
+        }
+        Err(e) => e.into_response(),
+    }
+}
+
+/// Any id names the loaded model.
+async fn one_model(State(state): State<AppState>) -> Response {
+    match ready(&state) {
+        Ok((_, info)) => Json(model_object(&info)).into_response(),
+        Err(e) => e.into_response(),
+    }
+}
+
+/// OpenAI's `usage`: `prompt_tokens` counts the whole prompt, `cached_tokens` the part
+/// served from the KV store (any tier) instead of being prefilled.
+pub(super) fn usage_object(usage: &Usage) -> Value {
+    json!({
+        "prompt_tokens": usage.prompt_tokens,
+        "completion_tokens": usage.generated,
+        "total_tokens": usage.prompt_tokens + usage.generated,
+        "prompt_tokens_details": {"cached_tokens": usage.cached.total()},
+    })
+}
+
+/// OpenAI's `finish_reason`.
+pub(super) fn finish_reason(finish: FinishReason, called_tools: bool) -> &'static str {
+    match finish {
+        _ if called_tools => "tool_calls",
+        FinishReason::MaxTokens | FinishReason::ContextFull => "length",
+        FinishReason::EndOfGeneration | FinishReason::StopString | FinishReason::Cancelled => {
+            "stop"
+        }
+    }
+}
+
+fn token_text(model: &Model, token: i32) -> (String, Vec<u8>) {
+    let mut bytes = Vec::new();
+    model.token_bytes(token, true, &mut bytes);
+    (String::from_utf8_lossy(&bytes).into_owned(), bytes)
+}
+
+/// One chat `logprobs.content` entry.
+pub(super) fn chat_logprob(model: &Model, text: &str, lp: &TokenLogprob) -> Value {
+    let (_, bytes) = token_text(model, lp.token);
+    let top: Vec<Value> = lp
+        .top
+        .iter()
+        .map(|&(token, logprob)| {
+            let (text, bytes) = token_text(model, token);
+            json!({"token": text, "logprob": logprob, "bytes": bytes})
+        })
+        .collect();
+    json!({"token": text, "logprob": lp.logprob, "bytes": bytes, "top_logprobs": top})
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::service::protocol::CachedTokens;
+    use std::time::Duration;
+
+    #[test]
+    fn usage_counts_the_whole_prompt_and_the_cached_part() {
+        let usage = Usage {
+            session: "s".into(),
+            prompt_tokens: 100,
+            cached: CachedTokens {
+                hot: 10,
+                warm: 20,
+                cold: 30,
+            },
+            prefilled: 40,
+            generated: 5,
+            finish: FinishReason::EndOfGeneration,
+            queued: Duration::ZERO,
+            time_to_first_token: Duration::ZERO,
+            decode: Duration::ZERO,
+        };
+        let u = usage_object(&usage);
+        assert_eq!(u["prompt_tokens"], 100);
+        assert_eq!(u["total_tokens"], 105);
+        assert_eq!(u["prompt_tokens_details"]["cached_tokens"], 60);
+        assert_eq!(finish_reason(FinishReason::MaxTokens, false), "length");
+        assert_eq!(
+            finish_reason(FinishReason::EndOfGeneration, true),
+            "tool_calls"
+        );
+    }
+}

@@ -1,0 +1,153 @@
+//! Request fields every API shares: sampling, stop strings, and the loaded model.
+
+use std::sync::Arc;
+
+use serde::Deserialize;
+
+use super::errors::ApiError;
+use super::state::AppState;
+use crate::config::FileConfig;
+use crate::engine::Model;
+use crate::service::ServiceInfo;
+use crate::settings::{Range, SamplingSettings, MIN_P, TEMP, TOP_K, TOP_P};
+
+/// The most stop strings a request may give (OpenAI allows 4; Anthropic more).
+const MAX_STOP: usize = 16;
+
+/// The model and its facts, or 503 while it loads.
+pub fn ready(state: &AppState) -> Result<(Arc<Model>, ServiceInfo), ApiError> {
+    match (state.service.model(), state.service.info()) {
+        (Some(model), Some(info)) => Ok((model.clone(), info.clone())),
+        _ => Err(ApiError::loading()),
+    }
+}
+
+/// Sampling fields under the names the APIs use. Absent ones keep kvrun's defaults.
+#[derive(Debug, Default, Clone, Deserialize)]
+pub struct SamplingFields {
+    pub temperature: Option<f32>,
+    pub top_p: Option<f32>,
+    pub top_k: Option<i32>,
+    pub min_p: Option<f32>,
+    pub seed: Option<i64>,
+    pub presence_penalty: Option<f32>,
+    pub frequency_penalty: Option<f32>,
+}
+
+/// OpenAI's `presence_penalty` / `frequency_penalty` range.
+const PENALTY: Range = Range {
+    name: "penalty",
+    min: -2.0,
+    min_exclusive: false,
+    max: 2.0,
+};
+
+impl SamplingFields {
+    /// The sampling settings, each value checked against its range.
+    pub fn settings(&self) -> Result<SamplingSettings, ApiError> {
+        let mut s = SamplingSettings::resolve(&Default::default(), &FileConfig::default());
+        let check = |range: &Range, field: &str, value: f64| {
+            range
+                .check(value)
+                .map_err(|_| {
+                    ApiError::bad_request(format!(
+                        "{field} {value} is out of range: it must be between {} and {}",
+                        range.min, range.max
+                    ))
+                    .param(field)
+                })
+                .map(|()| value)
+        };
+        if let Some(t) = self.temperature {
+            s.temp = check(&TEMP, "temperature", t.into())? as f32;
+        }
+        if let Some(p) = self.top_p {
+            s.top_p = check(&TOP_P, "top_p", p.into())? as f32;
+        }
+        if let Some(k) = self.top_k {
+            // Anthropic and vLLM send -1 for "off"; kvrun's off is 0.
+            s.top_k = check(&TOP_K, "top_k", f64::from(k.max(0)))? as i32;
+        }
+        if let Some(p) = self.min_p {
+            s.min_p = check(&MIN_P, "min_p", p.into())? as f32;
+        }
+        if let Some(seed) = self.seed {
+            // Any integer is a seed; only its low 32 bits are used.
+            s.seed = seed as u32;
+        }
+        for (field, value) in [
+            ("presence_penalty", self.presence_penalty),
+            ("frequency_penalty", self.frequency_penalty),
+        ] {
+            if let Some(v) = value {
+                check(&PENALTY, field, v.into())?;
+            }
+        }
+        Ok(s)
+    }
+}
+
+/// `stop`: a string or a list of strings.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(untagged)]
+pub enum StopField {
+    One(String),
+    Many(Vec<String>),
+}
+
+/// The stop strings, empty ones dropped; too many is a 400.
+pub fn stop_strings(stop: Option<StopField>, field: &str) -> Result<Vec<String>, ApiError> {
+    let all = match stop {
+        None => Vec::new(),
+        Some(StopField::One(s)) => vec![s],
+        Some(StopField::Many(v)) => v,
+    };
+    if all.len() > MAX_STOP {
+        return Err(ApiError::bad_request(format!(
+            "{field} has {} entries; at most {MAX_STOP} are allowed",
+            all.len()
+        ))
+        .param(field));
+    }
+    Ok(all.into_iter().filter(|s| !s.is_empty()).collect())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sampling_fields_are_checked() {
+        let ok = SamplingFields {
+            temperature: Some(0.0),
+            top_k: Some(-1),
+            seed: Some(-5),
+            ..Default::default()
+        };
+        let s = ok.settings().unwrap();
+        assert_eq!((s.temp, s.top_k), (0.0, 0));
+        let bad = SamplingFields {
+            top_p: Some(1.5),
+            ..Default::default()
+        };
+        let e = bad.settings().unwrap_err();
+        assert_eq!(e.param.as_deref(), Some("top_p"));
+        let bad = SamplingFields {
+            presence_penalty: Some(3.0),
+            ..Default::default()
+        };
+        assert!(bad.settings().is_err());
+    }
+
+    #[test]
+    fn stop_forms() {
+        assert_eq!(
+            stop_strings(Some(StopField::One("x".into())), "stop").unwrap(),
+            vec!["x"]
+        );
+        let many = StopField::Many(vec!["a".into(), "".into()]);
+        assert_eq!(stop_strings(Some(many), "stop").unwrap(), vec!["a"]);
+        let too_many = StopField::Many(vec!["a".into(); 17]);
+        assert!(stop_strings(Some(too_many), "stop").is_err());
+    }
+}
