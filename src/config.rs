@@ -160,6 +160,20 @@ mod tests {
     }
 
     #[test]
+    fn serve_keys_parse_and_parallel_is_checked() {
+        let c = FileConfig::parse(
+            "host = \"0.0.0.0\"\nport = 9000\nparallel = 8\ncors-origin = [\"http://a\"]\n",
+        )
+        .unwrap();
+        assert_eq!((c.port, c.parallel), (Some(9000), Some(8)));
+        assert_eq!(c.cors_origin.unwrap(), ["http://a"]);
+        let e = FileConfig::parse("parallel = 0\n").unwrap_err();
+        assert!(e.contains("`parallel`"), "{e}");
+        // The key has no config key: it belongs in the environment.
+        assert!(FileConfig::parse("api-key = \"k\"\n").is_err());
+    }
+
+    #[test]
     fn wrong_type_names_the_key() {
         let e = FileConfig::parse("threads = \"many\"\n").unwrap_err();
         assert!(e.contains("`threads`"), "{e}");

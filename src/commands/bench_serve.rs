@@ -17,8 +17,8 @@ use super::Env;
 use crate::cli::BenchServeArgs;
 use crate::models::ModelChoice;
 use crate::paths::Paths;
-use crate::service::engine::{start, ServiceOptions};
 use crate::service::protocol::{CancelToken, ConversationKey, Reply, Request};
+use crate::service::{start, ServiceOptions};
 use crate::settings::{EngineSettings, SamplingSettings};
 
 const READY_DEADLINE: Duration = Duration::from_secs(600);
@@ -47,7 +47,9 @@ pub fn run(env: &Env, args: BenchServeArgs) -> Result<ExitCode> {
     let choice = crate::models::choose(args.model.model.as_deref(), &env.config, &env.paths);
     crate::models::validate(&choice)?;
     let engine = EngineSettings::resolve(&args.engine, &env.config);
-    let work = tempfile::Builder::new().prefix("kvrun-bench-serve-").tempdir()?;
+    let work = tempfile::Builder::new()
+        .prefix("kvrun-bench-serve-")
+        .tempdir()?;
     let target = args.prompt_tokens.max(64) as usize;
     let ctx = (target + 2048).next_multiple_of(256) as u32;
     let system = agent_system_text(target);
@@ -58,28 +60,44 @@ pub fn run(env: &Env, args: BenchServeArgs) -> Result<ExitCode> {
         "HTTP: an agent prompt of about {target} tokens through kvrun serve (-c {ctx}, --parallel 1) ..."
     ));
     let home = work.path().join("http");
-    let mut server = ChildServer::start(&home, &choice, &engine, ctx, 1)?;
+    let server = ChildServer::start(&home, &choice, &engine, ctx, 1)?;
     let first = server.stream(&turn(0), &tools, args.decode_tokens)?;
     let second = server.stream(&turn(1), &tools, args.decode_tokens)?;
     server.stop()?;
-    let mut server = ChildServer::start(&home, &choice, &engine, ctx, 1)?;
+    let server = ChildServer::start(&home, &choice, &engine, ctx, 1)?;
     let restarted = server.stream(&turn(2), &tools, args.decode_tokens)?;
     server.stop()?;
 
-    env.ui.note("in-process: the same length through the engine directly ...");
-    let in_process = in_process_call(&work.path().join("engine"), &choice, &engine, ctx, first.prompt_tokens, args.decode_tokens)?;
+    env.ui
+        .note("in-process: the same length through the engine directly ...");
+    let in_process = in_process_call(
+        &work.path().join("engine"),
+        &choice,
+        &engine,
+        ctx,
+        first.prompt_tokens,
+        args.decode_tokens,
+    )?;
 
     let mut decode_rows = Vec::new();
     let most = args.streams.iter().copied().max().unwrap_or(1).max(1);
-    env.ui.note(format!("decode: 1..{most} concurrent streams (--parallel {most}) ..."));
-    let mut server = ChildServer::start(&work.path().join("decode"), &choice, &engine, 8192, most)?;
+    env.ui.note(format!(
+        "decode: 1..{most} concurrent streams (--parallel {most}) ..."
+    ));
+    let server = ChildServer::start(&work.path().join("decode"), &choice, &engine, 8192, most)?;
     for &n in &args.streams {
         decode_rows.push((n, server.concurrent(n.max(1) as usize, args.decode_tokens)?));
     }
     server.stop()?;
 
-    println!("time to first token over HTTP, an agent prompt of {} tokens ({} threads)", first.prompt_tokens, engine.threads);
-    println!("{:<40} {:>8} {:>9} {:>12}", "call", "cached", "TTFT s", "ms/token");
+    println!(
+        "time to first token over HTTP, an agent prompt of {} tokens ({} threads)",
+        first.prompt_tokens, engine.threads
+    );
+    println!(
+        "{:<40} {:>8} {:>9} {:>12}",
+        "call", "cached", "TTFT s", "ms/token"
+    );
     let rows = [
         ("first call (prefill from scratch)", &first),
         ("second call, a new user turn", &second),
@@ -102,7 +120,10 @@ pub fn run(env: &Env, args: BenchServeArgs) -> Result<ExitCode> {
     println!();
     println!("{:<10} {:>12} {:>14}", "streams", "tokens", "aggregate t/s");
     for (n, (tokens, wall)) in decode_rows {
-        println!("{n:<10} {tokens:>12} {:>14.1}", tokens as f64 / wall.as_secs_f64());
+        println!(
+            "{n:<10} {tokens:>12} {:>14.1}",
+            tokens as f64 / wall.as_secs_f64()
+        );
     }
     Ok(ExitCode::SUCCESS)
 }
@@ -118,11 +139,17 @@ fn agent_system_text(tokens: usize) -> String {
         "Keep answers short: the user reads them in a terminal, one screen at a time.",
         "Never print secrets; redact tokens and keys that appear in command output.",
     ];
-    let mut text = String::from("You are an interactive agent that helps with software engineering tasks.\n");
+    let mut text =
+        String::from("You are an interactive agent that helps with software engineering tasks.\n");
     let mut i = 0;
     while text.len() < tokens * 7 / 2 {
         let rule = RULES[i % RULES.len()];
-        text.push_str(&format!("{}. {rule} (section {}, rule {})\n", i + 1, i / 12, i % 12));
+        text.push_str(&format!(
+            "{}. {rule} (section {}, rule {})\n",
+            i + 1,
+            i / 12,
+            i % 12
+        ));
         i += 1;
     }
     text
@@ -130,7 +157,20 @@ fn agent_system_text(tokens: usize) -> String {
 
 /// Twelve tools with JSON schemas, the shape of a coding agent's.
 fn agent_tools() -> Value {
-    let names = ["Bash", "Read", "Write", "Edit", "Glob", "Grep", "WebFetch", "TodoWrite", "Task", "NotebookEdit", "LS", "MultiEdit"];
+    let names = [
+        "Bash",
+        "Read",
+        "Write",
+        "Edit",
+        "Glob",
+        "Grep",
+        "WebFetch",
+        "TodoWrite",
+        "Task",
+        "NotebookEdit",
+        "LS",
+        "MultiEdit",
+    ];
     Value::Array(
         names
             .iter()
@@ -156,7 +196,9 @@ fn agent_messages(system: &str, turns: usize) -> Value {
         messages.push(json!({"role": "user", "content": format!("Task {i}: list the files.")}));
         messages.push(json!({"role": "assistant", "content": "Done."}));
     }
-    messages.push(json!({"role": "user", "content": format!("Task {turns}: summarise the repository.")}));
+    messages.push(
+        json!({"role": "user", "content": format!("Task {turns}: summarise the repository.")}),
+    );
     Value::Array(messages)
 }
 
@@ -168,7 +210,13 @@ struct ChildServer {
 }
 
 impl ChildServer {
-    fn start(home: &Path, choice: &ModelChoice, engine: &EngineSettings, ctx: u32, parallel: u32) -> Result<Self> {
+    fn start(
+        home: &Path,
+        choice: &ModelChoice,
+        engine: &EngineSettings,
+        ctx: u32,
+        parallel: u32,
+    ) -> Result<Self> {
         let exe = std::env::current_exe().context("finding the kvrun binary")?;
         let mut child = std::process::Command::new(exe)
             .env("KVRUN_HOME", home)
@@ -176,7 +224,12 @@ impl ChildServer {
             .args(["serve", "--port", "0", "--temp", "0"])
             .arg(&choice.path)
             .args(["-c", &ctx.to_string(), "-t", &engine.threads.to_string()])
-            .args(["--parallel", &parallel.to_string(), "--request-timeout", "0"])
+            .args([
+                "--parallel",
+                &parallel.to_string(),
+                "--request-timeout",
+                "0",
+            ])
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(Stdio::piped())
@@ -224,7 +277,10 @@ impl ChildServer {
             .collect();
         let mut tokens = 0;
         for call in calls {
-            tokens += call.join().map_err(|_| anyhow!("a stream thread panicked"))??.generated;
+            tokens += call
+                .join()
+                .map_err(|_| anyhow!("a stream thread panicked"))??
+                .generated;
         }
         Ok((tokens, started.elapsed()))
     }
@@ -248,7 +304,13 @@ impl Drop for ChildServer {
     }
 }
 
-fn stream_chat(agent: &ureq::Agent, url: &str, messages: &Value, tools: &Value, max_tokens: u32) -> Result<Call> {
+fn stream_chat(
+    agent: &ureq::Agent,
+    url: &str,
+    messages: &Value,
+    tools: &Value,
+    max_tokens: u32,
+) -> Result<Call> {
     let mut body = json!({
         "model": "bench", "messages": messages, "max_tokens": max_tokens, "temperature": 0,
         "stream": true, "stream_options": {"include_usage": true},
@@ -270,13 +332,17 @@ fn stream_chat(agent: &ureq::Agent, url: &str, messages: &Value, tools: &Value, 
     let mut usage = Value::Null;
     for line in BufReader::new(response.body_mut().as_reader()).lines() {
         let line = line?;
-        let Some(data) = line.strip_prefix("data: ") else { continue };
+        let Some(data) = line.strip_prefix("data: ") else {
+            continue;
+        };
         if data == "[DONE]" {
             break;
         }
         let chunk: Value = serde_json::from_str(data)?;
         let delta = &chunk["choices"][0]["delta"];
-        if delta["content"].as_str().is_some_and(|t| !t.is_empty()) || delta["tool_calls"].is_array() {
+        if delta["content"].as_str().is_some_and(|t| !t.is_empty())
+            || delta["tool_calls"].is_array()
+        {
             first.get_or_insert_with(Instant::now);
             last = Instant::now();
         }
@@ -287,7 +353,9 @@ fn stream_chat(agent: &ureq::Agent, url: &str, messages: &Value, tools: &Value, 
     let first = first.unwrap_or(last);
     Ok(Call {
         prompt_tokens: usage["prompt_tokens"].as_u64().unwrap_or(0),
-        cached_tokens: usage["prompt_tokens_details"]["cached_tokens"].as_u64().unwrap_or(0),
+        cached_tokens: usage["prompt_tokens_details"]["cached_tokens"]
+            .as_u64()
+            .unwrap_or(0),
         ttft: first - sent,
         generated: usage["completion_tokens"].as_u64().unwrap_or(0),
         decode: last - first,
@@ -295,7 +363,14 @@ fn stream_chat(agent: &ureq::Agent, url: &str, messages: &Value, tools: &Value, 
 }
 
 /// The engine without HTTP: a prompt of `tokens` tokens in a fresh home.
-fn in_process_call(home: &Path, choice: &ModelChoice, engine: &EngineSettings, ctx: u32, tokens: u64, max_tokens: u32) -> Result<Call> {
+fn in_process_call(
+    home: &Path,
+    choice: &ModelChoice,
+    engine: &EngineSettings,
+    ctx: u32,
+    tokens: u64,
+    max_tokens: u32,
+) -> Result<Call> {
     let mut engine = engine.clone();
     engine.ctx_size = ctx;
     let (handle, thread) = start(ServiceOptions {
@@ -314,7 +389,10 @@ fn in_process_call(home: &Path, choice: &ModelChoice, engine: &EngineSettings, c
             break model.clone();
         }
         if thread.is_finished() || started.elapsed() > READY_DEADLINE {
-            return Err(thread.join().err().unwrap_or_else(|| anyhow!("the engine never got ready")));
+            return Err(thread
+                .join()
+                .err()
+                .unwrap_or_else(|| anyhow!("the engine never got ready")));
         }
         std::thread::sleep(Duration::from_millis(20));
     };
@@ -346,7 +424,11 @@ fn in_process_call(home: &Path, choice: &ModelChoice, engine: &EngineSettings, c
                 last = Instant::now();
             }
             Reply::Done(usage) => {
-                call = Some((usage.prompt_tokens as u64, usage.cached.total() as u64, usage.generated as u64));
+                call = Some((
+                    usage.prompt_tokens as u64,
+                    usage.cached.total() as u64,
+                    usage.generated as u64,
+                ));
                 break;
             }
             Reply::Failed(e) => bail!("the engine failed the request: {e}"),
@@ -354,7 +436,14 @@ fn in_process_call(home: &Path, choice: &ModelChoice, engine: &EngineSettings, c
     }
     handle.shutdown();
     thread.join()?;
-    let (prompt_tokens, cached_tokens, generated) = call.context("the engine ended without a reply")?;
+    let (prompt_tokens, cached_tokens, generated) =
+        call.context("the engine ended without a reply")?;
     let first = first.unwrap_or(last);
-    Ok(Call { prompt_tokens, cached_tokens, ttft: first - sent, generated, decode: last - first })
+    Ok(Call {
+        prompt_tokens,
+        cached_tokens,
+        ttft: first - sent,
+        generated,
+        decode: last - first,
+    })
 }

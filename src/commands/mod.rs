@@ -3,6 +3,7 @@
 
 mod bench;
 mod bench_restore;
+mod bench_serve;
 mod bench_switch;
 mod chat;
 mod chat_line;
@@ -67,9 +68,7 @@ pub fn dispatch(cli: Cli) -> Result<ExitCode> {
         Command::Bench(crate::cli::BenchCommand::Speed(args)) => bench::run(&env, args),
         Command::Bench(crate::cli::BenchCommand::Restore(args)) => bench_restore::run(&env, args),
         Command::Bench(crate::cli::BenchCommand::Switch(args)) => bench_switch::run(&env, args),
-        Command::Bench(crate::cli::BenchCommand::Serve(_)) => {
-            Err(crate::exit::usage("kvrun bench serve is not built yet"))
-        }
+        Command::Bench(crate::cli::BenchCommand::Serve(args)) => bench_serve::run(&env, args),
         Command::Completions(args) => completions::run(args),
         Command::Man(args) => man::run(args),
     }

@@ -13,10 +13,9 @@ use super::Env;
 use crate::cli::ServeArgs;
 use crate::exit::usage;
 use crate::server::{AppState, Guard};
-use crate::service::ServiceHandle;
+use crate::service::{start, EngineThread, ServiceHandle, ServiceOptions};
 use crate::settings::{resolve_tiers, EngineSettings, SamplingSettings};
 use crate::tiers::{parse_bytes, parse_duration};
-use engine_stub::{start, EngineThread, ServiceOptions};
 
 const DEFAULT_PORT: u16 = 8080;
 const DEFAULT_PARALLEL: u32 = 4;
@@ -235,61 +234,6 @@ fn shutdown_signal() -> Result<impl std::future::Future<Output = &'static str>> 
             _ = int.recv() => "SIGINT",
         }
     })
-}
-
-/// Stands in for `crate::service::engine` (built on another branch) until it is merged:
-/// the same signatures, and an engine that never gets ready.
-mod engine_stub {
-    use crate::service::ServiceHandle;
-
-    #[allow(dead_code)] // read by the real engine
-    pub struct ServiceOptions {
-        pub paths: crate::paths::Paths,
-        pub model: crate::models::ModelChoice,
-        pub engine: crate::settings::EngineSettings,
-        pub tiers: crate::chat::TierSettings,
-        pub parallel: usize,
-        pub max_queue: usize,
-        pub chat_template: Option<String>,
-        pub alias: Option<String>,
-    }
-
-    pub struct EngineThread(std::thread::JoinHandle<anyhow::Result<()>>);
-
-    impl EngineThread {
-        pub fn is_finished(&self) -> bool {
-            self.0.is_finished()
-        }
-        pub fn join(self) -> anyhow::Result<()> {
-            self.0
-                .join()
-                .unwrap_or_else(|_| Err(anyhow::anyhow!("panicked")))
-        }
-    }
-
-    pub fn start(options: ServiceOptions) -> anyhow::Result<(ServiceHandle, EngineThread)> {
-        let (tx, rx) = std::sync::mpsc::channel();
-        let handle = ServiceHandle::new(
-            tx,
-            Default::default(),
-            options.max_queue,
-            Default::default(),
-        );
-        let thread = std::thread::spawn(move || {
-            crate::models::validate(&options.model)?;
-            for command in rx {
-                match command {
-                    crate::service::Command::Shutdown => break,
-                    crate::service::Command::Stats(reply) => {
-                        let _ = reply.send(Default::default());
-                    }
-                    _ => {}
-                }
-            }
-            Ok(())
-        });
-        Ok((handle, EngineThread(thread)))
-    }
 }
 
 #[cfg(test)]
