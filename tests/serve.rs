@@ -300,25 +300,31 @@ fn past_the_queue_requests_get_503_with_retry_after() {
         &tiny_model(),
         &["--parallel", "1", "--max-queue", "1"],
     );
-    let url = server.url.clone();
-    // Streams that are opened and not read keep their requests pending.
-    let mut open = Vec::new();
-    let mut refused = None;
-    for i in 0..8 {
-        let mut body = chat(&format!("story number {i}"), 4000);
-        body["stream"] = json!(true);
-        let response = server::agent()
-            .post(format!("{url}/v1/chat/completions"))
-            .send_json(&body)
-            .unwrap();
+    // Long generations, each from its own thread: a queued request gets no answer until
+    // its turn, a refused one gets its 503 at once.
+    let (tx, rx) = std::sync::mpsc::channel();
+    for i in 0..6 {
+        let (tx, url) = (tx.clone(), server.url.clone());
+        std::thread::spawn(move || {
+            let mut body = chat(&format!("story number {i}"), 4000);
+            body["stream"] = json!(true);
+            let response = server::agent()
+                .post(format!("{url}/v1/chat/completions"))
+                .send_json(&body);
+            let _ = tx.send(response);
+        });
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let mut refused = loop {
+        let response = rx
+            .recv_timeout(Duration::from_secs(120))
+            .expect("6 requests against --parallel 1 --max-queue 1: none was refused")
+            .expect("a request got no response");
         if response.status() == 503 {
-            refused = Some(response);
-            break;
+            break response;
         }
         assert_eq!(response.status(), 200);
-        open.push(response);
-    }
-    let mut refused = refused.expect("8 requests against --parallel 1 --max-queue 1 all got in");
+    };
     let retry_after = refused
         .headers()
         .get("retry-after")
@@ -329,5 +335,9 @@ fn past_the_queue_requests_get_503_with_retry_after() {
     assert!(retry_after.parse::<u64>().is_ok(), "{retry_after}");
     let body: serde_json::Value = refused.body_mut().read_json().unwrap();
     assert!(body["error"]["message"].is_string(), "{body}");
-    drop(open);
+    let metrics = server.get("/metrics", &[]).body;
+    assert!(
+        metrics.contains("endpoint=\"/v1/chat/completions\",status=\"503\"}"),
+        "{metrics}"
+    );
 }
