@@ -10,6 +10,7 @@
 //! `generation`, `tool_choice`, `misses` (shared by the APIs); `openai`, `anthropic`,
 //! `responses` (the APIs); `metrics` and `sessions` (kvrun's own endpoints).
 
+pub mod anthropic;
 pub mod errors;
 pub mod generation;
 pub mod misses;
@@ -17,6 +18,7 @@ pub mod naming;
 pub mod openai;
 pub mod render;
 pub mod request;
+pub mod responses;
 pub mod sse;
 pub mod state;
 pub mod tool_choice;
@@ -27,5 +29,9 @@ pub use state::{AppState, ServerCounters};
 
 /// Every route of the server. Each API module contributes its own `routes()`.
 pub fn router(state: AppState) -> Router {
-    Router::new().merge(openai::routes()).with_state(state)
+    Router::new()
+        .merge(openai::routes())
+        .merge(anthropic::routes())
+        .merge(responses::routes())
+        .with_state(state)
 }

@@ -87,6 +87,27 @@ impl SamplingFields {
     }
 }
 
+/// The grammar a JSON output format asks for: `json_object` (any object) or
+/// `json_schema` (its `schema`); `None` for `text`. `field` names the format in errors.
+pub fn json_format_grammar(
+    format: &serde_json::Value,
+    schema: Option<&serde_json::Value>,
+    field: &str,
+) -> Result<Option<String>, ApiError> {
+    let refused = |e: String| ApiError::bad_request(e).param(field);
+    let schema = match format.get("type").and_then(serde_json::Value::as_str) {
+        None | Some("text") => return Ok(None),
+        Some("json_object") => serde_json::json!({"type": "object"}),
+        Some("json_schema") => schema
+            .cloned()
+            .ok_or_else(|| refused("json_schema needs a \"schema\"".into()))?,
+        Some(other) => return Err(refused(format!("unknown {field} type '{other}'"))),
+    };
+    crate::tools::schema_grammar(&schema)
+        .map(Some)
+        .map_err(|e| refused(e.to_string()))
+}
+
 /// `stop`: a string or a list of strings.
 #[derive(Debug, Clone, Deserialize)]
 #[serde(untagged)]
