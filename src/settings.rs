@@ -126,6 +126,9 @@ pub const REPEAT_PENALTY: Range = Range {
     min_exclusive: true,
     ..Range::new("repeat-penalty", 0.0, 100.0)
 };
+/// OpenAI's range for `presence_penalty` and `frequency_penalty`.
+pub const PRESENCE_PENALTY: Range = Range::new("presence-penalty", -2.0, 2.0);
+pub const FREQUENCY_PENALTY: Range = Range::new("frequency-penalty", -2.0, 2.0);
 /// Values above a page are clamped to it (batches never cross a page boundary).
 pub const BATCH_SIZE: Range = Range::new("batch-size", 1.0, u32::MAX as f64);
 pub const CTX_SIZE: Range = Range::new("ctx-size", 1.0, u32::MAX as f64);
@@ -226,6 +229,13 @@ pub struct SamplingSettings {
     pub min_p: f32,
     pub repeat_penalty: f32,
     pub seed: u32,
+    /// Subtracted from the logit of every token already in the recent history (OpenAI's
+    /// `presence_penalty`; 0 is off).
+    #[serde(default)]
+    pub presence_penalty: f32,
+    /// Subtracted once per occurrence in the recent history (`frequency_penalty`; 0 is off).
+    #[serde(default)]
+    pub frequency_penalty: f32,
 }
 
 impl SamplingSettings {
@@ -237,6 +247,8 @@ impl SamplingSettings {
             min_p: args.min_p.or(config.min_p).unwrap_or(0.05),
             repeat_penalty: args.repeat_penalty.or(config.repeat_penalty).unwrap_or(1.0),
             seed: args.seed.or(config.seed).unwrap_or_else(fresh_seed),
+            presence_penalty: 0.0,
+            frequency_penalty: 0.0,
         }
     }
 
@@ -249,6 +261,8 @@ impl SamplingSettings {
             min_p: 0.0,
             repeat_penalty: 1.0,
             seed: 0,
+            presence_penalty: 0.0,
+            frequency_penalty: 0.0,
         }
     }
 
@@ -261,6 +275,7 @@ impl SamplingSettings {
             min_p: args.min_p.unwrap_or(base.min_p),
             repeat_penalty: args.repeat_penalty.unwrap_or(base.repeat_penalty),
             seed: args.seed.unwrap_or(base.seed),
+            ..base.clone()
         }
     }
 
@@ -270,7 +285,9 @@ impl SamplingSettings {
         TOP_K.check(self.top_k.into())?;
         TOP_P.check(self.top_p.into())?;
         MIN_P.check(self.min_p.into())?;
-        REPEAT_PENALTY.check(self.repeat_penalty.into())
+        REPEAT_PENALTY.check(self.repeat_penalty.into())?;
+        PRESENCE_PENALTY.check(self.presence_penalty.into())?;
+        FREQUENCY_PENALTY.check(self.frequency_penalty.into())
     }
 
     pub fn is_greedy(&self) -> bool {

@@ -230,6 +230,13 @@ impl<'m> Context<'m> {
         }
     }
 
+    /// The lowest position `seq` holds cells for (None when empty). On a sliding-window
+    /// model this is the window's start: cells that left it are reused by llama.cpp.
+    pub fn seq_pos_min(&self, seq: i32) -> Option<usize> {
+        let min = self.ctx.kv_cache_seq_pos_min(seq);
+        (min >= 0).then_some(min as usize)
+    }
+
     /// Drops every cell of `seq`.
     pub fn clear_seq(&mut self, seq: i32) {
         let _ = self.ctx.clear_kv_cache_seq(Some(seq as u32), None, None);

@@ -18,17 +18,20 @@ pub struct Sampler {
 }
 
 impl Sampler {
-    /// Builds the chain: repeat penalty, top-k, top-p, min-p, temperature, then a seeded
+    /// Builds the chain: repeat, frequency and presence penalties, top-k, top-p, min-p, temperature, then a seeded
     /// draw; or plain argmax when `temp` is 0, which is fully deterministic.
     pub fn new(model: &super::Model, settings: &SamplingSettings, history: &[TokenId]) -> Self {
         let mut stages = Vec::new();
-        if (settings.repeat_penalty - 1.0).abs() > f32::EPSILON {
+        if (settings.repeat_penalty - 1.0).abs() > f32::EPSILON
+            || settings.frequency_penalty != 0.0
+            || settings.presence_penalty != 0.0
+        {
             stages.push(LlamaSampler::penalties(
                 model.facts().n_vocab,
                 PENALTY_LAST_N,
                 settings.repeat_penalty,
-                0.0,
-                0.0,
+                settings.frequency_penalty,
+                settings.presence_penalty,
             ));
         }
         if settings.is_greedy() {

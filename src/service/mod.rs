@@ -7,7 +7,9 @@
 //! stream back on its own channel. Rendering and tokenizing happen on the caller's side
 //! (the [`crate::engine::Model`] is shared read-only), so the engine thread only decodes.
 
+pub mod engine;
 pub mod handle;
 pub mod protocol;
 
+pub use engine::{start, EngineThread, ServiceOptions};
 pub use handle::{Command, ServiceHandle, ServiceInfo, ServiceStats};

@@ -150,6 +150,9 @@ pub enum ServiceError {
     EmptyPrompt,
     #[error("token id {0} is outside the model's vocabulary")]
     BadToken(TokenId),
+    /// A sampling setting outside its range (the message names it and the range).
+    #[error("{0}")]
+    InvalidSetting(String),
     #[error("the grammar was refused: {0}")]
     Grammar(String),
     #[error("too many requests are waiting ({0}); retry shortly")]

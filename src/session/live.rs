@@ -18,7 +18,7 @@ use super::capture::{self, RestoreSection};
 use super::catalog::SessionCatalog;
 use super::identity::{bind_snapshot, page_key};
 use super::manifest::{KvIdentity, KvSnapshot, ModelIdentity, SessionManifest, MANIFEST_FORMAT};
-use crate::engine::{ChatMessage, Context, EngineError};
+use crate::engine::{ChatMessage, Context, EngineError, TokenId};
 use crate::kv::layout::{BASE, SWA};
 use crate::kv::{KvLayout, PageKey, TailRecord};
 use crate::sequence::{Sequence, SyncObserver};
@@ -81,6 +81,10 @@ pub struct LiveSession<'c> {
     warm: Option<std::sync::Arc<crate::tiers::WarmPool>>,
     /// The last reply was cut short; recorded in the next save's manifest.
     interrupted: bool,
+    /// A new session under a generated name (recorded in its first manifest).
+    unnamed: bool,
+    /// See [`SessionManifest::prompt_tokens`].
+    prompt_tokens: usize,
 }
 
 impl<'c> LiveSession<'c> {
@@ -118,6 +122,8 @@ impl<'c> LiveSession<'c> {
             slot: capture::Slot::default(),
             warm: None,
             interrupted: saved.as_ref().is_some_and(|m| m.interrupted),
+            unnamed: false,
+            prompt_tokens: saved.as_ref().map_or(0, |m| m.prompt_tokens),
             saved,
         }
     }
@@ -134,6 +140,30 @@ impl<'c> LiveSession<'c> {
     /// Records whether the last reply was cut short (saved with the next manifest).
     pub fn set_interrupted(&mut self, interrupted: bool) {
         self.interrupted = interrupted;
+    }
+
+    /// Marks a new session as one no client named (see [`SessionManifest::unnamed`]).
+    pub fn set_unnamed(&mut self, unnamed: bool) {
+        self.unnamed = unnamed;
+    }
+
+    /// Records how much of the log the last request's prompt covered (saved with the next
+    /// manifest).
+    pub fn set_prompt_tokens(&mut self, tokens: usize) {
+        self.prompt_tokens = tokens;
+    }
+
+    /// Pins or unpins a saved session and rewrites its manifest (atomically).
+    pub fn set_pinned(&mut self, pinned: bool) -> Result<()> {
+        let Some(m) = &mut self.saved else {
+            bail!("session '{}' is not saved yet", self.name);
+        };
+        if m.pinned != pinned {
+            m.pinned = pinned;
+            let _store = self.catalog.store().lock_shared()?;
+            self.catalog.write_manifest(m)?;
+        }
+        Ok(())
     }
 
     /// Reads and writes pages through a RAM pool (the warm tier).
@@ -266,7 +296,51 @@ impl<'c> LiveSession<'c> {
             return Ok(report);
         }
         let p = self.page_tokens;
+        let (ids, pages) = self.stored_prefix(&tokens)?;
+        if pages == 0 {
+            return Ok(report);
+        }
+        if self.layout.is_none() {
+            self.layout = Some(capture::probe_layout(
+                ctx, self.slot, self.n_swa, tokens[0],
+            )?);
+        }
+        let snap = KvSnapshot {
+            kv_len: pages * p,
+            pages: ids[..pages].to_vec(),
+            swa_pages: if self.n_swa > 0 {
+                let first = (pages * p).saturating_sub(self.n_swa as usize) / p;
+                (first..pages)
+                    .map(|k| (k, PageKey::swa_id(&ids[k])))
+                    .collect()
+            } else {
+                Vec::new()
+            },
+            tail: None,
+        };
+        let restored = self.load_pages(ctx, &snap, &mut report)?;
+        *seq = Sequence::restored(tokens, restored).in_seq(self.slot.seq);
+        report.restored_tokens = restored;
+        report.reused_tokens = restored;
+        report.restore_ms = started.elapsed().as_secs_f64() * 1e3;
+        Ok(report)
+    }
+
+    /// Tokens at the start of `tokens` that [`Self::reuse_prefix`] would restore from the
+    /// store: whole pages, and (sliding-window models) only up to a page boundary whose
+    /// window rows are stored too.
+    pub fn stored_prefix_len(&self, tokens: &[TokenId]) -> Result<usize> {
+        Ok(self.stored_prefix(tokens)?.1 * self.page_tokens)
+    }
+
+    /// The page ids of `tokens` (all but the last token) and how many of them, from the
+    /// first, can be restored. The chained ids make this one lookup per page.
+    fn stored_prefix(&self, tokens: &[TokenId]) -> Result<(Vec<ObjectId>, usize)> {
+        let p = self.page_tokens;
         let mut ids = Vec::new();
+        if tokens.len() < p + 1 {
+            return Ok((ids, 0));
+        }
         // Keep at least the last token out: it is decoded to produce logits.
         self.key
             .extend_ids(&tokens[..tokens.len() - 1], p, &mut ids);
@@ -295,33 +369,7 @@ impl<'c> LiveSession<'c> {
             }
             pages -= 1;
         }
-        if pages == 0 {
-            return Ok(report);
-        }
-        if self.layout.is_none() {
-            self.layout = Some(capture::probe_layout(
-                ctx, self.slot, self.n_swa, tokens[0],
-            )?);
-        }
-        let snap = KvSnapshot {
-            kv_len: pages * p,
-            pages: ids[..pages].to_vec(),
-            swa_pages: if self.n_swa > 0 {
-                let first = (pages * p).saturating_sub(self.n_swa as usize) / p;
-                (first..pages)
-                    .map(|k| (k, PageKey::swa_id(&ids[k])))
-                    .collect()
-            } else {
-                Vec::new()
-            },
-            tail: None,
-        };
-        let restored = self.load_pages(ctx, &snap, &mut report)?;
-        *seq = Sequence::restored(tokens, restored).in_seq(self.slot.seq);
-        report.restored_tokens = restored;
-        report.reused_tokens = restored;
-        report.restore_ms = started.elapsed().as_secs_f64() * 1e3;
-        Ok(report)
+        Ok((ids, pages))
     }
 
     /// Loads the snapshot as its token log names it: every id is recomputed from the log
@@ -770,6 +818,9 @@ impl<'c> LiveSession<'c> {
             rendered_len: conversation.rendered_len,
             raw: conversation.raw,
             interrupted: self.interrupted,
+            unnamed: self.saved.as_ref().map_or(self.unnamed, |m| m.unnamed),
+            prompt_tokens: self.prompt_tokens,
+            pinned: self.saved.as_ref().is_some_and(|m| m.pinned),
             snapshot: (kv_len > 0).then(|| KvSnapshot {
                 kv_len,
                 pages: ids.clone(),
@@ -828,7 +879,8 @@ fn read_rows(
     Ok(rows)
 }
 
-fn unix_now() -> u64 {
+/// Seconds since the Unix epoch (0 on a clock before it).
+pub fn unix_now() -> u64 {
     SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map(|d| d.as_secs())

@@ -37,8 +37,23 @@ pub struct SessionManifest {
     /// tokens so far are kept, and the next turn starts after them.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub interrupted: bool,
+    /// Started by the server for a conversation no client named (a generated name): such
+    /// sessions are collected first under the cold budget.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub unnamed: bool,
+    /// Tokens of the log the last request's prompt covered (the server's sessions; 0
+    /// otherwise). A prompt that extends at least this far continues the conversation.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub prompt_tokens: usize,
+    /// Never collected under the cold budget (the server's pin).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub pinned: bool,
     /// The KV snapshot; `None` when only the token log is kept.
     pub snapshot: Option<KvSnapshot>,
+}
+
+fn is_zero(n: &usize) -> bool {
+    *n == 0
 }
 
 /// Which model the KV belongs to.

@@ -113,8 +113,13 @@ pub(crate) fn manifest(
             min_p: 0.05,
             repeat_penalty: 1.1,
             seed: 42,
+            presence_penalty: 0.0,
+            frequency_penalty: 0.0,
         },
         tokens: (0..(pages.len() as i32 * 16 + 5)).collect(),
+        unnamed: false,
+        prompt_tokens: 0,
+        pinned: false,
         messages: vec![ChatMessage {
             role: "user".into(),
             content: "hello \"world\"\n".into(),

@@ -1,0 +1,240 @@
+//! Taking a queued request into a decoding slot: validation, its conversation, a context
+//! sequence with room, and the longest cached prefix restored from the best tier.
+
+use std::time::Instant;
+
+use super::conversations::Target;
+use super::generate::Active;
+use super::prefix::{common_prefix, plan, HotCandidate, PrefixSource};
+use super::Engine;
+use crate::engine::{Context, Sampler};
+use crate::sequence::Sequence;
+use crate::service::protocol::{CachedTokens, Reply, Request, ServiceError, Started};
+use crate::session::capture::Slot;
+
+impl<'c, 'm> Engine<'c, 'm> {
+    /// Moves queued requests into free slots, in arrival order; a request whose
+    /// conversation is busy (or that needs cells others still hold) waits without blocking
+    /// the ones behind it.
+    pub(super) fn admit(&mut self, ctx: &mut Context<'m>) {
+        let mut waiting = std::collections::VecDeque::new();
+        while self.active.len() < self.parallel {
+            let Some(request) = self.queue.pop_front() else {
+                break;
+            };
+            if request.cancel.is_cancelled() || request.replies.is_closed() {
+                self.finish_unstarted(request);
+                continue;
+            }
+            if let Err(e) = self.validate(ctx, &request) {
+                self.fail(request, e);
+                continue;
+            }
+            match self.target(ctx, &request.conversation, &request.prompt) {
+                Err(e) => self.fail(request, e),
+                Ok(Target::Busy) => waiting.push_back(request),
+                Ok(Target::Open(index)) => match self.begin(ctx, index, request) {
+                    Ok(None) => {}
+                    Ok(Some(request)) => waiting.push_back(request),
+                    Err((request, e)) => self.fail(request, e),
+                },
+            }
+        }
+        while let Some(request) = waiting.pop_back() {
+            self.queue.push_front(request);
+        }
+    }
+
+    fn validate(&self, ctx: &Context<'m>, request: &Request) -> Result<(), ServiceError> {
+        let n_ctx = ctx.info().n_ctx as usize;
+        if request.prompt.is_empty() {
+            return Err(ServiceError::EmptyPrompt);
+        }
+        if let Some(&bad) = request
+            .prompt
+            .iter()
+            .find(|&&t| !self.model.is_valid_token(t))
+        {
+            return Err(ServiceError::BadToken(bad));
+        }
+        if request.prompt.len() + 1 > n_ctx {
+            return Err(ServiceError::PromptTooLong {
+                tokens: request.prompt.len(),
+                n_ctx,
+            });
+        }
+        request
+            .sampling
+            .validate()
+            .map_err(|e| ServiceError::InvalidSetting(e.to_string()))
+    }
+
+    /// Gives conversation `index` a sequence with room and restores the prompt's prefix.
+    /// Returns the request when it must wait for cells other requests hold.
+    #[allow(clippy::result_large_err)]
+    fn begin(
+        &mut self,
+        ctx: &mut Context<'m>,
+        index: usize,
+        request: Request,
+    ) -> Result<Option<Request>, (Request, ServiceError)> {
+        let n_ctx = ctx.info().n_ctx as usize;
+        let page = ctx.info().page_tokens as usize;
+        let mut sampler = Sampler::new(self.model, &request.sampling, &request.prompt);
+        if let Some(grammar) = &request.grammar {
+            if let Err(e) = sampler.constrain(self.model, grammar) {
+                let detail = e.to_string();
+                return Err((request, ServiceError::Grammar(detail)));
+            }
+        }
+        // Room for the prompt and the start of the reply; idle sequences leave for it.
+        let needed = request.prompt.len() + request.max_tokens.clamp(1, page);
+        let own = |e: &Self| e.conversations[index].seq.kv_len();
+        while e_cells(self, index, own(self)) + needed > n_ctx {
+            match self.coolest(index) {
+                Some(victim) => self.cool(ctx, victim),
+                None => break,
+            }
+        }
+        if e_cells(self, index, own(self)) + needed > n_ctx && !self.active.is_empty() {
+            return Ok(Some(request));
+        }
+        let seq_id = match self.conversations[index].hot {
+            Some(s) => s,
+            None => match self.free_seq() {
+                Some(s) => s,
+                None => match self.coolest(index) {
+                    Some(victim) => {
+                        self.cool(ctx, victim);
+                        self.free_seq().expect("a sequence was just freed")
+                    }
+                    None => return Ok(Some(request)),
+                },
+            },
+        };
+        self.conversations[index].hot = Some(seq_id);
+        self.conversations[index].busy = true;
+        let admitted = Instant::now();
+        let cached = match self.restore_prefix(ctx, index, seq_id, &request) {
+            Ok(c) => c,
+            Err(e) => {
+                self.conversations[index].busy = false;
+                self.cool(ctx, index);
+                return Err((request, e));
+            }
+        };
+        let open = &mut self.conversations[index];
+        open.last_used = admitted;
+        let started = Started {
+            session: open.live.name.clone(),
+            prompt_tokens: request.prompt.len(),
+            cached,
+        };
+        let replied = request.replies.send(Reply::Started(started)).is_ok();
+        if !replied {
+            request.cancel.cancel();
+        }
+        self.counters.record_start(&request, cached);
+        let name = open.live.name.clone();
+        self.active
+            .push(Active::new(request, name, sampler, cached, admitted));
+        Ok(None)
+    }
+
+    /// Restores the longest cached prefix of the prompt into sequence `seq_id`, from the
+    /// hot tier (this or another conversation's cells) or from pages (warm, then cold).
+    fn restore_prefix(
+        &mut self,
+        ctx: &mut Context<'m>,
+        index: usize,
+        seq_id: i32,
+        request: &Request,
+    ) -> Result<CachedTokens, ServiceError> {
+        let prompt = &request.prompt;
+        let n_swa = self.model.facts().n_swa;
+        let candidates: Vec<HotCandidate> = self
+            .conversations
+            .iter()
+            .enumerate()
+            .filter_map(|(i, o)| {
+                let s = o.hot?;
+                let kv_len = o.seq.kv_len();
+                (kv_len > 0).then(|| HotCandidate {
+                    index: i,
+                    own: i == index,
+                    common: common_prefix(&o.seq.tokens()[..kv_len], prompt),
+                    kv_len,
+                    pos_min: ctx.seq_pos_min(s),
+                })
+            })
+            .collect();
+        let stored = self.conversations[index]
+            .live
+            .stored_prefix_len(prompt)
+            .unwrap_or(0);
+        let (source, _) = plan(prompt.len(), &candidates, stored, n_swa);
+        let mut cached = CachedTokens::default();
+        let others_empty = self
+            .conversations
+            .iter()
+            .enumerate()
+            .all(|(i, o)| i == index || o.hot.is_none() || o.seq.kv_len() == 0);
+        let scratch = self.parallel as i32;
+        let open_seq = |tokens: &[i32], kv| Sequence::restored(tokens.to_vec(), kv).in_seq(seq_id);
+        match source {
+            PrefixSource::Own { keep } => {
+                ctx.truncate_seq(seq_id, keep);
+                self.conversations[index].seq = open_seq(prompt, keep);
+                cached.hot = keep;
+            }
+            PrefixSource::Share { from, keep } => {
+                let src = self.conversations[from].hot.expect("a hot candidate");
+                ctx.clear_seq(seq_id);
+                ctx.share_range(src, seq_id, 0, keep);
+                self.conversations[index].seq = open_seq(prompt, keep);
+                cached.hot = keep;
+            }
+            PrefixSource::Pages => {
+                ctx.clear_seq(seq_id);
+                let open = &mut self.conversations[index];
+                open.seq = open_seq(prompt, 0);
+                if stored > 0 {
+                    open.live.set_slot(Slot {
+                        seq: seq_id,
+                        scratch,
+                        exclusive: others_empty,
+                    });
+                    let before = self.warm.stats();
+                    let report = open
+                        .live
+                        .reuse_prefix(ctx, &mut open.seq)
+                        .map_err(|e| ServiceError::Internal(crate::exit::one_line(&e)))?;
+                    for w in &report.warnings {
+                        tracing::warn!("{w}");
+                    }
+                    let after = self.warm.stats();
+                    let (hits, loads) = (after.hits - before.hits, after.loads - before.loads);
+                    let restored = report.restored_tokens;
+                    let warm = (restored as u64 * hits)
+                        .checked_div(hits + loads)
+                        .unwrap_or(0) as usize;
+                    cached.warm = warm;
+                    cached.cold = restored - warm;
+                }
+            }
+        }
+        // Page captures read through this conversation's sequence from now on.
+        self.conversations[index].live.set_slot(Slot {
+            seq: seq_id,
+            scratch,
+            exclusive: false,
+        });
+        Ok(cached)
+    }
+}
+
+/// Cells the hot sequences hold, not counting conversation `index`'s own `own` cells.
+fn e_cells(engine: &Engine<'_, '_>, index: usize, own: usize) -> usize {
+    let hot_own = engine.conversations[index].hot.is_some();
+    engine.hot_cells() - if hot_own { own } else { 0 }
+}

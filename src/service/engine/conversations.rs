@@ -1,0 +1,244 @@
+//! Conversations as sessions: which persisted session a request continues, opening (and
+//! locking) it, and the hot sequences they occupy.
+
+use std::time::Instant;
+
+use super::prefix::common_prefix;
+use super::Engine;
+use crate::engine::{Context, TokenId};
+use crate::sequence::Sequence;
+use crate::service::protocol::{ConversationKey, ServiceError};
+use crate::session::live::{unix_now, LiveSession};
+use crate::session::{identity::kv_identity, SessionError};
+
+/// A session this server has open: it holds the lock until shutdown or removal.
+pub struct Open<'c> {
+    pub live: LiveSession<'c>,
+    /// The token log; its KV is in the context only while `hot` is set.
+    pub seq: Sequence,
+    /// The context sequence holding its cells.
+    pub hot: Option<i32>,
+    /// A client named it (else it has a generated name and is collected first).
+    pub named: bool,
+    pub pinned: bool,
+    /// Tokens of the log the last prompt covered: a prompt that extends at least this far
+    /// continues this conversation.
+    pub prompt_len: usize,
+    pub last_used: Instant,
+    pub last_used_unix: u64,
+    /// A request of this conversation is decoding; the next one waits for it.
+    pub busy: bool,
+}
+
+/// An unnamed session on disk this server has not opened.
+pub struct StoredLog {
+    pub name: String,
+    pub tokens: Vec<TokenId>,
+    pub prompt_tokens: usize,
+    pub pinned: bool,
+    pub updated_unix: u64,
+}
+
+/// Which conversation a request goes to.
+pub enum Target {
+    /// An open conversation (index into `conversations`).
+    Open(usize),
+    /// The conversation is busy with another request: wait.
+    Busy,
+}
+
+impl<'c, 'm> Engine<'c, 'm> {
+    /// Notes the unnamed sessions of this model on disk, so that an anonymous prompt can
+    /// continue one after a restart. The store itself is the index of their pages.
+    pub(super) fn index_stored_sessions(&mut self) {
+        let Ok(list) = self.catalog.list() else {
+            return;
+        };
+        for summary in list.into_iter().filter(|s| s.error.is_none()) {
+            let Ok(m) = self.catalog.read_manifest(&summary.name) else {
+                continue;
+            };
+            if m.unnamed && m.model.fingerprint == self.identity.fingerprint {
+                self.stored_unnamed.push(StoredLog {
+                    name: m.name,
+                    tokens: m.tokens,
+                    prompt_tokens: m.prompt_tokens,
+                    pinned: m.pinned,
+                    updated_unix: m.updated_unix,
+                });
+            }
+        }
+    }
+
+    /// Finds or opens the conversation for `key` and `prompt`.
+    pub(super) fn target(
+        &mut self,
+        ctx: &Context<'m>,
+        key: &ConversationKey,
+        prompt: &[TokenId],
+    ) -> Result<Target, ServiceError> {
+        match key {
+            ConversationKey::Named(name) => {
+                if let Some(i) = self.find(name) {
+                    return Ok(if self.conversations[i].busy {
+                        Target::Busy
+                    } else {
+                        Target::Open(i)
+                    });
+                }
+                self.open_session(ctx, name, true).map(Target::Open)
+            }
+            ConversationKey::Anonymous => {
+                let open = self
+                    .conversations
+                    .iter()
+                    .enumerate()
+                    .filter(|(_, o)| !o.named && !o.busy)
+                    .map(|(i, o)| (i, common_prefix(o.seq.tokens(), prompt), o.prompt_len))
+                    .filter(|&(_, common, len)| common > 0 && common >= len)
+                    .max_by_key(|&(_, common, _)| common);
+                let stored = self
+                    .stored_unnamed
+                    .iter()
+                    .enumerate()
+                    .map(|(i, s)| (i, common_prefix(&s.tokens, prompt), s.prompt_tokens))
+                    .filter(|&(_, common, len)| common > 0 && common >= len)
+                    .max_by_key(|&(_, common, _)| common);
+                match (open, stored) {
+                    (Some((i, a, _)), Some((_, b, _))) if a >= b => Ok(Target::Open(i)),
+                    (Some((i, _, _)), None) => Ok(Target::Open(i)),
+                    (_, Some((j, _, _))) => {
+                        let name = self.stored_unnamed.remove(j).name;
+                        match self.open_session(ctx, &name, false) {
+                            Ok(i) => Ok(Target::Open(i)),
+                            // Someone else holds it now: start a new conversation.
+                            Err(_) => self.open_new_unnamed(ctx).map(Target::Open),
+                        }
+                    }
+                    (None, None) => self.open_new_unnamed(ctx).map(Target::Open),
+                }
+            }
+        }
+    }
+
+    pub(super) fn find(&self, name: &str) -> Option<usize> {
+        self.conversations.iter().position(|o| o.live.name == name)
+    }
+
+    fn open_new_unnamed(&mut self, ctx: &Context<'m>) -> Result<usize, ServiceError> {
+        loop {
+            let name = generated_name();
+            if self.find(&name).is_none() && !self.catalog.exists(&name).unwrap_or(true) {
+                return self.open_session(ctx, &name, false);
+            }
+        }
+    }
+
+    /// Locks session `name`, reads it if it exists and checks it fits this server.
+    fn open_session(
+        &mut self,
+        ctx: &Context<'m>,
+        name: &str,
+        named: bool,
+    ) -> Result<usize, ServiceError> {
+        let incompatible = |detail: String| ServiceError::Incompatible {
+            name: name.to_string(),
+            detail,
+        };
+        let lock = self.catalog.lock(name).map_err(|e| match e {
+            SessionError::InUse { .. } => ServiceError::SessionInUse {
+                name: name.to_string(),
+                detail: e.to_string(),
+            },
+            SessionError::InvalidName { .. } => incompatible(e.to_string()),
+            other => ServiceError::Internal(other.to_string()),
+        })?;
+        let manifest = match self.catalog.read_manifest(name) {
+            Ok(m) => Some(m),
+            Err(SessionError::NotFound { .. }) => None,
+            Err(e) => return Err(incompatible(e.to_string())),
+        };
+        let (tokens, unnamed, pinned, prompt_len) = manifest
+            .as_ref()
+            .map_or((Vec::new(), !named, false, 0), |m| {
+                (m.tokens.clone(), m.unnamed, m.pinned, m.prompt_tokens)
+            });
+        self.stored_unnamed.retain(|s| s.name != name);
+        let mut live = LiveSession::new(
+            self.catalog,
+            name,
+            lock,
+            manifest,
+            self.identity.clone(),
+            kv_identity(ctx.info()),
+            self.engine_settings.clone(),
+            crate::settings::SamplingSettings::greedy(),
+            self.model.facts().n_swa,
+        );
+        live.check_compatible(ctx)
+            .map_err(|e| incompatible(crate::exit::one_line(&e)))?;
+        live.set_warm_pool(self.warm.clone());
+        live.set_unnamed(unnamed);
+        self.conversations.push(Open {
+            live,
+            seq: Sequence::restored(tokens, 0),
+            hot: None,
+            named: !unnamed,
+            pinned,
+            prompt_len,
+            last_used: Instant::now(),
+            last_used_unix: unix_now(),
+            busy: false,
+        });
+        Ok(self.conversations.len() - 1)
+    }
+
+    /// The context sequences not held by any conversation.
+    pub(super) fn free_seq(&self) -> Option<i32> {
+        (0..self.parallel as i32).find(|s| self.conversations.iter().all(|o| o.hot != Some(*s)))
+    }
+
+    /// Takes conversation `index` out of the context (its pages were saved after its
+    /// reply, so nothing is lost; a later request restores them from the warm tier).
+    pub(super) fn cool(&mut self, ctx: &mut Context<'m>, index: usize) {
+        let open = &mut self.conversations[index];
+        if let Some(seq) = open.hot.take() {
+            ctx.clear_seq(seq);
+        }
+        open.seq = Sequence::restored(std::mem::take(&mut open.seq).tokens().to_vec(), 0);
+    }
+
+    /// The least recently used idle hot conversation other than `keep`.
+    pub(super) fn coolest(&self, keep: usize) -> Option<usize> {
+        self.conversations
+            .iter()
+            .enumerate()
+            .filter(|(i, o)| *i != keep && o.hot.is_some() && !o.busy)
+            .min_by_key(|(_, o)| o.last_used)
+            .map(|(i, _)| i)
+    }
+
+    /// Cells the hot sequences hold.
+    pub(super) fn hot_cells(&self) -> usize {
+        self.conversations
+            .iter()
+            .filter(|o| o.hot.is_some())
+            .map(|o| o.seq.kv_len())
+            .sum()
+    }
+}
+
+/// `anon-` and 16 hex digits from the clock, the process and a counter.
+fn generated_name() -> String {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    static COUNTER: AtomicU64 = AtomicU64::new(0);
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_nanos())
+        .unwrap_or(0);
+    let mut hasher = blake3::Hasher::new();
+    hasher.update(&nanos.to_le_bytes());
+    hasher.update(&std::process::id().to_le_bytes());
+    hasher.update(&COUNTER.fetch_add(1, Ordering::Relaxed).to_le_bytes());
+    format!("anon-{}", &hasher.finalize().to_hex()[..16])
+}

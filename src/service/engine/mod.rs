@@ -1,0 +1,238 @@
+//! The service engine: one thread owns the llama.cpp context and serves [`Command`]s from
+//! any number of [`ServiceHandle`]s.
+//!
+//! - Every conversation is a persisted session ([`conversations`]); a request's prompt is
+//!   matched by content against the hot sequences and the stored pages ([`prefix`]).
+//! - Up to `parallel` requests decode together, one llama.cpp batch per step
+//!   ([`schedule`]); more wait in a queue.
+//! - After each reply its session is saved between batch steps, and the cold tier is kept
+//!   under its budget by collecting the least recently used unnamed sessions ([`retention`]).
+
+mod admit;
+mod conversations;
+mod generate;
+mod prefix;
+mod retention;
+
+mod stats;
+mod stop;
+
+use std::collections::VecDeque;
+use std::sync::atomic::AtomicUsize;
+use std::sync::mpsc::{Receiver, RecvTimeoutError};
+use std::sync::{Arc, OnceLock};
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+use anyhow::{Context as _, Result};
+
+use super::handle::{Command, ServiceHandle, ServiceInfo};
+use super::protocol::{Request, ServiceError};
+use crate::engine::{Context, Model};
+use crate::session::catalog::SessionCatalog;
+use crate::session::identity::model_identity;
+use crate::session::live::unix_now;
+use crate::settings::DEFAULT_PAGE_TOKENS;
+use crate::tiers::WarmPool;
+
+pub use stop::StopFilter;
+
+/// What `kvrun serve` starts the engine with.
+pub struct ServiceOptions {
+    pub paths: crate::paths::Paths,
+    pub model: crate::models::ModelChoice,
+    pub engine: crate::settings::EngineSettings,
+    /// Budgets of the warm and cold tiers; `hot_sessions` is ignored (`parallel` rules).
+    pub tiers: crate::chat::TierSettings,
+    /// Sequences decoded together (default 4).
+    pub parallel: usize,
+    /// Requests waiting beyond `parallel` (default 64); past it a submit gets QueueFull.
+    pub max_queue: usize,
+    pub chat_template: Option<String>,
+    /// [`ServiceInfo::model_name`]; the model's own name when None.
+    pub alias: Option<String>,
+}
+
+/// The engine's thread. It ends after [`ServiceHandle::shutdown`], when every handle is
+/// gone, or when the model fails to load (`join` returns that error).
+pub struct EngineThread {
+    thread: JoinHandle<Result<()>>,
+}
+
+impl EngineThread {
+    pub fn is_finished(&self) -> bool {
+        self.thread.is_finished()
+    }
+
+    pub fn join(self) -> Result<()> {
+        match self.thread.join() {
+            Ok(result) => result,
+            Err(_) => anyhow::bail!("the engine thread panicked"),
+        }
+    }
+}
+
+/// Starts the engine thread and returns at once; the handle's `model()` and `info()` are
+/// set once the model is loaded and the context created.
+pub fn start(options: ServiceOptions) -> Result<(ServiceHandle, EngineThread)> {
+    let (commands, receiver) = std::sync::mpsc::channel();
+    let pending = Arc::new(AtomicUsize::new(0));
+    let ready = Arc::new(OnceLock::new());
+    let parallel = options.parallel.max(1);
+    let handle = ServiceHandle::new(
+        commands,
+        pending.clone(),
+        parallel + options.max_queue,
+        ready.clone(),
+    );
+    let thread = std::thread::Builder::new()
+        .name("kvrun-service".into())
+        .spawn(move || run(options, receiver, pending, ready))
+        .context("starting the engine thread")?;
+    Ok((handle, EngineThread { thread }))
+}
+
+fn run(
+    options: ServiceOptions,
+    commands: Receiver<Command>,
+    pending: Arc<AtomicUsize>,
+    ready: Arc<OnceLock<(Arc<Model>, ServiceInfo)>>,
+) -> Result<()> {
+    let catalog = SessionCatalog::open(&options.paths)?;
+    crate::models::validate(&options.model)?;
+    let mut model = Model::load(&options.model.path, options.engine.gpu_layers)
+        .with_context(|| format!("loading {}", options.model.path.display()))?;
+    if let Some(spec) = &options.chat_template {
+        model.set_chat_template(spec)?;
+    }
+    let identity = model_identity(&options.model.path, &model.facts().description)
+        .context("fingerprinting the model")?;
+    let model = Arc::new(model);
+    let parallel = options.parallel.max(1);
+    // One sequence per decoding request, plus the scratch sequence page captures use.
+    let mut ctx = Context::new(
+        &model,
+        &options.engine,
+        DEFAULT_PAGE_TOKENS,
+        parallel as u32 + 1,
+    )?;
+    let info = ServiceInfo {
+        model_name: options
+            .alias
+            .clone()
+            .unwrap_or_else(|| model.facts().description.clone()),
+        n_ctx: ctx.info().n_ctx as usize,
+        parallel,
+        page_tokens: ctx.info().page_tokens as usize,
+        created_unix: unix_now(),
+    };
+    let _ = ready.set((model.clone(), info));
+    let warm = Arc::new(WarmPool::new(options.tiers.warm_budget));
+    let mut engine = Engine {
+        model: &model,
+        catalog: &catalog,
+        warm,
+        identity,
+        tiers: options.tiers.clone(),
+        engine_settings: options.engine.clone(),
+        parallel,
+        conversations: Vec::new(),
+        stored_unnamed: Vec::new(),
+        queue: VecDeque::new(),
+        active: Vec::new(),
+        counters: Default::default(),
+        pending,
+        shutting_down: false,
+    };
+    engine.index_stored_sessions();
+    loop {
+        // Block for work only when nothing decodes; between batch steps, take what came.
+        let busy = !engine.active.is_empty() || !engine.queue.is_empty();
+        let next = if busy {
+            commands.try_recv().map_err(|e| match e {
+                std::sync::mpsc::TryRecvError::Empty => RecvTimeoutError::Timeout,
+                std::sync::mpsc::TryRecvError::Disconnected => RecvTimeoutError::Disconnected,
+            })
+        } else {
+            commands.recv_timeout(Duration::from_secs(1))
+        };
+        match next {
+            Ok(command) => {
+                engine.command(&mut ctx, command);
+                continue;
+            }
+            Err(RecvTimeoutError::Disconnected) => engine.shutting_down = true,
+            Err(RecvTimeoutError::Timeout) => {}
+        }
+        if engine.shutting_down {
+            break;
+        }
+        if busy {
+            engine.step(&mut ctx);
+        } else if let Some(idle) = engine.tiers.warm_idle {
+            engine.warm.evict_idle(idle);
+        }
+    }
+    engine.shutdown(&mut ctx);
+    Ok(())
+}
+
+/// The engine thread's state. `'c` is the catalog's lifetime, `'m` the model's.
+struct Engine<'c, 'm> {
+    model: &'m Model,
+    catalog: &'c SessionCatalog,
+    warm: Arc<WarmPool>,
+    /// The model's fingerprint, taken once per process.
+    identity: crate::session::ModelIdentity,
+    tiers: crate::chat::TierSettings,
+    engine_settings: crate::settings::EngineSettings,
+    parallel: usize,
+    /// Sessions this server has open (and holds the locks of), hot or not.
+    conversations: Vec<conversations::Open<'c>>,
+    /// Unnamed sessions on disk not opened yet: an anonymous prompt may continue one.
+    stored_unnamed: Vec<conversations::StoredLog>,
+    queue: VecDeque<Request>,
+    active: Vec<generate::Active>,
+    counters: stats::Counters,
+    pending: Arc<AtomicUsize>,
+    shutting_down: bool,
+}
+
+impl<'c, 'm> Engine<'c, 'm> {
+    fn command(&mut self, ctx: &mut Context<'m>, command: Command) {
+        match command {
+            Command::Generate(request) => {
+                if self.shutting_down {
+                    self.fail(request, ServiceError::ShuttingDown);
+                } else {
+                    self.queue.push_back(request);
+                }
+            }
+            Command::Stats(reply) => {
+                let _ = reply.send(self.stats(ctx));
+            }
+            Command::RemoveSession(name, reply) => {
+                let _ = reply.send(self.remove_session(ctx, &name));
+            }
+            Command::PinSession(name, pinned, reply) => {
+                let _ = reply.send(self.pin_session(&name, pinned));
+            }
+            Command::Shutdown => self.shutting_down = true,
+        }
+    }
+
+    /// Cancels what runs (each request gets Done with finish Cancelled), fails what waits,
+    /// saves every conversation and releases every lock.
+    fn shutdown(&mut self, ctx: &mut Context<'m>) {
+        for active in &self.active {
+            active.request.cancel.cancel();
+        }
+        while !self.active.is_empty() {
+            self.step(ctx);
+        }
+        while let Some(request) = self.queue.pop_front() {
+            self.fail(request, ServiceError::ShuttingDown);
+        }
+        self.conversations.clear();
+    }
+}

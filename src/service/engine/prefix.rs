@@ -1,0 +1,177 @@
+//! Where a request's prompt can start from: the pure decision between a hot sequence (this
+//! conversation's own, or another sharing a prefix) and the pages in the warm and cold tiers.
+
+use crate::engine::TokenId;
+
+/// Length of the common prefix of two token logs.
+pub fn common_prefix(a: &[TokenId], b: &[TokenId]) -> usize {
+    a.iter().zip(b).take_while(|(x, y)| x == y).count()
+}
+
+/// A hot sequence as the planner sees it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct HotCandidate {
+    /// Which conversation holds it (the caller's index).
+    pub index: usize,
+    /// The request's own conversation.
+    pub own: bool,
+    /// Tokens of its log that agree with the prompt.
+    pub common: usize,
+    /// Tokens of its log in the context.
+    pub kv_len: usize,
+    /// The lowest position it still holds cells for (llama.cpp's `seq_pos_min`; on a
+    /// sliding-window model, cells that left the window are gone).
+    pub pos_min: Option<usize>,
+}
+
+/// Where the prompt's cached prefix comes from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PrefixSource {
+    /// Keep the first `keep` tokens of the own sequence, drop the rest.
+    Own { keep: usize },
+    /// Copy the first `keep` tokens' cells from another conversation's sequence.
+    Share { from: usize, keep: usize },
+    /// Restore whole pages from the warm or cold tier (or nothing: `stored` may be 0).
+    Pages,
+}
+
+/// Whether a sequence cut back to `keep` tokens still has the cells the next token attends
+/// to. On a sliding-window model the token at `keep` sees positions `keep - n_swa + 1..`;
+/// llama.cpp's server applies the same test (`pos_min > max(0, n_past - n_swa)`: reprocess).
+pub fn keep_is_valid(keep: usize, pos_min: Option<usize>, n_swa: u32) -> bool {
+    if keep == 0 || n_swa == 0 {
+        return true;
+    }
+    match pos_min {
+        Some(min) => min <= keep.saturating_sub(n_swa as usize),
+        None => false,
+    }
+}
+
+/// The longest usable prefix of a `prompt_len`-token prompt. At least the prompt's last token
+/// is always decoded (its logits start the reply). `stored` is what the pages give. Ties go
+/// to the hot tier (no I/O), and among hot sequences to the own one (no copy).
+pub fn plan(
+    prompt_len: usize,
+    candidates: &[HotCandidate],
+    stored: usize,
+    n_swa: u32,
+) -> (PrefixSource, usize) {
+    let limit = prompt_len.saturating_sub(1);
+    let mut best: Option<(HotCandidate, usize)> = None;
+    for c in candidates {
+        let keep = c.common.min(c.kv_len).min(limit);
+        if keep == 0 || !keep_is_valid(keep, c.pos_min, n_swa) {
+            continue;
+        }
+        let better = match &best {
+            None => true,
+            Some((b, k)) => keep > *k || (keep == *k && c.own && !b.own),
+        };
+        if better {
+            best = Some((*c, keep));
+        }
+    }
+    let stored = stored.min(limit);
+    match best {
+        Some((c, keep)) if keep >= stored => {
+            if c.own {
+                (PrefixSource::Own { keep }, keep)
+            } else {
+                (
+                    PrefixSource::Share {
+                        from: c.index,
+                        keep,
+                    },
+                    keep,
+                )
+            }
+        }
+        _ => (PrefixSource::Pages, stored),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn hot(index: usize, own: bool, common: usize, kv_len: usize, pos_min: usize) -> HotCandidate {
+        HotCandidate {
+            index,
+            own,
+            common,
+            kv_len,
+            pos_min: Some(pos_min),
+        }
+    }
+
+    #[test]
+    fn common_prefix_stops_at_the_first_difference() {
+        assert_eq!(common_prefix(&[1, 2, 3], &[1, 2, 4, 5]), 2);
+        assert_eq!(common_prefix(&[], &[1]), 0);
+        assert_eq!(common_prefix(&[1, 2], &[1, 2, 3]), 2);
+    }
+
+    #[test]
+    fn the_own_sequence_is_cut_back_to_the_common_prefix() {
+        let (src, n) = plan(100, &[hot(0, true, 60, 80, 0)], 0, 0);
+        assert_eq!((src, n), (PrefixSource::Own { keep: 60 }, 60));
+    }
+
+    #[test]
+    fn the_last_prompt_token_is_always_decoded() {
+        let (src, n) = plan(50, &[hot(0, true, 50, 50, 0)], 512, 0);
+        assert_eq!((src, n), (PrefixSource::Own { keep: 49 }, 49));
+    }
+
+    #[test]
+    fn another_sequence_with_a_longer_prefix_is_shared() {
+        let c = [hot(0, true, 10, 80, 0), hot(3, false, 40, 90, 0)];
+        assert_eq!(
+            plan(100, &c, 0, 0),
+            (PrefixSource::Share { from: 3, keep: 40 }, 40)
+        );
+    }
+
+    #[test]
+    fn ties_prefer_the_own_sequence_then_the_hot_tier() {
+        let c = [hot(3, false, 40, 90, 0), hot(0, true, 40, 80, 0)];
+        assert_eq!(plan(100, &c, 0, 0), (PrefixSource::Own { keep: 40 }, 40));
+        assert_eq!(plan(100, &c, 40, 0), (PrefixSource::Own { keep: 40 }, 40));
+    }
+
+    #[test]
+    fn more_stored_pages_beat_a_short_hot_prefix() {
+        let c = [hot(0, true, 10, 80, 0)];
+        assert_eq!(plan(600, &c, 512, 0), (PrefixSource::Pages, 512));
+    }
+
+    #[test]
+    fn nothing_cached_means_pages_with_nothing() {
+        assert_eq!(plan(10, &[], 0, 0), (PrefixSource::Pages, 0));
+    }
+
+    #[test]
+    fn a_cut_into_the_lost_part_of_a_sliding_window_is_refused() {
+        // n_swa 512: the sequence holds cells from 700 on; keeping 1000 needs 488.. .
+        let c = [hot(0, true, 1000, 1500, 700)];
+        assert_eq!(plan(2000, &c, 768, 512), (PrefixSource::Pages, 768));
+        // Keeping 1300 needs cells from 788: they exist.
+        let c = [hot(0, true, 1300, 1500, 700)];
+        assert_eq!(
+            plan(2000, &c, 768, 512),
+            (PrefixSource::Own { keep: 1300 }, 1300)
+        );
+    }
+
+    #[test]
+    fn keep_validity_on_sliding_window_models() {
+        assert!(keep_is_valid(0, None, 512));
+        assert!(keep_is_valid(100, None, 0));
+        assert!(keep_is_valid(300, Some(0), 512));
+        assert!(!keep_is_valid(300, Some(1), 512));
+        assert!(keep_is_valid(1000, Some(488), 512));
+        assert!(!keep_is_valid(1000, Some(489), 512));
+        assert!(!keep_is_valid(10, None, 512));
+    }
+}

@@ -1,0 +1,102 @@
+//! The engine's counters and the [`ServiceStats`] snapshot built from them.
+
+use super::Engine;
+use crate::engine::Context;
+use crate::service::handle::{ServiceStats, SessionStatus, TierBytes};
+use crate::service::protocol::{CachedTokens, Request, Usage};
+
+/// Cumulative counts since the engine started.
+#[derive(Debug, Default)]
+pub struct Counters {
+    requests: u64,
+    prompt_tokens: u64,
+    prefilled_tokens: u64,
+    cached: [u64; 3],
+    generated_tokens: u64,
+}
+
+impl Counters {
+    pub fn record_start(&mut self, request: &Request, cached: CachedTokens) {
+        self.requests += 1;
+        self.prompt_tokens += request.prompt.len() as u64;
+        self.cached[0] += cached.hot as u64;
+        self.cached[1] += cached.warm as u64;
+        self.cached[2] += cached.cold as u64;
+    }
+
+    pub fn record_finish(&mut self, usage: &Usage) {
+        self.prefilled_tokens += usage.prefilled as u64;
+        self.generated_tokens += usage.generated as u64;
+    }
+}
+
+impl<'c, 'm> Engine<'c, 'm> {
+    pub(super) fn stats(&self, ctx: &Context<'m>) -> ServiceStats {
+        let c = &self.counters;
+        let hot_bytes: u64 = self
+            .conversations
+            .iter()
+            .filter_map(|o| o.hot)
+            .map(|s| ctx.state_size(s) as u64)
+            .sum();
+        let warm = self.warm.stats();
+        let cold_used = self.catalog.store().usage().map_or(0, |(_, b)| b);
+        let mut sessions: Vec<SessionStatus> = self
+            .conversations
+            .iter()
+            .map(|o| SessionStatus {
+                name: o.live.name.clone(),
+                tokens: o.seq.len(),
+                tier: if o.hot.is_some() && o.seq.kv_len() > 0 {
+                    "hot"
+                } else if o
+                    .live
+                    .saved()
+                    .is_some_and(|m| m.referenced_objects().any(|id| self.warm.contains(&id)))
+                {
+                    "warm"
+                } else {
+                    "cold"
+                },
+                named: o.named,
+                pinned: o.pinned,
+                last_used_unix: o.last_used_unix,
+            })
+            .collect();
+        sessions.extend(self.stored_unnamed.iter().map(|s| SessionStatus {
+            name: s.name.clone(),
+            tokens: s.tokens.len(),
+            tier: "cold",
+            named: false,
+            pinned: s.pinned,
+            last_used_unix: s.updated_unix,
+        }));
+        sessions.sort_by(|a, b| a.name.cmp(&b.name));
+        ServiceStats {
+            requests: c.requests,
+            prompt_tokens: c.prompt_tokens,
+            prefilled_tokens: c.prefilled_tokens,
+            restored_hot_tokens: c.cached[0],
+            restored_warm_tokens: c.cached[1],
+            restored_cold_tokens: c.cached[2],
+            generated_tokens: c.generated_tokens,
+            queued: self.queue.len(),
+            active: self.active.len(),
+            hot_cells_used: self.hot_cells() as u64,
+            hot_cells: u64::from(ctx.info().n_ctx),
+            hot: TierBytes {
+                used: hot_bytes,
+                budget: None,
+            },
+            warm: TierBytes {
+                used: warm.used_bytes,
+                budget: Some(warm.budget_bytes),
+            },
+            cold: TierBytes {
+                used: cold_used,
+                budget: self.tiers.cold_budget,
+            },
+            sessions,
+        }
+    }
+}

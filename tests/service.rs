@@ -1,0 +1,499 @@
+//! The service engine driven over its protocol, on real llama.cpp: the tiny model, and the
+//! default model (Gemma 3, sliding-window attention) where the window matters.
+
+mod common;
+
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use common::*;
+use kvrun::engine::TokenId;
+use kvrun::models::{ModelChoice, ModelSource};
+use kvrun::service::protocol::{
+    CancelToken, ConversationKey, FinishReason, Reply, Request, ServiceError, Started, TokenPiece,
+    Usage,
+};
+use kvrun::service::{EngineThread, ServiceHandle, ServiceOptions};
+use kvrun::settings::{EngineSettings, FlashAttn, KvType, SamplingSettings};
+
+const THREADS: u32 = 2;
+/// Restores on a sliding-window model may differ from an uninterrupted run by this much in
+/// log-probability (the bound tests/sessions.rs uses).
+const SWA_TOLERANCE: f32 = 0.1;
+/// A prefix kept in the context and the rest prefilled from inside a page: the batches have
+/// other shapes than from scratch, so sums round differently (a chat's next turn does the
+/// same). Whole pages restored and prefill from a page boundary must be exact (0).
+const ROUNDING: f32 = 0.01;
+
+/// The same greedy tokens, and log-probabilities within `bound`.
+fn assert_close(out: &Outcome, reference: &Outcome, bound: f32) {
+    assert_eq!(out.tokens(), reference.tokens());
+    let diff = max_diff(&out.logprobs(), &reference.logprobs());
+    assert!(
+        diff <= bound,
+        "log-probabilities differ by {diff} (bound {bound})"
+    );
+}
+
+struct Service {
+    handle: ServiceHandle,
+    thread: Option<EngineThread>,
+}
+
+impl Service {
+    fn start(home: &Path, model: &Path, parallel: usize) -> Self {
+        Self::start_with(home, model, parallel, 4096)
+    }
+
+    fn start_with(home: &Path, model: &Path, parallel: usize, ctx_size: u32) -> Self {
+        let options = ServiceOptions {
+            paths: kvrun::paths::Paths::under(home),
+            model: ModelChoice {
+                path: model.to_path_buf(),
+                source: ModelSource::Argument,
+            },
+            engine: EngineSettings {
+                ctx_size,
+                threads: THREADS,
+                gpu_layers: 0,
+                batch_size: 256,
+                kv_type: KvType::F16,
+                flash_attn: FlashAttn::Auto,
+            },
+            tiers: Default::default(),
+            parallel,
+            max_queue: 16,
+            chat_template: None,
+            alias: None,
+        };
+        let (handle, thread) = kvrun::service::start(options).unwrap();
+        let deadline = Instant::now() + Duration::from_secs(120);
+        while handle.info().is_none() {
+            assert!(!thread.is_finished(), "the engine ended while loading");
+            assert!(Instant::now() < deadline, "the engine did not get ready");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        Self {
+            handle,
+            thread: Some(thread),
+        }
+    }
+
+    fn tokenize(&self, text: &str) -> Vec<TokenId> {
+        self.handle.model().unwrap().tokenize_prompt(text)
+    }
+
+    fn stop(mut self) {
+        self.handle.shutdown();
+        self.thread.take().unwrap().join().unwrap();
+    }
+}
+
+impl Drop for Service {
+    fn drop(&mut self) {
+        if let Some(thread) = self.thread.take() {
+            self.handle.shutdown();
+            let _ = thread.join();
+        }
+    }
+}
+
+/// What one request got back.
+#[derive(Debug)]
+struct Outcome {
+    started: Option<Started>,
+    pieces: Vec<TokenPiece>,
+    done: Option<Usage>,
+    failed: Option<ServiceError>,
+}
+
+impl Outcome {
+    fn tokens(&self) -> Vec<TokenId> {
+        self.pieces.iter().map(|p| p.id).collect()
+    }
+    fn logprobs(&self) -> Vec<f32> {
+        self.pieces
+            .iter()
+            .map(|p| p.logprob.as_ref().unwrap().logprob)
+            .collect()
+    }
+    fn text(&self) -> String {
+        self.pieces.iter().map(|p| p.text.as_str()).collect()
+    }
+    fn usage(&self) -> &Usage {
+        self.done
+            .as_ref()
+            .unwrap_or_else(|| panic!("no Done: {self:?}"))
+    }
+}
+
+struct Pending {
+    replies: tokio::sync::mpsc::UnboundedReceiver<Reply>,
+    cancel: CancelToken,
+}
+
+fn request(key: ConversationKey, prompt: Vec<TokenId>, max_tokens: usize) -> (Request, Pending) {
+    let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
+    let cancel = CancelToken::new();
+    let request = Request {
+        id: 0,
+        conversation: key,
+        prompt,
+        sampling: SamplingSettings::greedy(),
+        max_tokens,
+        stop: Vec::new(),
+        grammar: None,
+        logprobs: Some(0),
+        cancel: cancel.clone(),
+        replies: tx,
+        received: Instant::now(),
+    };
+    (
+        request,
+        Pending {
+            replies: rx,
+            cancel,
+        },
+    )
+}
+
+impl Pending {
+    fn collect(mut self) -> Outcome {
+        let mut out = Outcome {
+            started: None,
+            pieces: Vec::new(),
+            done: None,
+            failed: None,
+        };
+        while let Some(reply) = self.replies.blocking_recv() {
+            match reply {
+                Reply::Started(s) => {
+                    assert!(out.started.is_none() && out.pieces.is_empty());
+                    out.started = Some(s);
+                }
+                Reply::Token(t) => {
+                    assert!(out.started.is_some(), "a token before Started");
+                    out.pieces.push(t);
+                }
+                Reply::Done(u) => {
+                    out.done = Some(u);
+                    break;
+                }
+                Reply::Failed(e) => {
+                    out.failed = Some(e);
+                    break;
+                }
+            }
+        }
+        out
+    }
+}
+
+fn generate(service: &Service, key: ConversationKey, prompt: Vec<TokenId>, n: usize) -> Outcome {
+    let (req, pending) = request(key, prompt, n);
+    service.handle.submit(req).unwrap();
+    pending.collect()
+}
+
+fn named(name: &str) -> ConversationKey {
+    ConversationKey::Named(name.to_string())
+}
+
+#[test]
+fn parallel_1_is_bit_identical_to_kvrun_run() {
+    let model = tiny_model();
+    let home = Home::new();
+    let text = long_text(1);
+    let run = run_json(
+        &home,
+        &[
+            "run",
+            path_str(&model),
+            "--raw",
+            "--logprobs",
+            "-n",
+            "24",
+            "--temp",
+            "0",
+            "-t",
+            "2",
+            "-c",
+            "4096",
+            "-p",
+            &text,
+        ],
+    );
+    let service = Service::start(home.path(), &model, 1);
+    let prompt = service.tokenize(&text);
+    let out = generate(&service, ConversationKey::Anonymous, prompt.clone(), 24);
+    let usage = out.usage();
+    assert_eq!(usage.prompt_tokens, prompt.len());
+    assert_eq!(usage.finish, FinishReason::MaxTokens, "{usage:?}");
+    let expected: Vec<TokenId> = tokens(&run).into_iter().map(|t| t as TokenId).collect();
+    assert_eq!(out.tokens(), expected);
+    assert_eq!(out.logprobs(), logprobs(&run));
+    service.stop();
+}
+
+/// The same prompt from scratch in a fresh home: what every cached variant must equal.
+fn from_scratch(model: &Path, prompt: &[TokenId], n: usize) -> Outcome {
+    let home = Home::new();
+    let service = Service::start(home.path(), model, 1);
+    let out = generate(&service, ConversationKey::Anonymous, prompt.to_vec(), n);
+    service.stop();
+    out
+}
+
+/// A second turn: the first prompt, a reply cut inside (`keep_reply` of its tokens), and
+/// more text.
+fn second_turn(
+    first: &[TokenId],
+    reply: &[TokenId],
+    keep_reply: usize,
+    more: &[TokenId],
+) -> Vec<TokenId> {
+    let mut prompt = first.to_vec();
+    prompt.extend_from_slice(&reply[..keep_reply.min(reply.len())]);
+    prompt.extend_from_slice(more);
+    prompt
+}
+
+#[test]
+fn a_conversation_continues_from_its_hot_cells_and_after_a_restart_from_the_store() {
+    let model = tiny_model();
+    let home = Home::new();
+    let service = Service::start(home.path(), &model, 2);
+    let first = service.tokenize(&long_text(2));
+    let a = generate(&service, named("work"), first.clone(), 12);
+    assert_eq!(a.usage().cached.total(), 0);
+    assert_eq!(a.usage().prefilled, first.len());
+    assert_eq!(a.started.as_ref().unwrap().session, "work");
+    let more = service.tokenize(" And then some more words to read.");
+    let second = second_turn(&first, &a.tokens(), 5, &more[1..]);
+    let b = generate(&service, named("work"), second.clone(), 12);
+    let cached = b.usage().cached;
+    assert_eq!(cached.hot, first.len() + 5, "{cached:?}");
+    assert_eq!(b.usage().prefilled, second.len() - cached.hot);
+    service.stop();
+
+    // A restart: the prefix comes from the cold store, whole pages of it.
+    let service = Service::start(home.path(), &model, 2);
+    let third = second_turn(&second, &b.tokens(), 3, &more[1..]);
+    let c = generate(&service, named("work"), third.clone(), 12);
+    let cached = c.usage().cached;
+    assert!(cached.cold >= 256 && cached.hot == 0, "{cached:?}");
+    assert_eq!(cached.cold % 256, 0);
+    service.stop();
+
+    // Whole pages restored, the rest prefilled from the page boundary: the schedule from
+    // scratch, bit for bit.
+    assert_close(&c, &from_scratch(&model, &third, 12), 0.0);
+    // Cut back inside a page, the rest prefills in batches of other shapes than from
+    // scratch (as a chat's next turn does): the same tokens, log-probabilities within
+    // rounding.
+    assert_close(&b, &from_scratch(&model, &second, 12), ROUNDING);
+}
+
+#[test]
+fn an_anonymous_prompt_is_found_by_content_after_a_restart() {
+    let model = tiny_model();
+    let home = Home::new();
+    let service = Service::start(home.path(), &model, 1);
+    let first = service.tokenize(&long_text(2));
+    let a = generate(&service, ConversationKey::Anonymous, first.clone(), 8);
+    let session = a.usage().session.clone();
+    assert!(session.starts_with("anon-"), "{session}");
+    service.stop();
+    let manifest = manifest_json(&home, &session);
+    assert_eq!(manifest["unnamed"], true);
+
+    let service = Service::start(home.path(), &model, 1);
+    let more = service.tokenize(" A question about it.");
+    let second = second_turn(&first, &a.tokens(), 8, &more[1..]);
+    let b = generate(&service, ConversationKey::Anonymous, second.clone(), 8);
+    assert_eq!(
+        b.usage().session,
+        session,
+        "the same conversation continues"
+    );
+    assert!(b.usage().cached.cold >= 512, "{:?}", b.usage().cached);
+    service.stop();
+    assert_close(&b, &from_scratch(&model, &second, 8), 0.0);
+}
+
+#[test]
+fn conversations_differing_in_one_early_token_share_nothing_after_it() {
+    let model = tiny_model();
+    let home = Home::new();
+    let service = Service::start(home.path(), &model, 2);
+    let a_prompt = service.tokenize(&long_text(1));
+    let mut b_prompt = a_prompt.clone();
+    b_prompt[3] = if b_prompt[3] == 7 { 8 } else { 7 };
+    generate(&service, named("a"), a_prompt.clone(), 4);
+    let b = generate(&service, named("b"), b_prompt.clone(), 4);
+    assert_eq!(b.usage().cached.total(), 3, "{:?}", b.usage().cached);
+    assert_eq!(b.usage().prefilled, b_prompt.len() - 3);
+    service.stop();
+    // After a restart, nothing of `a`'s pages fits `b`'s prompt either.
+    let service = Service::start(home.path(), &model, 2);
+    let c = generate(&service, named("c"), b_prompt.clone(), 4);
+    assert!(c.usage().cached.total() >= 256, "b's own pages are stored");
+    let mut d_prompt = a_prompt.clone();
+    d_prompt[3] = if a_prompt[3] == 9 { 10 } else { 9 };
+    let d = generate(&service, named("d"), d_prompt, 4);
+    // Only the three tokens all these prompts begin with (from c's hot cells).
+    assert_eq!(d.usage().cached.total(), 3, "{:?}", d.usage().cached);
+    service.stop();
+    assert_close(&b, &from_scratch(&model, &b_prompt, 4), ROUNDING);
+}
+
+#[test]
+fn bad_requests_are_refused_with_their_variant() {
+    let model = tiny_model();
+    let home = Home::new();
+    let service = Service::start_with(home.path(), &model, 1, 512);
+    let n_ctx = service.handle.info().unwrap().n_ctx;
+    let out = generate(&service, ConversationKey::Anonymous, Vec::new(), 4);
+    assert_eq!(out.failed, Some(ServiceError::EmptyPrompt));
+    let out = generate(&service, ConversationKey::Anonymous, vec![1, 99_999_999], 4);
+    assert_eq!(out.failed, Some(ServiceError::BadToken(99_999_999)));
+    let out = generate(&service, ConversationKey::Anonymous, vec![1; n_ctx], 4);
+    assert_eq!(
+        out.failed,
+        Some(ServiceError::PromptTooLong {
+            tokens: n_ctx,
+            n_ctx
+        })
+    );
+    // A session another process holds, and one saved with another model.
+    let catalog =
+        kvrun::session::SessionCatalog::open(&kvrun::paths::Paths::under(home.path())).unwrap();
+    let lock = catalog.lock("held").unwrap();
+    let out = generate(&service, named("held"), vec![1, 2, 3], 4);
+    assert!(
+        matches!(&out.failed, Some(ServiceError::SessionInUse { name, .. }) if name == "held"),
+        "{out:?}"
+    );
+    drop(lock);
+    // The engine still serves after refusals.
+    let ok = generate(&service, named("held"), vec![1, 2, 3], 4);
+    assert_eq!(ok.usage().generated, 4);
+    service.stop();
+}
+
+#[test]
+fn a_session_of_another_model_is_incompatible() {
+    let home = Home::new();
+    let out = home.run(&[
+        "run",
+        path_str(&default_model()),
+        "--session",
+        "gemma",
+        "-p",
+        "Hi",
+        "-n",
+        "2",
+        "-t",
+        "2",
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let service = Service::start(home.path(), &tiny_model(), 1);
+    let out = generate(&service, named("gemma"), vec![1, 2, 3], 4);
+    assert!(
+        matches!(&out.failed, Some(ServiceError::Incompatible { name, .. }) if name == "gemma"),
+        "{out:?}"
+    );
+    service.stop();
+}
+
+#[test]
+fn cancel_and_a_dropped_receiver_end_the_reply_within_a_token() {
+    let model = tiny_model();
+    let home = Home::new();
+    let service = Service::start(home.path(), &model, 1);
+    let prompt = service.tokenize("Count on and on");
+    let (req, mut pending) = request(named("c"), prompt.clone(), 10_000);
+    service.handle.submit(req).unwrap();
+    let mut tokens = 0;
+    let usage = loop {
+        match pending.replies.blocking_recv().unwrap() {
+            Reply::Started(_) => {}
+            Reply::Token(_) => {
+                tokens += 1;
+                if tokens == 3 {
+                    pending.cancel.cancel();
+                }
+            }
+            Reply::Done(u) => break u,
+            Reply::Failed(e) => panic!("{e}"),
+        }
+    };
+    assert_eq!(usage.finish, FinishReason::Cancelled);
+    assert!(usage.generated <= 4, "{usage:?}");
+    assert_eq!(tokens, usage.generated);
+
+    // A client that goes away: the engine notices at its next token and moves on.
+    let (req, mut pending) = request(named("d"), prompt.clone(), 10_000);
+    service.handle.submit(req).unwrap();
+    loop {
+        if let Reply::Token(_) = pending.replies.blocking_recv().unwrap() {
+            break;
+        }
+    }
+    drop(pending);
+    let next = generate(&service, named("e"), prompt, 2);
+    assert_eq!(next.usage().generated, 2);
+    service.stop();
+}
+
+#[test]
+fn stop_strings_end_the_reply_and_are_never_sent() {
+    let model = tiny_model();
+    let home = Home::new();
+    let service = Service::start(home.path(), &model, 1);
+    let prompt = service.tokenize(&long_text(1));
+    let free = generate(&service, ConversationKey::Anonymous, prompt.clone(), 24);
+    let text = free.text();
+    // A stop string taken from the middle of the free reply.
+    let chars: Vec<char> = text.chars().collect();
+    assert!(chars.len() > 12, "{text:?}");
+    let stop: String = chars[8..11].iter().collect();
+    let before = &text[..text.find(&stop).unwrap()];
+    let (mut req, pending) = request(ConversationKey::Anonymous, prompt, 24);
+    req.stop = vec![stop.clone()];
+    service.handle.submit(req).unwrap();
+    let out = pending.collect();
+    assert_eq!(out.usage().finish, FinishReason::StopString);
+    assert_eq!(out.text(), before, "stop {stop:?}");
+    service.stop();
+}
+
+#[test]
+fn sliding_window_continuations_inside_the_reply_and_far_back_are_correct() {
+    let model = default_model();
+    let home = Home::new();
+    let service = Service::start(home.path(), &model, 2);
+    let first = service.tokenize(&long_text(4));
+    assert!(first.len() > 1100, "{}", first.len());
+    let a = generate(&service, named("swa"), first.clone(), 16);
+    let more = service.tokenize(" So, in short?");
+    // The common prefix ends inside the last reply: the window's cells are still there.
+    let near = second_turn(&first, &a.tokens(), 5, &more[1..]);
+    let b = generate(&service, named("swa"), near.clone(), 8);
+    assert_eq!(
+        b.usage().cached.hot,
+        first.len() + 5,
+        "{:?}",
+        b.usage().cached
+    );
+    // Cut back further than the window reaches: those cells are gone, so the prefix comes
+    // from pages (with their stored window rows) instead.
+    let far = second_turn(&first[..first.len() - 700], &[], 0, &more[1..]);
+    let c = generate(&service, named("swa"), far.clone(), 8);
+    let cached = c.usage().cached;
+    assert_eq!(cached.hot, 0, "{cached:?}");
+    assert!(cached.warm + cached.cold >= 256, "{cached:?}");
+    service.stop();
+    assert_close(&b, &from_scratch(&model, &near, 8), SWA_TOLERANCE);
+    assert_close(&c, &from_scratch(&model, &far, 8), SWA_TOLERANCE);
+}
