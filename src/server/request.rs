@@ -9,7 +9,9 @@ use super::state::AppState;
 use crate::config::FileConfig;
 use crate::engine::Model;
 use crate::service::ServiceInfo;
-use crate::settings::{Range, SamplingSettings, MIN_P, TEMP, TOP_K, TOP_P};
+use crate::settings::{
+    Range, SamplingSettings, FREQUENCY_PENALTY, MIN_P, PRESENCE_PENALTY, TEMP, TOP_K, TOP_P,
+};
 
 /// The most stop strings a request may give (OpenAI allows 4; Anthropic more).
 const MAX_STOP: usize = 16;
@@ -33,14 +35,6 @@ pub struct SamplingFields {
     pub presence_penalty: Option<f32>,
     pub frequency_penalty: Option<f32>,
 }
-
-/// OpenAI's `presence_penalty` / `frequency_penalty` range.
-const PENALTY: Range = Range {
-    name: "penalty",
-    min: -2.0,
-    min_exclusive: false,
-    max: 2.0,
-};
 
 impl SamplingFields {
     /// The sampling settings, each value checked against its range.
@@ -75,13 +69,11 @@ impl SamplingFields {
             // Any integer is a seed; only its low 32 bits are used.
             s.seed = seed as u32;
         }
-        for (field, value) in [
-            ("presence_penalty", self.presence_penalty),
-            ("frequency_penalty", self.frequency_penalty),
-        ] {
-            if let Some(v) = value {
-                check(&PENALTY, field, v.into())?;
-            }
+        if let Some(p) = self.presence_penalty {
+            s.presence_penalty = check(&PRESENCE_PENALTY, "presence_penalty", p.into())? as f32;
+        }
+        if let Some(p) = self.frequency_penalty {
+            s.frequency_penalty = check(&FREQUENCY_PENALTY, "frequency_penalty", p.into())? as f32;
         }
         Ok(s)
     }
