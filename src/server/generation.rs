@@ -158,3 +158,14 @@ pub fn unix_now() -> u64 {
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.as_secs())
 }
+
+/// Names the session a conversation is persisted as, in the `x-kvrun-session` header.
+pub fn with_session_header(
+    mut response: axum::response::Response,
+    session: &str,
+) -> axum::response::Response {
+    if let Ok(value) = session.parse() {
+        response.headers_mut().insert("x-kvrun-session", value);
+    }
+    response
+}

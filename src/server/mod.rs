@@ -11,6 +11,7 @@
 //! `responses` (the APIs); `guard` (key, limits, CORS, request counting), `metrics` and
 //! `sessions` (kvrun's own endpoints).
 
+pub mod anthropic;
 pub mod errors;
 pub mod generation;
 pub mod guard;
@@ -20,6 +21,7 @@ pub mod naming;
 pub mod openai;
 pub mod render;
 pub mod request;
+pub mod responses;
 pub mod sessions;
 pub mod sse;
 pub mod state;
@@ -42,6 +44,8 @@ pub fn router(state: AppState) -> Router {
         .route("/v1/kvrun/stats", get(stats))
         .merge(sessions::routes())
         .merge(openai::routes())
+        .merge(anthropic::routes())
+        .merge(responses::routes())
         .with_state(state)
 }
 

@@ -9,9 +9,10 @@
 use crate::conversation::describe_tools;
 use crate::engine::{EngineError, Model, TokenId};
 use crate::template::{Content, Message};
-use crate::tools::ToolFormat;
+use crate::tools::{parse_reply, ParsedReply, ReplyParser, ToolFormat};
 
 use super::errors::ApiError;
+use super::generation::response_id;
 use super::tool_choice::ToolSet;
 
 /// A conversation as every API can express it.
@@ -30,6 +31,40 @@ pub struct Prompt {
     pub format: ToolFormat,
     /// The prompt ends inside an open `<think>`: the reply starts as reasoning.
     pub opens_reasoning: bool,
+}
+
+/// How to read a reply to a prompt: tool calls in the template's format (when the
+/// request's tools are parsed), reasoning from the start when the prompt opened it.
+#[derive(Debug, Clone, Copy)]
+pub struct ReplyReader {
+    pub format: ToolFormat,
+    pub parses_calls: bool,
+    pub opens_reasoning: bool,
+}
+
+impl ReplyReader {
+    pub fn new(prompt: &Prompt, tools: &ToolSet) -> Self {
+        Self {
+            format: prompt.format,
+            parses_calls: tools.parses_calls(),
+            opens_reasoning: prompt.opens_reasoning,
+        }
+    }
+
+    /// A parser for a streamed reply.
+    pub fn parser(&self) -> ReplyParser {
+        ReplyParser::new(self.format, self.parses_calls, self.opens_reasoning)
+    }
+
+    /// A whole reply, its calls given fresh ids starting `call_id_prefix` (the parser
+    /// numbers them per reply only, and clients match results to calls by id).
+    pub fn parse(&self, text: &str, call_id_prefix: &str) -> ParsedReply {
+        let mut reply = parse_reply(self.format, self.parses_calls, self.opens_reasoning, text);
+        for call in &mut reply.tool_calls {
+            call.id = response_id(call_id_prefix);
+        }
+        reply
+    }
 }
 
 /// Claude Code's first system block, `x-anthropic-billing-header: cc_version=…;

@@ -9,7 +9,9 @@ use super::state::AppState;
 use crate::config::FileConfig;
 use crate::engine::Model;
 use crate::service::ServiceInfo;
-use crate::settings::{Range, SamplingSettings, MIN_P, TEMP, TOP_K, TOP_P};
+use crate::settings::{
+    Range, SamplingSettings, FREQUENCY_PENALTY, MIN_P, PRESENCE_PENALTY, TEMP, TOP_K, TOP_P,
+};
 
 /// The most stop strings a request may give (OpenAI allows 4; Anthropic more).
 const MAX_STOP: usize = 16;
@@ -33,14 +35,6 @@ pub struct SamplingFields {
     pub presence_penalty: Option<f32>,
     pub frequency_penalty: Option<f32>,
 }
-
-/// OpenAI's `presence_penalty` / `frequency_penalty` range.
-const PENALTY: Range = Range {
-    name: "penalty",
-    min: -2.0,
-    min_exclusive: false,
-    max: 2.0,
-};
 
 impl SamplingFields {
     /// The sampling settings, each value checked against its range.
@@ -75,16 +69,35 @@ impl SamplingFields {
             // Any integer is a seed; only its low 32 bits are used.
             s.seed = seed as u32;
         }
-        for (field, value) in [
-            ("presence_penalty", self.presence_penalty),
-            ("frequency_penalty", self.frequency_penalty),
-        ] {
-            if let Some(v) = value {
-                check(&PENALTY, field, v.into())?;
-            }
+        if let Some(p) = self.presence_penalty {
+            s.presence_penalty = check(&PRESENCE_PENALTY, "presence_penalty", p.into())? as f32;
+        }
+        if let Some(p) = self.frequency_penalty {
+            s.frequency_penalty = check(&FREQUENCY_PENALTY, "frequency_penalty", p.into())? as f32;
         }
         Ok(s)
     }
+}
+
+/// The grammar a JSON output format asks for: `json_object` (any object) or
+/// `json_schema` (its `schema`); `None` for `text`. `field` names the format in errors.
+pub fn json_format_grammar(
+    format: &serde_json::Value,
+    schema: Option<&serde_json::Value>,
+    field: &str,
+) -> Result<Option<String>, ApiError> {
+    let refused = |e: String| ApiError::bad_request(e).param(field);
+    let schema = match format.get("type").and_then(serde_json::Value::as_str) {
+        None | Some("text") => return Ok(None),
+        Some("json_object") => serde_json::json!({"type": "object"}),
+        Some("json_schema") => schema
+            .cloned()
+            .ok_or_else(|| refused("json_schema needs a \"schema\"".into()))?,
+        Some(other) => return Err(refused(format!("unknown {field} type '{other}'"))),
+    };
+    crate::tools::schema_grammar(&schema)
+        .map(Some)
+        .map_err(|e| refused(e.to_string()))
 }
 
 /// `stop`: a string or a list of strings.

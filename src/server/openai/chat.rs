@@ -12,13 +12,17 @@ use super::chat_parse::ChatRequest;
 use super::{chat_logprob, finish_reason, usage_object};
 use crate::engine::Model;
 use crate::server::errors::{body_bytes, parse_body, ApiError};
-use crate::server::generation::{response_id, start, unix_now, Generation, Job, Step};
+use crate::server::generation::{
+    response_id, start, unix_now, with_session_header, Generation, Job, Step,
+};
 use crate::server::naming::{conversation_key, NameSources};
-use crate::server::render::{max_reply_tokens, render_off_thread};
+use crate::server::render::{max_reply_tokens, render_off_thread, ReplyReader};
 use crate::server::request::{ready, stop_strings};
 use crate::server::sse::{self, Disconnected, EventSink};
 use crate::server::state::AppState;
-use crate::tools::{parse_reply, ParsedCall, ReplyEvent, ReplyParser, ToolFormat};
+use crate::tools::{ParsedCall, ReplyEvent};
+
+const CALL_ID_PREFIX: &str = "call_";
 
 /// What shaping the reply needs.
 struct Shape {
@@ -26,9 +30,7 @@ struct Shape {
     created: u64,
     model_name: String,
     model: std::sync::Arc<Model>,
-    format: ToolFormat,
-    parses_calls: bool,
-    opens_reasoning: bool,
+    reader: ReplyReader,
 }
 
 pub async fn handle(
@@ -54,6 +56,7 @@ pub async fn handle(
             ..Default::default()
         },
     );
+    let reader = ReplyReader::new(&prompt, &tools);
     let job = Job {
         conversation: key,
         max_tokens: max_reply_tokens(request.max_tokens(), prompt.tokens.len(), info.n_ctx),
@@ -69,12 +72,10 @@ pub async fn handle(
         created: unix_now(),
         model_name: info.model_name,
         model,
-        format: prompt.format,
-        parses_calls: tools.parses_calls(),
-        opens_reasoning: prompt.opens_reasoning,
+        reader,
     };
     let session = generation.started.session.clone();
-    let mut response = if request.stream == Some(true) {
+    let response = if request.stream == Some(true) {
         let include_usage = request.stream_options.is_some_and(|o| o.include_usage);
         sse::respond(move |sink| async move {
             let _ = stream(&sink, generation, &shape, include_usage).await;
@@ -82,16 +83,7 @@ pub async fn handle(
     } else {
         whole(generation, &shape, request.logprobs.unwrap_or(false)).await?
     };
-    if let Ok(value) = session.parse() {
-        response.headers_mut().insert("x-kvrun-session", value);
-    }
-    Ok(response)
-}
-
-/// Fresh ids for the calls of one reply (the parser numbers them per reply only).
-fn with_fresh_id(mut call: ParsedCall) -> ParsedCall {
-    call.id = response_id("call_");
-    call
+    Ok(with_session_header(response, &session))
 }
 
 async fn whole(
@@ -100,13 +92,7 @@ async fn whole(
     logprobs: bool,
 ) -> Result<Response, ApiError> {
     let collected = generation.collect().await?;
-    let mut reply = parse_reply(
-        shape.format,
-        shape.parses_calls,
-        shape.opens_reasoning,
-        &collected.text,
-    );
-    reply.tool_calls = reply.tool_calls.into_iter().map(with_fresh_id).collect();
+    let reply = shape.reader.parse(&collected.text, CALL_ID_PREFIX);
     let logprobs = logprobs.then(|| {
         let content: Vec<Value> = collected
             .tokens
@@ -154,7 +140,7 @@ async fn stream(
 ) -> Result<(), Disconnected> {
     sink.data(&shape.chunk(json!({"role": "assistant", "content": ""}), None, None))
         .await?;
-    let mut parser = ReplyParser::new(shape.format, shape.parses_calls, shape.opens_reasoning);
+    let mut parser = shape.reader.parser();
     let mut calls = 0usize;
     // Log-probabilities of tokens whose text the parser still holds back.
     let mut pending_logprobs: Vec<Value> = Vec::new();
@@ -174,8 +160,7 @@ async fn stream(
             }
         }
     };
-    let rest =
-        std::mem::replace(&mut parser, ReplyParser::new(shape.format, false, false)).finish();
+    let rest = parser.finish();
     send_events(sink, shape, rest, &mut calls, &mut pending_logprobs).await?;
     let finish = finish_reason(usage.finish, calls > 0);
     sink.data(&shape.chunk(json!({}), Some(finish), None))
@@ -201,7 +186,10 @@ async fn send_events(
             ReplyEvent::Content(text) => json!({"content": text}),
             ReplyEvent::Reasoning(text) => json!({"reasoning_content": text}),
             ReplyEvent::ToolCall(call) => {
-                let call = with_fresh_id(call);
+                let call = ParsedCall {
+                    id: response_id(CALL_ID_PREFIX),
+                    ..call
+                };
                 let mut entry = call.to_openai();
                 entry["index"] = json!(*calls);
                 *calls += 1;

@@ -6,10 +6,9 @@ use serde_json::Value;
 
 use crate::server::errors::ApiError;
 use crate::server::render::{content_text, text_message, Conversation};
-use crate::server::request::{SamplingFields, StopField};
+use crate::server::request::{json_format_grammar, SamplingFields, StopField};
 use crate::server::tool_choice::{openai_choice, ToolSet};
 use crate::template::{FunctionCall, Message, ToolCall};
-use crate::tools::schema_grammar;
 
 /// The most alternatives `top_logprobs` may ask for (OpenAI's limit).
 const MAX_TOP_LOGPROBS: u64 = 20;
@@ -108,20 +107,8 @@ impl ChatRequest {
         let Some(format) = &self.response_format else {
             return Ok(None);
         };
-        let refused = |e: String| ApiError::bad_request(e).param("response_format");
-        let schema = match format.get("type").and_then(Value::as_str) {
-            None | Some("text") => return Ok(None),
-            Some("json_object") => serde_json::json!({"type": "object"}),
-            Some("json_schema") => format
-                .get("json_schema")
-                .and_then(|s| s.get("schema"))
-                .cloned()
-                .ok_or_else(|| refused("json_schema needs a \"schema\"".into()))?,
-            Some(other) => return Err(refused(format!("unknown response_format type '{other}'"))),
-        };
-        schema_grammar(&schema)
-            .map(Some)
-            .map_err(|e| refused(e.to_string()))
+        let schema = format.get("json_schema").and_then(|s| s.get("schema"));
+        json_format_grammar(format, schema, "response_format")
     }
 }
 

@@ -6,6 +6,8 @@ mod chat;
 mod chat_parse;
 mod completions;
 
+pub(super) use chat_parse::{function_tools, tool_call};
+
 use axum::extract::State;
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};

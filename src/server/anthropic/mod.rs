@@ -1,0 +1,205 @@
+//! Anthropic's Messages API: `POST /v1/messages` (with or without `?beta=true`) and
+//! `POST /v1/messages/count_tokens`. Errors in Anthropic's shape.
+
+mod parse;
+mod stream;
+
+use axum::body::Bytes;
+use axum::extract::rejection::BytesRejection;
+use axum::extract::State;
+use axum::http::HeaderMap;
+use axum::response::{IntoResponse, Response};
+use axum::routing::post;
+use axum::{Json, Router};
+use serde_json::{json, Value};
+
+use parse::MessagesRequest;
+
+use super::errors::{body_bytes, parse_body, ApiError};
+use super::generation::{response_id, start, with_session_header, Job};
+use super::naming::{conversation_key, NameSources};
+use super::render::{max_reply_tokens, render_off_thread, Prompt, ReplyReader};
+use super::request::{ready, stop_strings, StopField};
+use super::sse;
+use super::state::AppState;
+use crate::service::protocol::{CachedTokens, FinishReason, Usage};
+use crate::tools::ParsedReply;
+
+/// Anthropic's tool_use ids start so.
+const TOOL_USE_ID_PREFIX: &str = "toolu_";
+
+pub fn routes() -> Router<AppState> {
+    Router::new()
+        .route("/v1/messages", post(messages))
+        .route("/v1/messages/count_tokens", post(count_tokens))
+}
+
+/// What shaping the reply needs.
+struct Shape {
+    id: String,
+    model_name: String,
+    reader: ReplyReader,
+    /// The one stop sequence the request gave, which a stop-string finish must be.
+    only_stop: Option<String>,
+}
+
+async fn messages(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+    body: Result<Bytes, BytesRejection>,
+) -> Response {
+    match messages_inner(state, headers, body).await {
+        Ok(response) => response,
+        Err(e) => e.anthropic().into_response(),
+    }
+}
+
+async fn messages_inner(
+    state: AppState,
+    headers: HeaderMap,
+    body: Result<Bytes, BytesRejection>,
+) -> Result<Response, ApiError> {
+    let request: MessagesRequest = parse_body(&body_bytes(body)?)?;
+    let requested = match request.max_tokens {
+        None => return Err(ApiError::bad_request("max_tokens: Field required").param("max_tokens")),
+        Some(0) => {
+            return Err(ApiError::bad_request("max_tokens must be at least 1").param("max_tokens"))
+        }
+        Some(n) => n,
+    };
+    let sampling = request.sampling.settings()?;
+    let stop = stop_strings(
+        request.stop_sequences.clone().map(StopField::Many),
+        "stop_sequences",
+    )?;
+    let (prompt, tools) = render_request(&state, &request).await?;
+    let (_, info) = ready(&state)?;
+    let user_id = request.metadata.as_ref().and_then(|m| m.get("user_id"));
+    let key = conversation_key(
+        &headers,
+        &NameSources {
+            metadata_user_id: user_id,
+            ..Default::default()
+        },
+    );
+    let shape = Shape {
+        id: response_id("msg_"),
+        model_name: info.model_name.clone(),
+        reader: ReplyReader::new(&prompt, &tools),
+        only_stop: (stop.len() == 1).then(|| stop[0].clone()),
+    };
+    let job = Job {
+        conversation: key,
+        max_tokens: max_reply_tokens(Some(requested), prompt.tokens.len(), info.n_ctx),
+        grammar: tools.grammar(prompt.format)?,
+        prompt: prompt.tokens,
+        sampling,
+        stop,
+        logprobs: None,
+    };
+    let generation = start(&state, job).await?;
+    let session = generation.started.session.clone();
+    let response = if request.stream == Some(true) {
+        sse::respond(move |sink| async move {
+            let _ = stream::produce(&sink, generation, &shape).await;
+        })
+    } else {
+        let collected = generation.collect().await?;
+        let reply = shape.reader.parse(&collected.text, TOOL_USE_ID_PREFIX);
+        Json(shape.message(&reply, &collected.usage)).into_response()
+    };
+    Ok(with_session_header(response, &session))
+}
+
+/// `{"input_tokens": N}`: the prompt rendered exactly as `/v1/messages` would, no engine call.
+async fn count_tokens(
+    State(state): State<AppState>,
+    body: Result<Bytes, BytesRejection>,
+) -> Response {
+    let counted = async {
+        let request: MessagesRequest = parse_body(&body_bytes(body)?)?;
+        let (prompt, _) = render_request(&state, &request).await?;
+        Ok::<_, ApiError>(json!({"input_tokens": prompt.tokens.len()}))
+    };
+    match counted.await {
+        Ok(body) => Json(body).into_response(),
+        Err(e) => e.anthropic().into_response(),
+    }
+}
+
+async fn render_request(
+    state: &AppState,
+    request: &MessagesRequest,
+) -> Result<(Prompt, super::tool_choice::ToolSet), ApiError> {
+    let conversation = request.conversation(&state.counters)?;
+    let (model, info) = ready(state)?;
+    let tools = conversation.tools.clone();
+    let prompt = render_off_thread(model, conversation, info.n_ctx).await?;
+    Ok((prompt, tools))
+}
+
+/// Anthropic's usage. `input_tokens` counts only the prompt tokens not read from the
+/// cache (Anthropic's sense; OpenAI's `prompt_tokens` counts them all), and
+/// `cache_read_input_tokens` those served from any tier. `cache_creation_input_tokens` is
+/// always 0: the prefilled tokens kvrun then saves as pages are already in
+/// `input_tokens`, and Anthropic's total input is the sum of the three.
+fn usage_object(prompt_tokens: usize, cached: &CachedTokens, output_tokens: usize) -> Value {
+    json!({
+        "input_tokens": prompt_tokens.saturating_sub(cached.total()),
+        "output_tokens": output_tokens,
+        "cache_read_input_tokens": cached.total(),
+        "cache_creation_input_tokens": 0,
+    })
+}
+
+impl Shape {
+    /// `stop_reason` and `stop_sequence`.
+    fn stop(&self, finish: FinishReason, called_tools: bool) -> (&'static str, Option<String>) {
+        match finish {
+            _ if called_tools => ("tool_use", None),
+            FinishReason::MaxTokens | FinishReason::ContextFull => ("max_tokens", None),
+            FinishReason::StopString => ("stop_sequence", self.only_stop.clone()),
+            FinishReason::EndOfGeneration | FinishReason::Cancelled => ("end_turn", None),
+        }
+    }
+
+    fn message(&self, reply: &ParsedReply, usage: &Usage) -> Value {
+        let mut content = reply.to_anthropic();
+        for block in content.as_array_mut().into_iter().flatten() {
+            if block["type"] == "thinking" {
+                // The SDKs expect a signature; kvrun's reasoning is not signed.
+                block["signature"] = json!("");
+            }
+        }
+        let (stop_reason, stop_sequence) = self.stop(usage.finish, !reply.tool_calls.is_empty());
+        json!({
+            "id": self.id,
+            "type": "message",
+            "role": "assistant",
+            "model": self.model_name,
+            "content": content,
+            "stop_reason": stop_reason,
+            "stop_sequence": stop_sequence,
+            "usage": usage_object(usage.prompt_tokens, &usage.cached, usage.generated),
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn input_tokens_exclude_the_cached_part() {
+        let cached = CachedTokens {
+            hot: 0,
+            warm: 900,
+            cold: 50,
+        };
+        let u = usage_object(1000, &cached, 7);
+        assert_eq!(u["input_tokens"], 50);
+        assert_eq!(u["cache_read_input_tokens"], 950);
+        assert_eq!(u["cache_creation_input_tokens"], 0);
+        assert_eq!(u["output_tokens"], 7);
+    }
+}

@@ -1,0 +1,289 @@
+//! OpenAI's Responses API: `POST /v1/responses`, `GET` and `DELETE /v1/responses/{id}`.
+//! Responses are stored on disk by default (`store`), so `previous_response_id` works
+//! across restarts. Built-in tool types (`web_search`, ...) are ignored with a warning.
+
+mod input;
+mod output;
+mod store;
+mod stream;
+
+use axum::body::Bytes;
+use axum::extract::rejection::BytesRejection;
+use axum::extract::{Path, State};
+use axum::http::HeaderMap;
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use axum::{Json, Router};
+use serde::Deserialize;
+use serde_json::{json, Value};
+
+use super::errors::{body_bytes, parse_body, ApiError};
+use super::generation::{response_id, start, unix_now, with_session_header, Job};
+use super::naming::{conversation_key, NameSources};
+use super::openai::function_tools;
+use super::render::{max_reply_tokens, render_off_thread, text_message, Conversation, ReplyReader};
+use super::request::{json_format_grammar, ready, SamplingFields};
+use super::sse;
+use super::state::AppState;
+use super::tool_choice::{function_tool, openai_choice, ToolSet};
+use crate::template::{FunctionCall, Message, ToolCall};
+use crate::tools::ParsedReply;
+use output::Header;
+use store::StoredResponse;
+
+pub fn routes() -> Router<AppState> {
+    Router::new()
+        .route("/v1/responses", post(create))
+        .route("/v1/responses/{id}", get(retrieve).delete(delete))
+}
+
+#[derive(Debug, Deserialize)]
+struct ResponsesRequest {
+    input: Value,
+    #[serde(default)]
+    instructions: Option<String>,
+    #[serde(default)]
+    tools: Option<Vec<minijinja::Value>>,
+    #[serde(default)]
+    tool_choice: Option<Value>,
+    #[serde(default)]
+    previous_response_id: Option<String>,
+    #[serde(default)]
+    store: Option<bool>,
+    #[serde(default)]
+    stream: Option<bool>,
+    #[serde(default)]
+    max_output_tokens: Option<u64>,
+    #[serde(flatten)]
+    sampling: SamplingFields,
+    #[serde(default)]
+    text: Option<Value>,
+    #[serde(default)]
+    prompt_cache_key: Option<String>,
+    #[serde(default)]
+    user: Option<String>,
+    #[serde(default)]
+    metadata: Option<Value>,
+}
+
+impl ResponsesRequest {
+    /// Function tools, flat (`{type, name, description, parameters}`) as Responses has
+    /// them, or nested as chat has them; other types are ignored with a warning.
+    fn tool_definitions(&self) -> Vec<minijinja::Value> {
+        let converted: Vec<minijinja::Value> = self
+            .tools
+            .iter()
+            .flatten()
+            .map(|tool| {
+                let attr = |k: &str| tool.get_attr(k).ok().filter(|v| !v.is_undefined());
+                let is_function = attr("type").is_some_and(|t| t.as_str() == Some("function"));
+                let name = attr("name").and_then(|n| n.as_str().map(str::to_string));
+                match (is_function, attr("function"), name) {
+                    (true, None, Some(name)) => function_tool(
+                        &name,
+                        attr("description").as_ref(),
+                        attr("parameters").as_ref(),
+                    ),
+                    _ => tool.clone(),
+                }
+            })
+            .collect();
+        function_tools(&converted)
+    }
+
+    /// The grammar `text.format` asks for (`json_schema` or `json_object`).
+    fn format_grammar(&self) -> Result<Option<String>, ApiError> {
+        let Some(format) = self.text.as_ref().and_then(|t| t.get("format")) else {
+            return Ok(None);
+        };
+        json_format_grammar(format, format.get("schema"), "text.format")
+    }
+}
+
+/// What shaping and storing the reply needs.
+struct Reply {
+    header: Header,
+    reader: ReplyReader,
+    /// The conversation so far, without `instructions` (stored for the next request).
+    history: Vec<Message>,
+    paths: std::sync::Arc<crate::paths::Paths>,
+}
+
+async fn create(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+    body: Result<Bytes, BytesRejection>,
+) -> Result<Response, ApiError> {
+    let request: ResponsesRequest = parse_body(&body_bytes(body)?)?;
+    if request.max_output_tokens == Some(0) {
+        return Err(
+            ApiError::bad_request("max_output_tokens must be at least 1")
+                .param("max_output_tokens"),
+        );
+    }
+    let sampling = request.sampling.settings()?;
+    let format_grammar = request.format_grammar()?;
+    let previous = match &request.previous_response_id {
+        None => None,
+        Some(id) => Some(store::load(&state.paths, id)?.ok_or_else(|| {
+            ApiError::bad_request(format!("Previous response with id '{id}' not found."))
+                .param("previous_response_id")
+                .code("previous_response_not_found")
+        })?),
+    };
+    let mut history = previous
+        .as_ref()
+        .map(|p| p.messages.clone())
+        .unwrap_or_default();
+    input::push_input(&mut history, &request.input)?;
+    let mut messages = Vec::new();
+    if let Some(instructions) = request.instructions.as_ref().filter(|i| !i.is_empty()) {
+        messages.push(text_message("system", instructions.clone()));
+    }
+    messages.extend(history.iter().cloned());
+    let tools = ToolSet::new(
+        request.tool_definitions(),
+        openai_choice(request.tool_choice.as_ref())?,
+    )?;
+    let (model, info) = ready(&state)?;
+    let conversation = Conversation {
+        messages,
+        tools: tools.clone(),
+    };
+    let prompt = render_off_thread(model, conversation, info.n_ctx).await?;
+    let key = conversation_key(
+        &headers,
+        &NameSources {
+            prompt_cache_key: request.prompt_cache_key.as_deref(),
+            user: request.user.as_deref(),
+            previous_session: previous.as_ref().map(|p| p.session.as_str()),
+            ..Default::default()
+        },
+    );
+    let header = Header {
+        id: response_id(store::ID_PREFIX),
+        created_at: unix_now(),
+        model: info.model_name.clone(),
+        instructions: request.instructions.clone(),
+        previous_response_id: request.previous_response_id.clone(),
+        store: request.store.unwrap_or(true),
+        tools: tools
+            .definitions
+            .iter()
+            .filter_map(|t| serde_json::to_value(t).ok())
+            .collect(),
+        tool_choice: request.tool_choice.clone().unwrap_or(json!("auto")),
+        temperature: sampling.temp,
+        top_p: sampling.top_p,
+        max_output_tokens: request.max_output_tokens,
+        metadata: request.metadata.clone().unwrap_or(json!({})),
+    };
+    let reader = ReplyReader::new(&prompt, &tools);
+    let job = Job {
+        conversation: key,
+        max_tokens: max_reply_tokens(request.max_output_tokens, prompt.tokens.len(), info.n_ctx),
+        grammar: tools.grammar(prompt.format)?.or(format_grammar),
+        prompt: prompt.tokens,
+        sampling,
+        stop: Vec::new(),
+        logprobs: None,
+    };
+    let generation = start(&state, job).await?;
+    let session = generation.started.session.clone();
+    let reply = Reply {
+        header,
+        reader,
+        history,
+        paths: state.paths.clone(),
+    };
+    let response = if request.stream == Some(true) {
+        sse::respond(move |sink| async move {
+            let _ = stream::produce(&sink, generation, &reply).await;
+        })
+    } else {
+        let collected = generation.collect().await?;
+        let parsed = reply.reader.parse(&collected.text, output::CALL_ID_PREFIX);
+        let items = whole_output(&parsed);
+        let status = output::final_status(collected.usage.finish);
+        let object = reply
+            .header
+            .response(status, &items, Some(&collected.usage));
+        reply.store(&object, &parsed, &collected.usage.session)?;
+        Json(object).into_response()
+    };
+    Ok(with_session_header(response, &session))
+}
+
+/// The output items of a whole reply.
+fn whole_output(parsed: &ParsedReply) -> Vec<Value> {
+    let mut items = Vec::new();
+    if let Some(reasoning) = &parsed.reasoning {
+        items.push(output::reasoning_item(&response_id("rs_"), reasoning));
+    }
+    if !parsed.content.is_empty() || parsed.tool_calls.is_empty() {
+        items.push(output::message_item(
+            &response_id("msg_"),
+            &parsed.content,
+            "completed",
+        ));
+    }
+    for call in &parsed.tool_calls {
+        let item_id = response_id("fc_");
+        let arguments = call.arguments.to_string();
+        items.push(output::call_item(&item_id, call, &arguments, "completed"));
+    }
+    items
+}
+
+impl Reply {
+    /// Stores the response with its conversation (when `store` is on), so a later
+    /// `previous_response_id` can continue it, after a restart too.
+    fn store(&self, object: &Value, parsed: &ParsedReply, session: &str) -> Result<(), ApiError> {
+        if !self.header.store {
+            return Ok(());
+        }
+        let mut assistant = text_message("assistant", parsed.content.clone());
+        assistant.reasoning_content = parsed.reasoning.clone();
+        assistant.tool_calls = parsed
+            .tool_calls
+            .iter()
+            .map(|c| ToolCall {
+                id: Some(c.id.clone()),
+                kind: "function".into(),
+                function: FunctionCall {
+                    name: c.name.clone(),
+                    arguments: minijinja::Value::from(c.arguments.to_string()),
+                },
+            })
+            .collect();
+        let mut messages = self.history.clone();
+        messages.push(assistant);
+        let stored = StoredResponse::new(object.clone(), session.to_string(), messages);
+        store::save(&self.paths, &self.header.id, &stored)
+    }
+}
+
+async fn retrieve(
+    State(state): State<AppState>,
+    Path(id): Path<String>,
+) -> Result<Response, ApiError> {
+    match store::load(&state.paths, &id)? {
+        Some(stored) => Ok(Json(stored.response).into_response()),
+        None => Err(not_found(&id)),
+    }
+}
+
+async fn delete(
+    State(state): State<AppState>,
+    Path(id): Path<String>,
+) -> Result<Response, ApiError> {
+    if store::remove(&state.paths, &id)? {
+        Ok(Json(json!({"id": id, "object": "response", "deleted": true})).into_response())
+    } else {
+        Err(not_found(&id))
+    }
+}
+
+fn not_found(id: &str) -> ApiError {
+    ApiError::not_found(format!("No response found with id '{id}'."))
+}

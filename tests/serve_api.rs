@@ -1,0 +1,408 @@
+//! The server's APIs over real HTTP, against the service engine on real llama.cpp: the
+//! tiny model for shapes, tool calls, errors and the store, the default model (Gemma 3)
+//! for a Claude-Code-shaped conversation.
+
+mod common;
+mod serve_support;
+
+use common::*;
+use serde_json::{json, Value};
+use serve_support::{Answer, Server};
+
+fn weather_tool_openai() -> Value {
+    json!({"type": "function", "function": {
+        "name": "get_weather",
+        "description": "The weather in a city",
+        "parameters": {"type": "object", "properties": {"city": {"type": "string", "maxLength": 8}}},
+    }})
+}
+
+fn chat(content: &str, max_tokens: u64) -> Value {
+    json!({
+        "model": "whatever-the-client-says",
+        "messages": [{"role": "system", "content": "be brief"}, {"role": "user", "content": content}],
+        "max_tokens": max_tokens,
+        "temperature": 0,
+        "some_future_field": {"ignored": true},
+    })
+}
+
+fn assert_ok(answer: &Answer) {
+    assert_eq!(answer.status, 200, "{}", answer.body);
+}
+
+#[test]
+fn openai_chat_whole_and_streamed() {
+    let home = Home::new();
+    let server = Server::tiny(home.path());
+    let whole = server.post("/v1/chat/completions", &chat("hello there", 6), &[]);
+    assert_ok(&whole);
+    let body = whole.json();
+    assert_eq!(body["object"], "chat.completion");
+    assert_eq!(body["model"], "test-model");
+    assert_eq!(body["choices"][0]["message"]["role"], "assistant");
+    let usage = &body["usage"];
+    assert!(usage["prompt_tokens"].as_u64().unwrap() > 0, "{usage}");
+    assert!(usage["completion_tokens"].as_u64().unwrap() <= 6, "{usage}");
+    assert!(
+        usage["prompt_tokens_details"]["cached_tokens"].is_u64(),
+        "{usage}"
+    );
+    assert!(whole.headers.contains_key("x-kvrun-session"));
+
+    let mut streamed = chat("hello there", 6);
+    streamed["stream"] = json!(true);
+    streamed["stream_options"] = json!({"include_usage": true});
+    let answer = server.post("/v1/chat/completions", &streamed, &[]);
+    assert_ok(&answer);
+    let events = answer.events();
+    assert_eq!(events.last().unwrap().1, "[DONE]");
+    let chunks = answer.event_data();
+    assert_eq!(chunks[0]["choices"][0]["delta"]["role"], "assistant");
+    assert!(chunks
+        .iter()
+        .all(|c| c["object"] == "chat.completion.chunk"));
+    let finish = chunks
+        .iter()
+        .find_map(|c| c["choices"][0]["finish_reason"].as_str())
+        .expect("a finish_reason");
+    assert!(["stop", "length"].contains(&finish), "{finish}");
+    let usage = &chunks.last().unwrap()["usage"];
+    assert!(usage["completion_tokens"].as_u64().unwrap() <= 6, "{usage}");
+
+    let completion = server.post(
+        "/v1/completions",
+        &json!({"prompt": "the cache", "max_tokens": 4, "temperature": 0}),
+        &[],
+    );
+    assert_ok(&completion);
+    assert_eq!(completion.json()["object"], "text_completion");
+    let ids = server.post(
+        "/v1/completions",
+        &json!({"prompt": [1, 5, 9], "max_tokens": 2}),
+        &[],
+    );
+    assert_ok(&ids);
+
+    let models = server.get("/v1/models");
+    assert_ok(&models);
+    assert_eq!(models.json()["data"][0]["id"], "test-model");
+    assert_eq!(server.get("/v1/models/gpt-4o").json()["id"], "test-model");
+}
+
+#[test]
+fn forced_tool_calls_in_every_api() {
+    let home = Home::new();
+    let server = Server::tiny(home.path());
+    let mut request = chat("weather in Oslo?", 200);
+    request["tools"] = json!([weather_tool_openai(), {"type": "web_search"}]);
+    request["tool_choice"] = json!({"type": "function", "function": {"name": "get_weather"}});
+    let answer = server.post("/v1/chat/completions", &request, &[]);
+    assert_ok(&answer);
+    let choice = &answer.json()["choices"][0];
+    assert_eq!(choice["finish_reason"], "tool_calls", "{choice}");
+    let call = &choice["message"]["tool_calls"][0];
+    assert_eq!(call["function"]["name"], "get_weather");
+    let args: Value =
+        serde_json::from_str(call["function"]["arguments"].as_str().unwrap()).unwrap();
+    assert!(args["city"].is_string(), "{args}");
+
+    request["stream"] = json!(true);
+    let streamed = server.post("/v1/chat/completions", &request, &[]);
+    assert_ok(&streamed);
+    let delta_call = streamed
+        .event_data()
+        .into_iter()
+        .find_map(|c| {
+            c["choices"][0]["delta"]["tool_calls"][0]
+                .as_object()
+                .cloned()
+        })
+        .expect("a tool_calls delta");
+    assert_eq!(delta_call["function"]["name"], "get_weather");
+
+    let anthropic_tool = json!({"name": "get_weather", "description": "The weather",
+        "input_schema": {"type": "object", "properties": {"city": {"type": "string", "maxLength": 8}}}});
+    let mut message = json!({
+        "model": "claude-x", "max_tokens": 200, "temperature": 0,
+        "messages": [{"role": "user", "content": "weather in Oslo?"}],
+        "tools": [anthropic_tool, {"type": "web_search_20250305", "name": "web_search"}],
+        "tool_choice": {"type": "tool", "name": "get_weather"},
+    });
+    let answer = server.post("/v1/messages", &message, &[]);
+    assert_ok(&answer);
+    let body = answer.json();
+    assert_eq!(body["stop_reason"], "tool_use", "{body}");
+    let tool_use = body["content"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|b| b["type"] == "tool_use")
+        .expect("a tool_use block")
+        .clone();
+    assert_eq!(tool_use["name"], "get_weather");
+    assert!(tool_use["input"]["city"].is_string(), "{tool_use}");
+    assert!(tool_use["id"].as_str().unwrap().starts_with("toolu_"));
+
+    message["stream"] = json!(true);
+    let streamed = server.post("/v1/messages?beta=true", &message, &[]);
+    assert_ok(&streamed);
+    let partial = streamed
+        .event_data()
+        .into_iter()
+        .find(|e| e["delta"]["type"] == "input_json_delta")
+        .expect("an input_json_delta");
+    let input: Value =
+        serde_json::from_str(partial["delta"]["partial_json"].as_str().unwrap()).unwrap();
+    assert!(input["city"].is_string(), "{input}");
+
+    let mut response = json!({
+        "model": "codex", "input": "weather in Oslo?", "max_output_tokens": 200, "temperature": 0,
+        "tools": [{"type": "function", "name": "get_weather", "description": "The weather",
+            "parameters": {"type": "object", "properties": {"city": {"type": "string", "maxLength": 8}}}},
+            {"type": "web_search"}],
+        "tool_choice": {"type": "function", "name": "get_weather"},
+        "store": false,
+    });
+    let answer = server.post("/v1/responses", &response, &[]);
+    assert_ok(&answer);
+    let body = answer.json();
+    let call = body["output"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|i| i["type"] == "function_call")
+        .expect("a function_call item")
+        .clone();
+    assert_eq!(call["name"], "get_weather");
+    let args: Value = serde_json::from_str(call["arguments"].as_str().unwrap()).unwrap();
+    assert!(args["city"].is_string(), "{args}");
+
+    response["stream"] = json!(true);
+    let streamed = server.post("/v1/responses", &response, &[]);
+    assert_ok(&streamed);
+    let names: Vec<String> = streamed
+        .events()
+        .into_iter()
+        .filter_map(|(n, _)| n)
+        .collect();
+    assert_eq!(names.first().map(String::as_str), Some("response.created"));
+    assert_eq!(names.last().map(String::as_str), Some("response.completed"));
+    for expected in [
+        "response.in_progress",
+        "response.output_item.added",
+        "response.function_call_arguments.delta",
+        "response.function_call_arguments.done",
+        "response.output_item.done",
+    ] {
+        assert!(
+            names.iter().any(|n| n == expected),
+            "{expected} missing from {names:?}"
+        );
+    }
+}
+
+#[test]
+fn second_call_of_a_conversation_reads_the_cache() {
+    let home = Home::new();
+    let server = Server::tiny(home.path());
+    let long_system = "the model will answer the question. ".repeat(80);
+    let request = |user: &str| {
+        json!({"messages": [{"role": "system", "content": long_system},
+            {"role": "user", "content": user}], "max_tokens": 2, "temperature": 0})
+    };
+    let header = [("X-Session-Id", "cache-test")];
+    let first = server.post("/v1/chat/completions", &request("hello"), &header);
+    assert_ok(&first);
+    assert_eq!(first.headers["x-kvrun-session"], "cache-test");
+    let second = server.post("/v1/chat/completions", &request("thanks"), &header);
+    let cached = second.json()["usage"]["prompt_tokens_details"]["cached_tokens"]
+        .as_u64()
+        .unwrap();
+    assert!(cached > 200, "cached {cached}: {}", second.body);
+
+    // The same prefix through Anthropic, anonymous: found by content.
+    let message = json!({"max_tokens": 2, "temperature": 0, "system": long_system,
+        "messages": [{"role": "user", "content": "ok"}]});
+    server.post("/v1/messages", &message, &[]);
+    let again = server.post("/v1/messages", &message, &[]).json();
+    let usage = &again["usage"];
+    let read = usage["cache_read_input_tokens"].as_u64().unwrap();
+    assert!(read > 200, "{usage}");
+    let counted = server
+        .post("/v1/messages/count_tokens", &message, &[])
+        .json()["input_tokens"]
+        .as_u64()
+        .unwrap();
+    assert_eq!(
+        counted,
+        read + usage["input_tokens"].as_u64().unwrap(),
+        "{usage}"
+    );
+}
+
+#[test]
+fn previous_response_id_survives_a_restart() {
+    let home = Home::new();
+    let server = Server::tiny(home.path());
+    let first = server.post(
+        "/v1/responses",
+        &json!({"input": "the model will answer the question. ".repeat(40), "instructions": "be brief",
+            "max_output_tokens": 3, "temperature": 0}),
+        &[],
+    );
+    assert_ok(&first);
+    let first = first.json();
+    let id = first["id"].as_str().unwrap().to_string();
+    assert_eq!(
+        first["status"]
+            .as_str()
+            .map(|s| s == "completed" || s == "incomplete"),
+        Some(true)
+    );
+    server.stop();
+
+    let server = Server::tiny(home.path());
+    let fetched = server.get(&format!("/v1/responses/{id}"));
+    assert_ok(&fetched);
+    assert_eq!(fetched.json()["id"], id);
+    let next = server.post(
+        "/v1/responses",
+        &json!({"input": [{"type": "message", "role": "user", "content": [{"type": "input_text", "text": "and then?"}]}],
+            "instructions": "be brief", "previous_response_id": id, "max_output_tokens": 3, "stream": true}),
+        &[],
+    );
+    assert_ok(&next);
+    let events = next.event_data();
+    let completed = events.last().unwrap();
+    assert_eq!(completed["type"], "response.completed", "{}", next.body);
+    let usage = &completed["response"]["usage"];
+    let cached = usage["input_tokens_details"]["cached_tokens"]
+        .as_u64()
+        .unwrap();
+    assert!(
+        cached > 100,
+        "after a restart the prefix comes from the store: {usage}"
+    );
+    assert_eq!(completed["response"]["previous_response_id"], id);
+
+    assert_ok(&server.delete(&format!("/v1/responses/{id}")));
+    assert_eq!(server.get(&format!("/v1/responses/{id}")).status, 404);
+}
+
+/// Status, and whether the body is in the API's error shape.
+fn error_of(answer: &Answer, anthropic: bool) -> (u16, String) {
+    let body = answer.json();
+    let message = if anthropic {
+        assert_eq!(body["type"], "error", "{body}");
+        assert!(body["error"]["type"].is_string(), "{body}");
+        body["error"]["message"].as_str().unwrap().to_string()
+    } else {
+        assert!(body["error"]["type"].is_string(), "{body}");
+        assert!(
+            body["error"].get("param").is_some() && body["error"].get("code").is_some(),
+            "{body}"
+        );
+        body["error"]["message"].as_str().unwrap().to_string()
+    };
+    (answer.status, message)
+}
+
+#[test]
+fn bad_input_gets_each_apis_error_shape() {
+    let home = Home::new();
+    let server = Server::tiny(home.path());
+    let too_long = "hello ".repeat(6000);
+    let cases: Vec<(&str, String, u16, &str)> = vec![
+        ("/v1/chat/completions", "{\"messages\": [".into(), 400, "not valid JSON"),
+        ("/v1/chat/completions", json!({"messages": "hi"}).to_string(), 400, "wrong type"),
+        ("/v1/chat/completions", json!({"messages": [{"role": "wizard", "content": "x"}]}).to_string(), 400, "unknown role"),
+        ("/v1/chat/completions", json!({"messages": []}).to_string(), 400, "no messages"),
+        ("/v1/chat/completions", json!({"messages": [{"role": "user", "content": "x"}], "n": 2}).to_string(), 400, "n must be 1"),
+        ("/v1/chat/completions", json!({"messages": [{"role": "user", "content": too_long}]}).to_string(), 400, "tokens"),
+        ("/v1/chat/completions", json!({"messages": [{"role": "user", "content": "x"}], "temperature": "hot"}).to_string(), 400, "wrong type"),
+        ("/v1/chat/completions", json!({"messages": [{"role": "user", "content": [{"type": "image_url", "image_url": {"url": "x"}}]}]}).to_string(), 400, "text only"),
+        ("/v1/completions", json!({"prompt": [1, 99999999]}).to_string(), 400, "vocabulary"),
+        ("/v1/responses", "not json".into(), 400, "not valid JSON"),
+        ("/v1/responses", json!({"input": "x", "previous_response_id": "resp_000000000000000000000000"}).to_string(), 400, "not found"),
+        ("/v1/responses", json!({"input": "x", "previous_response_id": "../../etc/passwd"}).to_string(), 400, "not found"),
+        ("/v1/messages", "{".into(), 400, "not valid JSON"),
+        ("/v1/messages", json!({"messages": [{"role": "user", "content": "x"}]}).to_string(), 400, "max_tokens"),
+        ("/v1/messages", json!({"max_tokens": 5, "messages": [{"role": "user", "content": [{"type": "image", "source": {}}]}]}).to_string(), 400, "text only"),
+        ("/v1/messages", json!({"max_tokens": 5, "messages": [{"role": "user", "content": too_long}]}).to_string(), 400, "tokens"),
+        ("/v1/messages", json!({"max_tokens": 5, "messages": []}).to_string(), 400, "no messages"),
+    ];
+    for (path, body, status, needle) in cases {
+        let answer = server.post_raw(path, &body, &[]);
+        let (got, message) = error_of(&answer, path.starts_with("/v1/messages"));
+        assert_eq!(got, status, "{path} {body:.80}: {}", answer.body);
+        assert!(message.contains(needle), "{path} {body:.80}: {message}");
+    }
+    let missing = server.get("/v1/responses/resp_000000000000000000000000");
+    assert_eq!(error_of(&missing, false).0, 404);
+}
+
+#[test]
+fn claude_code_shaped_request_reads_the_cache_despite_its_billing_block() {
+    let home = Home::new();
+    let server = Server::start(home.path(), &default_model(), 4096);
+    let rules: String = (1..=40)
+        .map(|i| format!("Rule {i}: read the file before editing it, and keep changes small.\n"))
+        .collect();
+    let request = |version: &str, user: &str| {
+        json!({
+            "model": "claude-sonnet-4-5", "max_tokens": 32000, "stream": true,
+            "thinking": {"type": "enabled", "budget_tokens": 1024},
+            "context_management": {"edits": [{"type": "clear_tool_uses_20250919"}]},
+            "metadata": {"user_id": "{\"device_id\":\"d\",\"account_uuid\":\"\",\"session_id\":\"0b9c6f52-1a2b-4c3d-9e8f-0123456789ab\"}"},
+            "system": [
+                {"type": "text", "text": format!("x-anthropic-billing-header: cc_version=2.1.328.{version}; cc_entrypoint=sdk-cli;")},
+                {"type": "text", "text": format!("You are Claude Code.\n{rules}"), "cache_control": {"type": "ephemeral"}},
+            ],
+            "tools": [{"name": "Read", "description": "Read a file", "input_schema": {"type": "object",
+                "properties": {"file_path": {"type": "string"}}, "required": ["file_path"]}}],
+            "messages": [{"role": "user", "content": [
+                {"type": "text", "text": "<system-reminder>be careful</system-reminder>"},
+                {"type": "text", "text": user}]}],
+            "temperature": 0, "top_k": 1,
+        })
+    };
+    let headers = [
+        ("anthropic-version", "2023-06-01"),
+        ("anthropic-beta", "claude-code-20250219,some-future-beta"),
+        ("x-api-key", "anything"),
+    ];
+    let mut first_request = request("8a1", "hi");
+    first_request["max_tokens"] = json!(4);
+    let first = server.post("/v1/messages?beta=true", &first_request, &headers);
+    assert_ok(&first);
+    let names: Vec<String> = first.events().into_iter().filter_map(|(n, _)| n).collect();
+    assert_eq!(names.first().map(String::as_str), Some("message_start"));
+    assert_eq!(names.get(1).map(String::as_str), Some("ping"));
+    assert_eq!(names.last().map(String::as_str), Some("message_stop"));
+    assert!(names.iter().any(|n| n == "message_delta"), "{names:?}");
+    assert_eq!(
+        first.headers["x-kvrun-session"],
+        "0b9c6f52-1a2b-4c3d-9e8f-0123456789ab"
+    );
+
+    let mut second_request = request("ccf", "and now?");
+    second_request["max_tokens"] = json!(4);
+    let second = server.post("/v1/messages?beta=true", &second_request, &headers);
+    assert_ok(&second);
+    let start = &second.event_data()[0];
+    let usage = &start["message"]["usage"];
+    let read = usage["cache_read_input_tokens"].as_u64().unwrap();
+    // The rules alone are ~600 tokens; with the billing block rendered, the prompts would
+    // differ after ~15 tokens.
+    assert!(read > 500, "{usage}");
+    let delta = second
+        .event_data()
+        .into_iter()
+        .find(|e| e["type"] == "message_delta")
+        .unwrap();
+    assert!(
+        delta["usage"]["output_tokens"].as_u64().unwrap() <= 4,
+        "{delta}"
+    );
+}
