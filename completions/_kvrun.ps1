@@ -31,6 +31,7 @@ Register-ArgumentCompleter -Native -CommandName 'kvrun' -ScriptBlock {
             [CompletionResult]::new('--version', '--version', [CompletionResultType]::ParameterName, 'Print version')
             [CompletionResult]::new('chat', 'chat', [CompletionResultType]::ParameterValue, 'Chat interactively with a model (line mode; streams tokens as they come)')
             [CompletionResult]::new('run', 'run', [CompletionResultType]::ParameterValue, 'Run one prompt and print only the generated text (for scripts and agents)')
+            [CompletionResult]::new('serve', 'serve', [CompletionResultType]::ParameterValue, 'Serve OpenAI- and Anthropic-compatible HTTP; every conversation is a persistent session')
             [CompletionResult]::new('pull', 'pull', [CompletionResultType]::ParameterValue, 'Download a model: the default model, a URL, or hf:OWNER/REPO/FILE.gguf')
             [CompletionResult]::new('models', 'models', [CompletionResultType]::ParameterValue, 'List the models in kvrun''s models folder')
             [CompletionResult]::new('session', 'session', [CompletionResultType]::ParameterValue, 'Save, restore, list, fork, export and import persistent sessions')
@@ -121,6 +122,47 @@ Register-ArgumentCompleter -Native -CommandName 'kvrun' -ScriptBlock {
             [CompletionResult]::new('--version', '--version', [CompletionResultType]::ParameterName, 'Print version')
             break
         }
+        'kvrun;serve' {
+            [CompletionResult]::new('--chat-template', '--chat-template', [CompletionResultType]::ParameterName, 'Chat template: a Jinja file, or a shipped one (gemma3, chatml) [default: the config file''s `chat-template`, then the model''s own, then its architecture''s default]')
+            [CompletionResult]::new('--host', '--host', [CompletionResultType]::ParameterName, 'Address to listen on; anything but a loopback address needs --api-key [default: 127.0.0.1]')
+            [CompletionResult]::new('--port', '--port', [CompletionResultType]::ParameterName, 'Port to listen on; 0 picks a free one (the real one is printed) [default: 8080]')
+            [CompletionResult]::new('--api-key', '--api-key', [CompletionResultType]::ParameterName, 'Require this key on every endpoint but /health (`Authorization: Bearer KEY` or `x-api-key: KEY`)')
+            [CompletionResult]::new('--parallel', '--parallel', [CompletionResultType]::ParameterName, 'Sequences decoded together in one batch [default: 4]')
+            [CompletionResult]::new('--alias', '--alias', [CompletionResultType]::ParameterName, 'The model name responses carry [default: the model''s own name]')
+            [CompletionResult]::new('--max-queue', '--max-queue', [CompletionResultType]::ParameterName, 'Requests that may wait for a free sequence; past it, 503 with Retry-After [default: 64]')
+            [CompletionResult]::new('--max-body-bytes', '--max-body-bytes', [CompletionResultType]::ParameterName, 'Largest request body, e.g. 32MiB; past it, 413 [default: 32MiB]')
+            [CompletionResult]::new('--request-timeout', '--request-timeout', [CompletionResultType]::ParameterName, 'Longest time to the start of a response (a stream, once started, runs on), e.g. 10m; 0 turns it off [default: 10m]')
+            [CompletionResult]::new('--cors-origin', '--cors-origin', [CompletionResultType]::ParameterName, 'Allow browser requests from this origin (repeatable; `*` for any) [default: none, CORS off]')
+            [CompletionResult]::new('-c', '-c', [CompletionResultType]::ParameterName, 'Context size in tokens [default: 8192, capped at the model''s training context]')
+            [CompletionResult]::new('--ctx-size', '--ctx-size', [CompletionResultType]::ParameterName, 'Context size in tokens [default: 8192, capped at the model''s training context]')
+            [CompletionResult]::new('-t', '-t', [CompletionResultType]::ParameterName, 'CPU threads [default: the number of cores]')
+            [CompletionResult]::new('--threads', '--threads', [CompletionResultType]::ParameterName, 'CPU threads [default: the number of cores]')
+            [CompletionResult]::new('--gpu-layers', '--gpu-layers', [CompletionResultType]::ParameterName, 'Layers to offload to the GPU (needs a GPU build) [default: all when built with a GPU backend, else 0]')
+            [CompletionResult]::new('-b', '-b', [CompletionResultType]::ParameterName, 'Largest prompt batch in tokens; batches never cross a KV page boundary [default: 256]')
+            [CompletionResult]::new('--batch-size', '--batch-size', [CompletionResultType]::ParameterName, 'Largest prompt batch in tokens; batches never cross a KV page boundary [default: 256]')
+            [CompletionResult]::new('--kv-type', '--kv-type', [CompletionResultType]::ParameterName, 'KV cache element type [default: f16]')
+            [CompletionResult]::new('--flash-attn', '--flash-attn', [CompletionResultType]::ParameterName, 'Flash attention [default: auto]')
+            [CompletionResult]::new('--temp', '--temp', [CompletionResultType]::ParameterName, 'Temperature; 0 is greedy [default: 0.8]')
+            [CompletionResult]::new('--top-k', '--top-k', [CompletionResultType]::ParameterName, 'Keep only the K most likely tokens; 0 disables [default: 40]')
+            [CompletionResult]::new('--top-p', '--top-p', [CompletionResultType]::ParameterName, 'Nucleus sampling threshold; 1.0 disables [default: 0.95]')
+            [CompletionResult]::new('--min-p', '--min-p', [CompletionResultType]::ParameterName, 'Minimum probability relative to the top token; 0 disables [default: 0.05]')
+            [CompletionResult]::new('--repeat-penalty', '--repeat-penalty', [CompletionResultType]::ParameterName, 'Penalty for repeating recent tokens; 1.0 disables [default: 1.0]')
+            [CompletionResult]::new('--seed', '--seed', [CompletionResultType]::ParameterName, 'Random seed [default: a fresh one per run]')
+            [CompletionResult]::new('--hot-sessions', '--hot-sessions', [CompletionResultType]::ParameterName, 'Sessions kept resident in the context at once (switching to one is instant) [default: 4]')
+            [CompletionResult]::new('--warm-budget', '--warm-budget', [CompletionResultType]::ParameterName, 'RAM for pages of sessions that left the context, e.g. 2GiB [default: 2GiB]')
+            [CompletionResult]::new('--cold-budget', '--cold-budget', [CompletionResultType]::ParameterName, 'Disk for the page store; past it, pages no session uses go first [default: none]')
+            [CompletionResult]::new('--hot-idle', '--hot-idle', [CompletionResultType]::ParameterName, 'A session idle this long leaves the context, e.g. 10m [default: never]')
+            [CompletionResult]::new('--warm-idle', '--warm-idle', [CompletionResultType]::ParameterName, 'Pages unused this long leave RAM, e.g. 1h [default: never]')
+            [CompletionResult]::new('-v', '-v', [CompletionResultType]::ParameterName, 'Show more diagnostics on stderr (-v: info and llama.cpp''s log, -vv: debug). KVRUN_LOG takes a tracing filter instead (e.g. KVRUN_LOG=kvrun=debug)')
+            [CompletionResult]::new('--verbose', '--verbose', [CompletionResultType]::ParameterName, 'Show more diagnostics on stderr (-v: info and llama.cpp''s log, -vv: debug). KVRUN_LOG takes a tracing filter instead (e.g. KVRUN_LOG=kvrun=debug)')
+            [CompletionResult]::new('-q', '-q', [CompletionResultType]::ParameterName, 'Hide progress bars and notes; errors still print')
+            [CompletionResult]::new('--quiet', '--quiet', [CompletionResultType]::ParameterName, 'Hide progress bars and notes; errors still print')
+            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help')
+            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help')
+            [CompletionResult]::new('-V', '-V ', [CompletionResultType]::ParameterName, 'Print version')
+            [CompletionResult]::new('--version', '--version', [CompletionResultType]::ParameterName, 'Print version')
+            break
+        }
         'kvrun;pull' {
             [CompletionResult]::new('--sha256', '--sha256', [CompletionResultType]::ParameterName, 'Expected SHA-256 of the file (hex); a mismatch fails the pull and installs nothing')
             [CompletionResult]::new('--output', '--output', [CompletionResultType]::ParameterName, 'File name to save as in the models folder [default: the URL''s last path segment]')
@@ -157,7 +199,7 @@ Register-ArgumentCompleter -Native -CommandName 'kvrun' -ScriptBlock {
             [CompletionResult]::new('--version', '--version', [CompletionResultType]::ParameterName, 'Print version')
             [CompletionResult]::new('save', 'save', [CompletionResultType]::ParameterValue, 'Prefill a document or transcript into a new or existing session and persist it')
             [CompletionResult]::new('restore', 'restore', [CompletionResultType]::ParameterValue, 'Load a session into a context and check it (with --check), printing the timing')
-            [CompletionResult]::new('ls', 'ls', [CompletionResultType]::ParameterValue, 'List sessions')
+            [CompletionResult]::new('ls', 'ls', [CompletionResultType]::ParameterValue, 'List sessions (with --connect, those of a running `kvrun serve` and their tiers)')
             [CompletionResult]::new('show', 'show', [CompletionResultType]::ParameterValue, 'Show one session: model, settings, tokens, pages and what they share')
             [CompletionResult]::new('rm', 'rm', [CompletionResultType]::ParameterValue, 'Delete a session (pages shared with other sessions stay)')
             [CompletionResult]::new('fork', 'fork', [CompletionResultType]::ParameterValue, 'Copy a session under a new name; instant, copies no page')
@@ -221,6 +263,8 @@ Register-ArgumentCompleter -Native -CommandName 'kvrun' -ScriptBlock {
             break
         }
         'kvrun;session;ls' {
+            [CompletionResult]::new('--connect', '--connect', [CompletionResultType]::ParameterName, 'The server''s URL, e.g. http://127.0.0.1:8080')
+            [CompletionResult]::new('--api-key', '--api-key', [CompletionResultType]::ParameterName, 'The server''s API key (sent as a bearer token)')
             [CompletionResult]::new('--json', '--json', [CompletionResultType]::ParameterName, 'Print JSON')
             [CompletionResult]::new('-v', '-v', [CompletionResultType]::ParameterName, 'Show more diagnostics on stderr (-v: info and llama.cpp''s log, -vv: debug). KVRUN_LOG takes a tracing filter instead (e.g. KVRUN_LOG=kvrun=debug)')
             [CompletionResult]::new('--verbose', '--verbose', [CompletionResultType]::ParameterName, 'Show more diagnostics on stderr (-v: info and llama.cpp''s log, -vv: debug). KVRUN_LOG takes a tracing filter instead (e.g. KVRUN_LOG=kvrun=debug)')
@@ -292,7 +336,7 @@ Register-ArgumentCompleter -Native -CommandName 'kvrun' -ScriptBlock {
         'kvrun;session;help' {
             [CompletionResult]::new('save', 'save', [CompletionResultType]::ParameterValue, 'Prefill a document or transcript into a new or existing session and persist it')
             [CompletionResult]::new('restore', 'restore', [CompletionResultType]::ParameterValue, 'Load a session into a context and check it (with --check), printing the timing')
-            [CompletionResult]::new('ls', 'ls', [CompletionResultType]::ParameterValue, 'List sessions')
+            [CompletionResult]::new('ls', 'ls', [CompletionResultType]::ParameterValue, 'List sessions (with --connect, those of a running `kvrun serve` and their tiers)')
             [CompletionResult]::new('show', 'show', [CompletionResultType]::ParameterValue, 'Show one session: model, settings, tokens, pages and what they share')
             [CompletionResult]::new('rm', 'rm', [CompletionResultType]::ParameterValue, 'Delete a session (pages shared with other sessions stay)')
             [CompletionResult]::new('fork', 'fork', [CompletionResultType]::ParameterValue, 'Copy a session under a new name; instant, copies no page')
@@ -341,6 +385,8 @@ Register-ArgumentCompleter -Native -CommandName 'kvrun' -ScriptBlock {
             break
         }
         'kvrun;stats' {
+            [CompletionResult]::new('--connect', '--connect', [CompletionResultType]::ParameterName, 'The server''s URL, e.g. http://127.0.0.1:8080')
+            [CompletionResult]::new('--api-key', '--api-key', [CompletionResultType]::ParameterName, 'The server''s API key (sent as a bearer token)')
             [CompletionResult]::new('--hot-sessions', '--hot-sessions', [CompletionResultType]::ParameterName, 'Sessions kept resident in the context at once (switching to one is instant) [default: 4]')
             [CompletionResult]::new('--warm-budget', '--warm-budget', [CompletionResultType]::ParameterName, 'RAM for pages of sessions that left the context, e.g. 2GiB [default: 2GiB]')
             [CompletionResult]::new('--cold-budget', '--cold-budget', [CompletionResultType]::ParameterName, 'Disk for the page store; past it, pages no session uses go first [default: none]')
@@ -369,6 +415,7 @@ Register-ArgumentCompleter -Native -CommandName 'kvrun' -ScriptBlock {
             [CompletionResult]::new('speed', 'speed', [CompletionResultType]::ParameterValue, 'Prefill and decode tokens per second, kvrun''s schedule next to llama.cpp''s')
             [CompletionResult]::new('restore', 'restore', [CompletionResultType]::ParameterValue, 'Session restore against cold prefill and llama.cpp''s own state files')
             [CompletionResult]::new('switch', 'switch', [CompletionResultType]::ParameterValue, 'Switching between many sessions through the hot, warm and cold tiers')
+            [CompletionResult]::new('serve', 'serve', [CompletionResultType]::ParameterValue, '`kvrun serve` over HTTP: time to first token of an agent-sized prompt (first call, next turn, after a restart), the server''s overhead, concurrent decode')
             [CompletionResult]::new('help', 'help', [CompletionResultType]::ParameterValue, 'Print this message or the help of the given subcommand(s)')
             break
         }
@@ -444,10 +491,35 @@ Register-ArgumentCompleter -Native -CommandName 'kvrun' -ScriptBlock {
             [CompletionResult]::new('--version', '--version', [CompletionResultType]::ParameterName, 'Print version')
             break
         }
+        'kvrun;bench;serve' {
+            [CompletionResult]::new('--chat-template', '--chat-template', [CompletionResultType]::ParameterName, 'Chat template: a Jinja file, or a shipped one (gemma3, chatml) [default: the config file''s `chat-template`, then the model''s own, then its architecture''s default]')
+            [CompletionResult]::new('--prompt-tokens', '--prompt-tokens', [CompletionResultType]::ParameterName, 'Tokens in the agent-shaped prompt (system blocks and tool schemas)')
+            [CompletionResult]::new('--decode-tokens', '--decode-tokens', [CompletionResultType]::ParameterName, 'Tokens generated per call')
+            [CompletionResult]::new('--streams', '--streams', [CompletionResultType]::ParameterName, 'Concurrent streams for the aggregate decode rows')
+            [CompletionResult]::new('-c', '-c', [CompletionResultType]::ParameterName, 'Context size in tokens [default: 8192, capped at the model''s training context]')
+            [CompletionResult]::new('--ctx-size', '--ctx-size', [CompletionResultType]::ParameterName, 'Context size in tokens [default: 8192, capped at the model''s training context]')
+            [CompletionResult]::new('-t', '-t', [CompletionResultType]::ParameterName, 'CPU threads [default: the number of cores]')
+            [CompletionResult]::new('--threads', '--threads', [CompletionResultType]::ParameterName, 'CPU threads [default: the number of cores]')
+            [CompletionResult]::new('--gpu-layers', '--gpu-layers', [CompletionResultType]::ParameterName, 'Layers to offload to the GPU (needs a GPU build) [default: all when built with a GPU backend, else 0]')
+            [CompletionResult]::new('-b', '-b', [CompletionResultType]::ParameterName, 'Largest prompt batch in tokens; batches never cross a KV page boundary [default: 256]')
+            [CompletionResult]::new('--batch-size', '--batch-size', [CompletionResultType]::ParameterName, 'Largest prompt batch in tokens; batches never cross a KV page boundary [default: 256]')
+            [CompletionResult]::new('--kv-type', '--kv-type', [CompletionResultType]::ParameterName, 'KV cache element type [default: f16]')
+            [CompletionResult]::new('--flash-attn', '--flash-attn', [CompletionResultType]::ParameterName, 'Flash attention [default: auto]')
+            [CompletionResult]::new('-v', '-v', [CompletionResultType]::ParameterName, 'Show more diagnostics on stderr (-v: info and llama.cpp''s log, -vv: debug). KVRUN_LOG takes a tracing filter instead (e.g. KVRUN_LOG=kvrun=debug)')
+            [CompletionResult]::new('--verbose', '--verbose', [CompletionResultType]::ParameterName, 'Show more diagnostics on stderr (-v: info and llama.cpp''s log, -vv: debug). KVRUN_LOG takes a tracing filter instead (e.g. KVRUN_LOG=kvrun=debug)')
+            [CompletionResult]::new('-q', '-q', [CompletionResultType]::ParameterName, 'Hide progress bars and notes; errors still print')
+            [CompletionResult]::new('--quiet', '--quiet', [CompletionResultType]::ParameterName, 'Hide progress bars and notes; errors still print')
+            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help')
+            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help')
+            [CompletionResult]::new('-V', '-V ', [CompletionResultType]::ParameterName, 'Print version')
+            [CompletionResult]::new('--version', '--version', [CompletionResultType]::ParameterName, 'Print version')
+            break
+        }
         'kvrun;bench;help' {
             [CompletionResult]::new('speed', 'speed', [CompletionResultType]::ParameterValue, 'Prefill and decode tokens per second, kvrun''s schedule next to llama.cpp''s')
             [CompletionResult]::new('restore', 'restore', [CompletionResultType]::ParameterValue, 'Session restore against cold prefill and llama.cpp''s own state files')
             [CompletionResult]::new('switch', 'switch', [CompletionResultType]::ParameterValue, 'Switching between many sessions through the hot, warm and cold tiers')
+            [CompletionResult]::new('serve', 'serve', [CompletionResultType]::ParameterValue, '`kvrun serve` over HTTP: time to first token of an agent-sized prompt (first call, next turn, after a restart), the server''s overhead, concurrent decode')
             [CompletionResult]::new('help', 'help', [CompletionResultType]::ParameterValue, 'Print this message or the help of the given subcommand(s)')
             break
         }
@@ -458,6 +530,9 @@ Register-ArgumentCompleter -Native -CommandName 'kvrun' -ScriptBlock {
             break
         }
         'kvrun;bench;help;switch' {
+            break
+        }
+        'kvrun;bench;help;serve' {
             break
         }
         'kvrun;bench;help;help' {
@@ -489,6 +564,7 @@ Register-ArgumentCompleter -Native -CommandName 'kvrun' -ScriptBlock {
         'kvrun;help' {
             [CompletionResult]::new('chat', 'chat', [CompletionResultType]::ParameterValue, 'Chat interactively with a model (line mode; streams tokens as they come)')
             [CompletionResult]::new('run', 'run', [CompletionResultType]::ParameterValue, 'Run one prompt and print only the generated text (for scripts and agents)')
+            [CompletionResult]::new('serve', 'serve', [CompletionResultType]::ParameterValue, 'Serve OpenAI- and Anthropic-compatible HTTP; every conversation is a persistent session')
             [CompletionResult]::new('pull', 'pull', [CompletionResultType]::ParameterValue, 'Download a model: the default model, a URL, or hf:OWNER/REPO/FILE.gguf')
             [CompletionResult]::new('models', 'models', [CompletionResultType]::ParameterValue, 'List the models in kvrun''s models folder')
             [CompletionResult]::new('session', 'session', [CompletionResultType]::ParameterValue, 'Save, restore, list, fork, export and import persistent sessions')
@@ -506,6 +582,9 @@ Register-ArgumentCompleter -Native -CommandName 'kvrun' -ScriptBlock {
         'kvrun;help;run' {
             break
         }
+        'kvrun;help;serve' {
+            break
+        }
         'kvrun;help;pull' {
             break
         }
@@ -515,7 +594,7 @@ Register-ArgumentCompleter -Native -CommandName 'kvrun' -ScriptBlock {
         'kvrun;help;session' {
             [CompletionResult]::new('save', 'save', [CompletionResultType]::ParameterValue, 'Prefill a document or transcript into a new or existing session and persist it')
             [CompletionResult]::new('restore', 'restore', [CompletionResultType]::ParameterValue, 'Load a session into a context and check it (with --check), printing the timing')
-            [CompletionResult]::new('ls', 'ls', [CompletionResultType]::ParameterValue, 'List sessions')
+            [CompletionResult]::new('ls', 'ls', [CompletionResultType]::ParameterValue, 'List sessions (with --connect, those of a running `kvrun serve` and their tiers)')
             [CompletionResult]::new('show', 'show', [CompletionResultType]::ParameterValue, 'Show one session: model, settings, tokens, pages and what they share')
             [CompletionResult]::new('rm', 'rm', [CompletionResultType]::ParameterValue, 'Delete a session (pages shared with other sessions stay)')
             [CompletionResult]::new('fork', 'fork', [CompletionResultType]::ParameterValue, 'Copy a session under a new name; instant, copies no page')
@@ -557,6 +636,7 @@ Register-ArgumentCompleter -Native -CommandName 'kvrun' -ScriptBlock {
             [CompletionResult]::new('speed', 'speed', [CompletionResultType]::ParameterValue, 'Prefill and decode tokens per second, kvrun''s schedule next to llama.cpp''s')
             [CompletionResult]::new('restore', 'restore', [CompletionResultType]::ParameterValue, 'Session restore against cold prefill and llama.cpp''s own state files')
             [CompletionResult]::new('switch', 'switch', [CompletionResultType]::ParameterValue, 'Switching between many sessions through the hot, warm and cold tiers')
+            [CompletionResult]::new('serve', 'serve', [CompletionResultType]::ParameterValue, '`kvrun serve` over HTTP: time to first token of an agent-sized prompt (first call, next turn, after a restart), the server''s overhead, concurrent decode')
             break
         }
         'kvrun;help;bench;speed' {
@@ -566,6 +646,9 @@ Register-ArgumentCompleter -Native -CommandName 'kvrun' -ScriptBlock {
             break
         }
         'kvrun;help;bench;switch' {
+            break
+        }
+        'kvrun;help;bench;serve' {
             break
         }
         'kvrun;help;completions' {

@@ -43,6 +43,9 @@ _kvrun() {
             kvrun,run)
                 cmd="kvrun__subcmd__run"
                 ;;
+            kvrun,serve)
+                cmd="kvrun__subcmd__serve"
+                ;;
             kvrun,session)
                 cmd="kvrun__subcmd__session"
                 ;;
@@ -55,6 +58,9 @@ _kvrun() {
             kvrun__subcmd__bench,restore)
                 cmd="kvrun__subcmd__bench__subcmd__restore"
                 ;;
+            kvrun__subcmd__bench,serve)
+                cmd="kvrun__subcmd__bench__subcmd__serve"
+                ;;
             kvrun__subcmd__bench,speed)
                 cmd="kvrun__subcmd__bench__subcmd__speed"
                 ;;
@@ -66,6 +72,9 @@ _kvrun() {
                 ;;
             kvrun__subcmd__bench__subcmd__help,restore)
                 cmd="kvrun__subcmd__bench__subcmd__help__subcmd__restore"
+                ;;
+            kvrun__subcmd__bench__subcmd__help,serve)
+                cmd="kvrun__subcmd__bench__subcmd__help__subcmd__serve"
                 ;;
             kvrun__subcmd__bench__subcmd__help,speed)
                 cmd="kvrun__subcmd__bench__subcmd__help__subcmd__speed"
@@ -100,6 +109,9 @@ _kvrun() {
             kvrun__subcmd__help,run)
                 cmd="kvrun__subcmd__help__subcmd__run"
                 ;;
+            kvrun__subcmd__help,serve)
+                cmd="kvrun__subcmd__help__subcmd__serve"
+                ;;
             kvrun__subcmd__help,session)
                 cmd="kvrun__subcmd__help__subcmd__session"
                 ;;
@@ -108,6 +120,9 @@ _kvrun() {
                 ;;
             kvrun__subcmd__help__subcmd__bench,restore)
                 cmd="kvrun__subcmd__help__subcmd__bench__subcmd__restore"
+                ;;
+            kvrun__subcmd__help__subcmd__bench,serve)
+                cmd="kvrun__subcmd__help__subcmd__bench__subcmd__serve"
                 ;;
             kvrun__subcmd__help__subcmd__bench,speed)
                 cmd="kvrun__subcmd__help__subcmd__bench__subcmd__speed"
@@ -200,7 +215,7 @@ _kvrun() {
 
     case "${cmd}" in
         kvrun)
-            opts="-v -q -h -V --verbose --quiet --help --version chat run pull models session gc stats bench completions man help"
+            opts="-v -q -h -V --verbose --quiet --help --version chat run serve pull models session gc stats bench completions man help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -214,7 +229,7 @@ _kvrun() {
             return 0
             ;;
         kvrun__subcmd__bench)
-            opts="-v -q -h -V --verbose --quiet --help --version speed restore switch help"
+            opts="-v -q -h -V --verbose --quiet --help --version speed restore switch serve help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -228,7 +243,7 @@ _kvrun() {
             return 0
             ;;
         kvrun__subcmd__bench__subcmd__help)
-            opts="speed restore switch help"
+            opts="speed restore switch serve help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -256,6 +271,20 @@ _kvrun() {
             return 0
             ;;
         kvrun__subcmd__bench__subcmd__help__subcmd__restore)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        kvrun__subcmd__bench__subcmd__help__subcmd__serve)
             opts=""
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
@@ -317,6 +346,72 @@ _kvrun() {
                     return 0
                     ;;
                 --share-prefix)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --ctx-size)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                -c)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --threads)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                -t)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --gpu-layers)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --batch-size)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                -b)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --kv-type)
+                    COMPREPLY=($(compgen -W "f16 q8_0 q4_0" -- "${cur}"))
+                    return 0
+                    ;;
+                --flash-attn)
+                    COMPREPLY=($(compgen -W "on off auto" -- "${cur}"))
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        kvrun__subcmd__bench__subcmd__serve)
+            opts="-c -t -b -v -q -h -V --chat-template --prompt-tokens --decode-tokens --streams --ctx-size --threads --gpu-layers --batch-size --kv-type --flash-attn --verbose --quiet --help --version"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --chat-template)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --prompt-tokens)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --decode-tokens)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --streams)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -642,7 +737,7 @@ _kvrun() {
             return 0
             ;;
         kvrun__subcmd__help)
-            opts="chat run pull models session gc stats bench completions man help"
+            opts="chat run serve pull models session gc stats bench completions man help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -656,7 +751,7 @@ _kvrun() {
             return 0
             ;;
         kvrun__subcmd__help__subcmd__bench)
-            opts="speed restore switch"
+            opts="speed restore switch serve"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -670,6 +765,20 @@ _kvrun() {
             return 0
             ;;
         kvrun__subcmd__help__subcmd__bench__subcmd__restore)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        kvrun__subcmd__help__subcmd__bench__subcmd__serve)
             opts=""
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
@@ -810,6 +919,20 @@ _kvrun() {
             return 0
             ;;
         kvrun__subcmd__help__subcmd__run)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        kvrun__subcmd__help__subcmd__serve)
             opts=""
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
@@ -1139,6 +1262,140 @@ _kvrun() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
+        kvrun__subcmd__serve)
+            opts="-c -t -b -v -q -h -V --chat-template --host --port --api-key --parallel --alias --max-queue --max-body-bytes --request-timeout --cors-origin --ctx-size --threads --gpu-layers --batch-size --kv-type --flash-attn --temp --top-k --top-p --min-p --repeat-penalty --seed --hot-sessions --warm-budget --cold-budget --hot-idle --warm-idle --verbose --quiet --help --version"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --chat-template)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --host)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --port)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --api-key)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --parallel)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --alias)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --max-queue)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --max-body-bytes)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --request-timeout)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --cors-origin)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --ctx-size)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                -c)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --threads)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                -t)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --gpu-layers)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --batch-size)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                -b)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --kv-type)
+                    COMPREPLY=($(compgen -W "f16 q8_0 q4_0" -- "${cur}"))
+                    return 0
+                    ;;
+                --flash-attn)
+                    COMPREPLY=($(compgen -W "on off auto" -- "${cur}"))
+                    return 0
+                    ;;
+                --temp)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --top-k)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --top-p)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --min-p)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --repeat-penalty)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --seed)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --hot-sessions)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --warm-budget)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --cold-budget)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --hot-idle)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --warm-idle)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
         kvrun__subcmd__session)
             opts="-v -q -h -V --verbose --quiet --help --version save restore ls show rm fork export import help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
@@ -1340,12 +1597,20 @@ _kvrun() {
             return 0
             ;;
         kvrun__subcmd__session__subcmd__ls)
-            opts="-v -q -h -V --json --verbose --quiet --help --version"
+            opts="-v -q -h -V --json --connect --api-key --verbose --quiet --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
             fi
             case "${prev}" in
+                --connect)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --api-key)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 *)
                     COMPREPLY=()
                     ;;
@@ -1522,12 +1787,20 @@ _kvrun() {
             return 0
             ;;
         kvrun__subcmd__stats)
-            opts="-v -q -h -V --json --hot-sessions --warm-budget --cold-budget --hot-idle --warm-idle --verbose --quiet --help --version"
+            opts="-v -q -h -V --json --connect --api-key --hot-sessions --warm-budget --cold-budget --hot-idle --warm-idle --verbose --quiet --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
             fi
             case "${prev}" in
+                --connect)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --api-key)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 --hot-sessions)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0

@@ -28,6 +28,7 @@ set edit:completion:arg-completer[kvrun] = {|@words|
             cand --version 'Print version'
             cand chat 'Chat interactively with a model (line mode; streams tokens as they come)'
             cand run 'Run one prompt and print only the generated text (for scripts and agents)'
+            cand serve 'Serve OpenAI- and Anthropic-compatible HTTP; every conversation is a persistent session'
             cand pull 'Download a model: the default model, a URL, or hf:OWNER/REPO/FILE.gguf'
             cand models 'List the models in kvrun''s models folder'
             cand session 'Save, restore, list, fork, export and import persistent sessions'
@@ -115,6 +116,46 @@ set edit:completion:arg-completer[kvrun] = {|@words|
             cand -V 'Print version'
             cand --version 'Print version'
         }
+        &'kvrun;serve'= {
+            cand --chat-template 'Chat template: a Jinja file, or a shipped one (gemma3, chatml) [default: the config file''s `chat-template`, then the model''s own, then its architecture''s default]'
+            cand --host 'Address to listen on; anything but a loopback address needs --api-key [default: 127.0.0.1]'
+            cand --port 'Port to listen on; 0 picks a free one (the real one is printed) [default: 8080]'
+            cand --api-key 'Require this key on every endpoint but /health (`Authorization: Bearer KEY` or `x-api-key: KEY`)'
+            cand --parallel 'Sequences decoded together in one batch [default: 4]'
+            cand --alias 'The model name responses carry [default: the model''s own name]'
+            cand --max-queue 'Requests that may wait for a free sequence; past it, 503 with Retry-After [default: 64]'
+            cand --max-body-bytes 'Largest request body, e.g. 32MiB; past it, 413 [default: 32MiB]'
+            cand --request-timeout 'Longest time to the start of a response (a stream, once started, runs on), e.g. 10m; 0 turns it off [default: 10m]'
+            cand --cors-origin 'Allow browser requests from this origin (repeatable; `*` for any) [default: none, CORS off]'
+            cand -c 'Context size in tokens [default: 8192, capped at the model''s training context]'
+            cand --ctx-size 'Context size in tokens [default: 8192, capped at the model''s training context]'
+            cand -t 'CPU threads [default: the number of cores]'
+            cand --threads 'CPU threads [default: the number of cores]'
+            cand --gpu-layers 'Layers to offload to the GPU (needs a GPU build) [default: all when built with a GPU backend, else 0]'
+            cand -b 'Largest prompt batch in tokens; batches never cross a KV page boundary [default: 256]'
+            cand --batch-size 'Largest prompt batch in tokens; batches never cross a KV page boundary [default: 256]'
+            cand --kv-type 'KV cache element type [default: f16]'
+            cand --flash-attn 'Flash attention [default: auto]'
+            cand --temp 'Temperature; 0 is greedy [default: 0.8]'
+            cand --top-k 'Keep only the K most likely tokens; 0 disables [default: 40]'
+            cand --top-p 'Nucleus sampling threshold; 1.0 disables [default: 0.95]'
+            cand --min-p 'Minimum probability relative to the top token; 0 disables [default: 0.05]'
+            cand --repeat-penalty 'Penalty for repeating recent tokens; 1.0 disables [default: 1.0]'
+            cand --seed 'Random seed [default: a fresh one per run]'
+            cand --hot-sessions 'Sessions kept resident in the context at once (switching to one is instant) [default: 4]'
+            cand --warm-budget 'RAM for pages of sessions that left the context, e.g. 2GiB [default: 2GiB]'
+            cand --cold-budget 'Disk for the page store; past it, pages no session uses go first [default: none]'
+            cand --hot-idle 'A session idle this long leaves the context, e.g. 10m [default: never]'
+            cand --warm-idle 'Pages unused this long leave RAM, e.g. 1h [default: never]'
+            cand -v 'Show more diagnostics on stderr (-v: info and llama.cpp''s log, -vv: debug). KVRUN_LOG takes a tracing filter instead (e.g. KVRUN_LOG=kvrun=debug)'
+            cand --verbose 'Show more diagnostics on stderr (-v: info and llama.cpp''s log, -vv: debug). KVRUN_LOG takes a tracing filter instead (e.g. KVRUN_LOG=kvrun=debug)'
+            cand -q 'Hide progress bars and notes; errors still print'
+            cand --quiet 'Hide progress bars and notes; errors still print'
+            cand -h 'Print help'
+            cand --help 'Print help'
+            cand -V 'Print version'
+            cand --version 'Print version'
+        }
         &'kvrun;pull'= {
             cand --sha256 'Expected SHA-256 of the file (hex); a mismatch fails the pull and installs nothing'
             cand --output 'File name to save as in the models folder [default: the URL''s last path segment]'
@@ -149,7 +190,7 @@ set edit:completion:arg-completer[kvrun] = {|@words|
             cand --version 'Print version'
             cand save 'Prefill a document or transcript into a new or existing session and persist it'
             cand restore 'Load a session into a context and check it (with --check), printing the timing'
-            cand ls 'List sessions'
+            cand ls 'List sessions (with --connect, those of a running `kvrun serve` and their tiers)'
             cand show 'Show one session: model, settings, tokens, pages and what they share'
             cand rm 'Delete a session (pages shared with other sessions stay)'
             cand fork 'Copy a session under a new name; instant, copies no page'
@@ -210,6 +251,8 @@ set edit:completion:arg-completer[kvrun] = {|@words|
             cand --version 'Print version'
         }
         &'kvrun;session;ls'= {
+            cand --connect 'The server''s URL, e.g. http://127.0.0.1:8080'
+            cand --api-key 'The server''s API key (sent as a bearer token)'
             cand --json 'Print JSON'
             cand -v 'Show more diagnostics on stderr (-v: info and llama.cpp''s log, -vv: debug). KVRUN_LOG takes a tracing filter instead (e.g. KVRUN_LOG=kvrun=debug)'
             cand --verbose 'Show more diagnostics on stderr (-v: info and llama.cpp''s log, -vv: debug). KVRUN_LOG takes a tracing filter instead (e.g. KVRUN_LOG=kvrun=debug)'
@@ -275,7 +318,7 @@ set edit:completion:arg-completer[kvrun] = {|@words|
         &'kvrun;session;help'= {
             cand save 'Prefill a document or transcript into a new or existing session and persist it'
             cand restore 'Load a session into a context and check it (with --check), printing the timing'
-            cand ls 'List sessions'
+            cand ls 'List sessions (with --connect, those of a running `kvrun serve` and their tiers)'
             cand show 'Show one session: model, settings, tokens, pages and what they share'
             cand rm 'Delete a session (pages shared with other sessions stay)'
             cand fork 'Copy a session under a new name; instant, copies no page'
@@ -313,6 +356,8 @@ set edit:completion:arg-completer[kvrun] = {|@words|
             cand --version 'Print version'
         }
         &'kvrun;stats'= {
+            cand --connect 'The server''s URL, e.g. http://127.0.0.1:8080'
+            cand --api-key 'The server''s API key (sent as a bearer token)'
             cand --hot-sessions 'Sessions kept resident in the context at once (switching to one is instant) [default: 4]'
             cand --warm-budget 'RAM for pages of sessions that left the context, e.g. 2GiB [default: 2GiB]'
             cand --cold-budget 'Disk for the page store; past it, pages no session uses go first [default: none]'
@@ -340,6 +385,7 @@ set edit:completion:arg-completer[kvrun] = {|@words|
             cand speed 'Prefill and decode tokens per second, kvrun''s schedule next to llama.cpp''s'
             cand restore 'Session restore against cold prefill and llama.cpp''s own state files'
             cand switch 'Switching between many sessions through the hot, warm and cold tiers'
+            cand serve '`kvrun serve` over HTTP: time to first token of an agent-sized prompt (first call, next turn, after a restart), the server''s overhead, concurrent decode'
             cand help 'Print this message or the help of the given subcommand(s)'
         }
         &'kvrun;bench;speed'= {
@@ -411,10 +457,34 @@ set edit:completion:arg-completer[kvrun] = {|@words|
             cand -V 'Print version'
             cand --version 'Print version'
         }
+        &'kvrun;bench;serve'= {
+            cand --chat-template 'Chat template: a Jinja file, or a shipped one (gemma3, chatml) [default: the config file''s `chat-template`, then the model''s own, then its architecture''s default]'
+            cand --prompt-tokens 'Tokens in the agent-shaped prompt (system blocks and tool schemas)'
+            cand --decode-tokens 'Tokens generated per call'
+            cand --streams 'Concurrent streams for the aggregate decode rows'
+            cand -c 'Context size in tokens [default: 8192, capped at the model''s training context]'
+            cand --ctx-size 'Context size in tokens [default: 8192, capped at the model''s training context]'
+            cand -t 'CPU threads [default: the number of cores]'
+            cand --threads 'CPU threads [default: the number of cores]'
+            cand --gpu-layers 'Layers to offload to the GPU (needs a GPU build) [default: all when built with a GPU backend, else 0]'
+            cand -b 'Largest prompt batch in tokens; batches never cross a KV page boundary [default: 256]'
+            cand --batch-size 'Largest prompt batch in tokens; batches never cross a KV page boundary [default: 256]'
+            cand --kv-type 'KV cache element type [default: f16]'
+            cand --flash-attn 'Flash attention [default: auto]'
+            cand -v 'Show more diagnostics on stderr (-v: info and llama.cpp''s log, -vv: debug). KVRUN_LOG takes a tracing filter instead (e.g. KVRUN_LOG=kvrun=debug)'
+            cand --verbose 'Show more diagnostics on stderr (-v: info and llama.cpp''s log, -vv: debug). KVRUN_LOG takes a tracing filter instead (e.g. KVRUN_LOG=kvrun=debug)'
+            cand -q 'Hide progress bars and notes; errors still print'
+            cand --quiet 'Hide progress bars and notes; errors still print'
+            cand -h 'Print help'
+            cand --help 'Print help'
+            cand -V 'Print version'
+            cand --version 'Print version'
+        }
         &'kvrun;bench;help'= {
             cand speed 'Prefill and decode tokens per second, kvrun''s schedule next to llama.cpp''s'
             cand restore 'Session restore against cold prefill and llama.cpp''s own state files'
             cand switch 'Switching between many sessions through the hot, warm and cold tiers'
+            cand serve '`kvrun serve` over HTTP: time to first token of an agent-sized prompt (first call, next turn, after a restart), the server''s overhead, concurrent decode'
             cand help 'Print this message or the help of the given subcommand(s)'
         }
         &'kvrun;bench;help;speed'= {
@@ -422,6 +492,8 @@ set edit:completion:arg-completer[kvrun] = {|@words|
         &'kvrun;bench;help;restore'= {
         }
         &'kvrun;bench;help;switch'= {
+        }
+        &'kvrun;bench;help;serve'= {
         }
         &'kvrun;bench;help;help'= {
         }
@@ -449,6 +521,7 @@ set edit:completion:arg-completer[kvrun] = {|@words|
         &'kvrun;help'= {
             cand chat 'Chat interactively with a model (line mode; streams tokens as they come)'
             cand run 'Run one prompt and print only the generated text (for scripts and agents)'
+            cand serve 'Serve OpenAI- and Anthropic-compatible HTTP; every conversation is a persistent session'
             cand pull 'Download a model: the default model, a URL, or hf:OWNER/REPO/FILE.gguf'
             cand models 'List the models in kvrun''s models folder'
             cand session 'Save, restore, list, fork, export and import persistent sessions'
@@ -463,6 +536,8 @@ set edit:completion:arg-completer[kvrun] = {|@words|
         }
         &'kvrun;help;run'= {
         }
+        &'kvrun;help;serve'= {
+        }
         &'kvrun;help;pull'= {
         }
         &'kvrun;help;models'= {
@@ -470,7 +545,7 @@ set edit:completion:arg-completer[kvrun] = {|@words|
         &'kvrun;help;session'= {
             cand save 'Prefill a document or transcript into a new or existing session and persist it'
             cand restore 'Load a session into a context and check it (with --check), printing the timing'
-            cand ls 'List sessions'
+            cand ls 'List sessions (with --connect, those of a running `kvrun serve` and their tiers)'
             cand show 'Show one session: model, settings, tokens, pages and what they share'
             cand rm 'Delete a session (pages shared with other sessions stay)'
             cand fork 'Copy a session under a new name; instant, copies no page'
@@ -501,12 +576,15 @@ set edit:completion:arg-completer[kvrun] = {|@words|
             cand speed 'Prefill and decode tokens per second, kvrun''s schedule next to llama.cpp''s'
             cand restore 'Session restore against cold prefill and llama.cpp''s own state files'
             cand switch 'Switching between many sessions through the hot, warm and cold tiers'
+            cand serve '`kvrun serve` over HTTP: time to first token of an agent-sized prompt (first call, next turn, after a restart), the server''s overhead, concurrent decode'
         }
         &'kvrun;help;bench;speed'= {
         }
         &'kvrun;help;bench;restore'= {
         }
         &'kvrun;help;bench;switch'= {
+        }
+        &'kvrun;help;bench;serve'= {
         }
         &'kvrun;help;completions'= {
         }

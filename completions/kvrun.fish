@@ -30,6 +30,7 @@ complete -c kvrun -n "__fish_kvrun_needs_command" -s h -l help -d 'Print help (s
 complete -c kvrun -n "__fish_kvrun_needs_command" -s V -l version -d 'Print version'
 complete -c kvrun -n "__fish_kvrun_needs_command" -f -a "chat" -d 'Chat interactively with a model (line mode; streams tokens as they come)'
 complete -c kvrun -n "__fish_kvrun_needs_command" -f -a "run" -d 'Run one prompt and print only the generated text (for scripts and agents)'
+complete -c kvrun -n "__fish_kvrun_needs_command" -f -a "serve" -d 'Serve OpenAI- and Anthropic-compatible HTTP; every conversation is a persistent session'
 complete -c kvrun -n "__fish_kvrun_needs_command" -f -a "pull" -d 'Download a model: the default model, a URL, or hf:OWNER/REPO/FILE.gguf'
 complete -c kvrun -n "__fish_kvrun_needs_command" -f -a "models" -d 'List the models in kvrun\'s models folder'
 complete -c kvrun -n "__fish_kvrun_needs_command" -f -a "session" -d 'Save, restore, list, fork, export and import persistent sessions'
@@ -104,6 +105,41 @@ complete -c kvrun -n "__fish_kvrun_using_subcommand run" -s v -l verbose -d 'Sho
 complete -c kvrun -n "__fish_kvrun_using_subcommand run" -s q -l quiet -d 'Hide progress bars and notes; errors still print'
 complete -c kvrun -n "__fish_kvrun_using_subcommand run" -s h -l help -d 'Print help'
 complete -c kvrun -n "__fish_kvrun_using_subcommand run" -s V -l version -d 'Print version'
+complete -c kvrun -n "__fish_kvrun_using_subcommand serve" -l chat-template -d 'Chat template: a Jinja file, or a shipped one (gemma3, chatml) [default: the config file\'s `chat-template`, then the model\'s own, then its architecture\'s default]' -r
+complete -c kvrun -n "__fish_kvrun_using_subcommand serve" -l host -d 'Address to listen on; anything but a loopback address needs --api-key [default: 127.0.0.1]' -r
+complete -c kvrun -n "__fish_kvrun_using_subcommand serve" -l port -d 'Port to listen on; 0 picks a free one (the real one is printed) [default: 8080]' -r
+complete -c kvrun -n "__fish_kvrun_using_subcommand serve" -l api-key -d 'Require this key on every endpoint but /health (`Authorization: Bearer KEY` or `x-api-key: KEY`)' -r
+complete -c kvrun -n "__fish_kvrun_using_subcommand serve" -l parallel -d 'Sequences decoded together in one batch [default: 4]' -r
+complete -c kvrun -n "__fish_kvrun_using_subcommand serve" -l alias -d 'The model name responses carry [default: the model\'s own name]' -r
+complete -c kvrun -n "__fish_kvrun_using_subcommand serve" -l max-queue -d 'Requests that may wait for a free sequence; past it, 503 with Retry-After [default: 64]' -r
+complete -c kvrun -n "__fish_kvrun_using_subcommand serve" -l max-body-bytes -d 'Largest request body, e.g. 32MiB; past it, 413 [default: 32MiB]' -r
+complete -c kvrun -n "__fish_kvrun_using_subcommand serve" -l request-timeout -d 'Longest time to the start of a response (a stream, once started, runs on), e.g. 10m; 0 turns it off [default: 10m]' -r
+complete -c kvrun -n "__fish_kvrun_using_subcommand serve" -l cors-origin -d 'Allow browser requests from this origin (repeatable; `*` for any) [default: none, CORS off]' -r
+complete -c kvrun -n "__fish_kvrun_using_subcommand serve" -s c -l ctx-size -d 'Context size in tokens [default: 8192, capped at the model\'s training context]' -r
+complete -c kvrun -n "__fish_kvrun_using_subcommand serve" -s t -l threads -d 'CPU threads [default: the number of cores]' -r
+complete -c kvrun -n "__fish_kvrun_using_subcommand serve" -l gpu-layers -d 'Layers to offload to the GPU (needs a GPU build) [default: all when built with a GPU backend, else 0]' -r
+complete -c kvrun -n "__fish_kvrun_using_subcommand serve" -s b -l batch-size -d 'Largest prompt batch in tokens; batches never cross a KV page boundary [default: 256]' -r
+complete -c kvrun -n "__fish_kvrun_using_subcommand serve" -l kv-type -d 'KV cache element type [default: f16]' -r -f -a "f16\t''
+q8_0\t''
+q4_0\t''"
+complete -c kvrun -n "__fish_kvrun_using_subcommand serve" -l flash-attn -d 'Flash attention [default: auto]' -r -f -a "on\t''
+off\t''
+auto\t''"
+complete -c kvrun -n "__fish_kvrun_using_subcommand serve" -l temp -d 'Temperature; 0 is greedy [default: 0.8]' -r
+complete -c kvrun -n "__fish_kvrun_using_subcommand serve" -l top-k -d 'Keep only the K most likely tokens; 0 disables [default: 40]' -r
+complete -c kvrun -n "__fish_kvrun_using_subcommand serve" -l top-p -d 'Nucleus sampling threshold; 1.0 disables [default: 0.95]' -r
+complete -c kvrun -n "__fish_kvrun_using_subcommand serve" -l min-p -d 'Minimum probability relative to the top token; 0 disables [default: 0.05]' -r
+complete -c kvrun -n "__fish_kvrun_using_subcommand serve" -l repeat-penalty -d 'Penalty for repeating recent tokens; 1.0 disables [default: 1.0]' -r
+complete -c kvrun -n "__fish_kvrun_using_subcommand serve" -l seed -d 'Random seed [default: a fresh one per run]' -r
+complete -c kvrun -n "__fish_kvrun_using_subcommand serve" -l hot-sessions -d 'Sessions kept resident in the context at once (switching to one is instant) [default: 4]' -r
+complete -c kvrun -n "__fish_kvrun_using_subcommand serve" -l warm-budget -d 'RAM for pages of sessions that left the context, e.g. 2GiB [default: 2GiB]' -r
+complete -c kvrun -n "__fish_kvrun_using_subcommand serve" -l cold-budget -d 'Disk for the page store; past it, pages no session uses go first [default: none]' -r
+complete -c kvrun -n "__fish_kvrun_using_subcommand serve" -l hot-idle -d 'A session idle this long leaves the context, e.g. 10m [default: never]' -r
+complete -c kvrun -n "__fish_kvrun_using_subcommand serve" -l warm-idle -d 'Pages unused this long leave RAM, e.g. 1h [default: never]' -r
+complete -c kvrun -n "__fish_kvrun_using_subcommand serve" -s v -l verbose -d 'Show more diagnostics on stderr (-v: info and llama.cpp\'s log, -vv: debug). KVRUN_LOG takes a tracing filter instead (e.g. KVRUN_LOG=kvrun=debug)'
+complete -c kvrun -n "__fish_kvrun_using_subcommand serve" -s q -l quiet -d 'Hide progress bars and notes; errors still print'
+complete -c kvrun -n "__fish_kvrun_using_subcommand serve" -s h -l help -d 'Print help'
+complete -c kvrun -n "__fish_kvrun_using_subcommand serve" -s V -l version -d 'Print version'
 complete -c kvrun -n "__fish_kvrun_using_subcommand pull" -l sha256 -d 'Expected SHA-256 of the file (hex); a mismatch fails the pull and installs nothing' -r
 complete -c kvrun -n "__fish_kvrun_using_subcommand pull" -l output -d 'File name to save as in the models folder [default: the URL\'s last path segment]' -r
 complete -c kvrun -n "__fish_kvrun_using_subcommand pull" -s v -l verbose -d 'Show more diagnostics on stderr (-v: info and llama.cpp\'s log, -vv: debug). KVRUN_LOG takes a tracing filter instead (e.g. KVRUN_LOG=kvrun=debug)'
@@ -121,7 +157,7 @@ complete -c kvrun -n "__fish_kvrun_using_subcommand session; and not __fish_seen
 complete -c kvrun -n "__fish_kvrun_using_subcommand session; and not __fish_seen_subcommand_from save restore ls show rm fork export import help" -s V -l version -d 'Print version'
 complete -c kvrun -n "__fish_kvrun_using_subcommand session; and not __fish_seen_subcommand_from save restore ls show rm fork export import help" -f -a "save" -d 'Prefill a document or transcript into a new or existing session and persist it'
 complete -c kvrun -n "__fish_kvrun_using_subcommand session; and not __fish_seen_subcommand_from save restore ls show rm fork export import help" -f -a "restore" -d 'Load a session into a context and check it (with --check), printing the timing'
-complete -c kvrun -n "__fish_kvrun_using_subcommand session; and not __fish_seen_subcommand_from save restore ls show rm fork export import help" -f -a "ls" -d 'List sessions'
+complete -c kvrun -n "__fish_kvrun_using_subcommand session; and not __fish_seen_subcommand_from save restore ls show rm fork export import help" -f -a "ls" -d 'List sessions (with --connect, those of a running `kvrun serve` and their tiers)'
 complete -c kvrun -n "__fish_kvrun_using_subcommand session; and not __fish_seen_subcommand_from save restore ls show rm fork export import help" -f -a "show" -d 'Show one session: model, settings, tokens, pages and what they share'
 complete -c kvrun -n "__fish_kvrun_using_subcommand session; and not __fish_seen_subcommand_from save restore ls show rm fork export import help" -f -a "rm" -d 'Delete a session (pages shared with other sessions stay)'
 complete -c kvrun -n "__fish_kvrun_using_subcommand session; and not __fish_seen_subcommand_from save restore ls show rm fork export import help" -f -a "fork" -d 'Copy a session under a new name; instant, copies no page'
@@ -169,6 +205,8 @@ complete -c kvrun -n "__fish_kvrun_using_subcommand session; and __fish_seen_sub
 complete -c kvrun -n "__fish_kvrun_using_subcommand session; and __fish_seen_subcommand_from restore" -s q -l quiet -d 'Hide progress bars and notes; errors still print'
 complete -c kvrun -n "__fish_kvrun_using_subcommand session; and __fish_seen_subcommand_from restore" -s h -l help -d 'Print help'
 complete -c kvrun -n "__fish_kvrun_using_subcommand session; and __fish_seen_subcommand_from restore" -s V -l version -d 'Print version'
+complete -c kvrun -n "__fish_kvrun_using_subcommand session; and __fish_seen_subcommand_from ls" -l connect -d 'The server\'s URL, e.g. http://127.0.0.1:8080' -r
+complete -c kvrun -n "__fish_kvrun_using_subcommand session; and __fish_seen_subcommand_from ls" -l api-key -d 'The server\'s API key (sent as a bearer token)' -r
 complete -c kvrun -n "__fish_kvrun_using_subcommand session; and __fish_seen_subcommand_from ls" -l json -d 'Print JSON'
 complete -c kvrun -n "__fish_kvrun_using_subcommand session; and __fish_seen_subcommand_from ls" -s v -l verbose -d 'Show more diagnostics on stderr (-v: info and llama.cpp\'s log, -vv: debug). KVRUN_LOG takes a tracing filter instead (e.g. KVRUN_LOG=kvrun=debug)'
 complete -c kvrun -n "__fish_kvrun_using_subcommand session; and __fish_seen_subcommand_from ls" -s q -l quiet -d 'Hide progress bars and notes; errors still print'
@@ -198,7 +236,7 @@ complete -c kvrun -n "__fish_kvrun_using_subcommand session; and __fish_seen_sub
 complete -c kvrun -n "__fish_kvrun_using_subcommand session; and __fish_seen_subcommand_from import" -s V -l version -d 'Print version'
 complete -c kvrun -n "__fish_kvrun_using_subcommand session; and __fish_seen_subcommand_from help" -f -a "save" -d 'Prefill a document or transcript into a new or existing session and persist it'
 complete -c kvrun -n "__fish_kvrun_using_subcommand session; and __fish_seen_subcommand_from help" -f -a "restore" -d 'Load a session into a context and check it (with --check), printing the timing'
-complete -c kvrun -n "__fish_kvrun_using_subcommand session; and __fish_seen_subcommand_from help" -f -a "ls" -d 'List sessions'
+complete -c kvrun -n "__fish_kvrun_using_subcommand session; and __fish_seen_subcommand_from help" -f -a "ls" -d 'List sessions (with --connect, those of a running `kvrun serve` and their tiers)'
 complete -c kvrun -n "__fish_kvrun_using_subcommand session; and __fish_seen_subcommand_from help" -f -a "show" -d 'Show one session: model, settings, tokens, pages and what they share'
 complete -c kvrun -n "__fish_kvrun_using_subcommand session; and __fish_seen_subcommand_from help" -f -a "rm" -d 'Delete a session (pages shared with other sessions stay)'
 complete -c kvrun -n "__fish_kvrun_using_subcommand session; and __fish_seen_subcommand_from help" -f -a "fork" -d 'Copy a session under a new name; instant, copies no page'
@@ -210,6 +248,8 @@ complete -c kvrun -n "__fish_kvrun_using_subcommand gc" -s v -l verbose -d 'Show
 complete -c kvrun -n "__fish_kvrun_using_subcommand gc" -s q -l quiet -d 'Hide progress bars and notes; errors still print'
 complete -c kvrun -n "__fish_kvrun_using_subcommand gc" -s h -l help -d 'Print help'
 complete -c kvrun -n "__fish_kvrun_using_subcommand gc" -s V -l version -d 'Print version'
+complete -c kvrun -n "__fish_kvrun_using_subcommand stats" -l connect -d 'The server\'s URL, e.g. http://127.0.0.1:8080' -r
+complete -c kvrun -n "__fish_kvrun_using_subcommand stats" -l api-key -d 'The server\'s API key (sent as a bearer token)' -r
 complete -c kvrun -n "__fish_kvrun_using_subcommand stats" -l hot-sessions -d 'Sessions kept resident in the context at once (switching to one is instant) [default: 4]' -r
 complete -c kvrun -n "__fish_kvrun_using_subcommand stats" -l warm-budget -d 'RAM for pages of sessions that left the context, e.g. 2GiB [default: 2GiB]' -r
 complete -c kvrun -n "__fish_kvrun_using_subcommand stats" -l cold-budget -d 'Disk for the page store; past it, pages no session uses go first [default: none]' -r
@@ -220,14 +260,15 @@ complete -c kvrun -n "__fish_kvrun_using_subcommand stats" -s v -l verbose -d 'S
 complete -c kvrun -n "__fish_kvrun_using_subcommand stats" -s q -l quiet -d 'Hide progress bars and notes; errors still print'
 complete -c kvrun -n "__fish_kvrun_using_subcommand stats" -s h -l help -d 'Print help'
 complete -c kvrun -n "__fish_kvrun_using_subcommand stats" -s V -l version -d 'Print version'
-complete -c kvrun -n "__fish_kvrun_using_subcommand bench; and not __fish_seen_subcommand_from speed restore switch help" -s v -l verbose -d 'Show more diagnostics on stderr (-v: info and llama.cpp\'s log, -vv: debug). KVRUN_LOG takes a tracing filter instead (e.g. KVRUN_LOG=kvrun=debug)'
-complete -c kvrun -n "__fish_kvrun_using_subcommand bench; and not __fish_seen_subcommand_from speed restore switch help" -s q -l quiet -d 'Hide progress bars and notes; errors still print'
-complete -c kvrun -n "__fish_kvrun_using_subcommand bench; and not __fish_seen_subcommand_from speed restore switch help" -s h -l help -d 'Print help'
-complete -c kvrun -n "__fish_kvrun_using_subcommand bench; and not __fish_seen_subcommand_from speed restore switch help" -s V -l version -d 'Print version'
-complete -c kvrun -n "__fish_kvrun_using_subcommand bench; and not __fish_seen_subcommand_from speed restore switch help" -f -a "speed" -d 'Prefill and decode tokens per second, kvrun\'s schedule next to llama.cpp\'s'
-complete -c kvrun -n "__fish_kvrun_using_subcommand bench; and not __fish_seen_subcommand_from speed restore switch help" -f -a "restore" -d 'Session restore against cold prefill and llama.cpp\'s own state files'
-complete -c kvrun -n "__fish_kvrun_using_subcommand bench; and not __fish_seen_subcommand_from speed restore switch help" -f -a "switch" -d 'Switching between many sessions through the hot, warm and cold tiers'
-complete -c kvrun -n "__fish_kvrun_using_subcommand bench; and not __fish_seen_subcommand_from speed restore switch help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
+complete -c kvrun -n "__fish_kvrun_using_subcommand bench; and not __fish_seen_subcommand_from speed restore switch serve help" -s v -l verbose -d 'Show more diagnostics on stderr (-v: info and llama.cpp\'s log, -vv: debug). KVRUN_LOG takes a tracing filter instead (e.g. KVRUN_LOG=kvrun=debug)'
+complete -c kvrun -n "__fish_kvrun_using_subcommand bench; and not __fish_seen_subcommand_from speed restore switch serve help" -s q -l quiet -d 'Hide progress bars and notes; errors still print'
+complete -c kvrun -n "__fish_kvrun_using_subcommand bench; and not __fish_seen_subcommand_from speed restore switch serve help" -s h -l help -d 'Print help'
+complete -c kvrun -n "__fish_kvrun_using_subcommand bench; and not __fish_seen_subcommand_from speed restore switch serve help" -s V -l version -d 'Print version'
+complete -c kvrun -n "__fish_kvrun_using_subcommand bench; and not __fish_seen_subcommand_from speed restore switch serve help" -f -a "speed" -d 'Prefill and decode tokens per second, kvrun\'s schedule next to llama.cpp\'s'
+complete -c kvrun -n "__fish_kvrun_using_subcommand bench; and not __fish_seen_subcommand_from speed restore switch serve help" -f -a "restore" -d 'Session restore against cold prefill and llama.cpp\'s own state files'
+complete -c kvrun -n "__fish_kvrun_using_subcommand bench; and not __fish_seen_subcommand_from speed restore switch serve help" -f -a "switch" -d 'Switching between many sessions through the hot, warm and cold tiers'
+complete -c kvrun -n "__fish_kvrun_using_subcommand bench; and not __fish_seen_subcommand_from speed restore switch serve help" -f -a "serve" -d '`kvrun serve` over HTTP: time to first token of an agent-sized prompt (first call, next turn, after a restart), the server\'s overhead, concurrent decode'
+complete -c kvrun -n "__fish_kvrun_using_subcommand bench; and not __fish_seen_subcommand_from speed restore switch serve help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
 complete -c kvrun -n "__fish_kvrun_using_subcommand bench; and __fish_seen_subcommand_from speed" -l chat-template -d 'Chat template: a Jinja file, or a shipped one (gemma3, chatml) [default: the config file\'s `chat-template`, then the model\'s own, then its architecture\'s default]' -r
 complete -c kvrun -n "__fish_kvrun_using_subcommand bench; and __fish_seen_subcommand_from speed" -l prompt-tokens -d 'Prompt lengths to measure, in tokens' -r
 complete -c kvrun -n "__fish_kvrun_using_subcommand bench; and __fish_seen_subcommand_from speed" -l decode-tokens -d 'Tokens to generate for the decode figure' -r
@@ -282,9 +323,28 @@ complete -c kvrun -n "__fish_kvrun_using_subcommand bench; and __fish_seen_subco
 complete -c kvrun -n "__fish_kvrun_using_subcommand bench; and __fish_seen_subcommand_from switch" -s q -l quiet -d 'Hide progress bars and notes; errors still print'
 complete -c kvrun -n "__fish_kvrun_using_subcommand bench; and __fish_seen_subcommand_from switch" -s h -l help -d 'Print help'
 complete -c kvrun -n "__fish_kvrun_using_subcommand bench; and __fish_seen_subcommand_from switch" -s V -l version -d 'Print version'
+complete -c kvrun -n "__fish_kvrun_using_subcommand bench; and __fish_seen_subcommand_from serve" -l chat-template -d 'Chat template: a Jinja file, or a shipped one (gemma3, chatml) [default: the config file\'s `chat-template`, then the model\'s own, then its architecture\'s default]' -r
+complete -c kvrun -n "__fish_kvrun_using_subcommand bench; and __fish_seen_subcommand_from serve" -l prompt-tokens -d 'Tokens in the agent-shaped prompt (system blocks and tool schemas)' -r
+complete -c kvrun -n "__fish_kvrun_using_subcommand bench; and __fish_seen_subcommand_from serve" -l decode-tokens -d 'Tokens generated per call' -r
+complete -c kvrun -n "__fish_kvrun_using_subcommand bench; and __fish_seen_subcommand_from serve" -l streams -d 'Concurrent streams for the aggregate decode rows' -r
+complete -c kvrun -n "__fish_kvrun_using_subcommand bench; and __fish_seen_subcommand_from serve" -s c -l ctx-size -d 'Context size in tokens [default: 8192, capped at the model\'s training context]' -r
+complete -c kvrun -n "__fish_kvrun_using_subcommand bench; and __fish_seen_subcommand_from serve" -s t -l threads -d 'CPU threads [default: the number of cores]' -r
+complete -c kvrun -n "__fish_kvrun_using_subcommand bench; and __fish_seen_subcommand_from serve" -l gpu-layers -d 'Layers to offload to the GPU (needs a GPU build) [default: all when built with a GPU backend, else 0]' -r
+complete -c kvrun -n "__fish_kvrun_using_subcommand bench; and __fish_seen_subcommand_from serve" -s b -l batch-size -d 'Largest prompt batch in tokens; batches never cross a KV page boundary [default: 256]' -r
+complete -c kvrun -n "__fish_kvrun_using_subcommand bench; and __fish_seen_subcommand_from serve" -l kv-type -d 'KV cache element type [default: f16]' -r -f -a "f16\t''
+q8_0\t''
+q4_0\t''"
+complete -c kvrun -n "__fish_kvrun_using_subcommand bench; and __fish_seen_subcommand_from serve" -l flash-attn -d 'Flash attention [default: auto]' -r -f -a "on\t''
+off\t''
+auto\t''"
+complete -c kvrun -n "__fish_kvrun_using_subcommand bench; and __fish_seen_subcommand_from serve" -s v -l verbose -d 'Show more diagnostics on stderr (-v: info and llama.cpp\'s log, -vv: debug). KVRUN_LOG takes a tracing filter instead (e.g. KVRUN_LOG=kvrun=debug)'
+complete -c kvrun -n "__fish_kvrun_using_subcommand bench; and __fish_seen_subcommand_from serve" -s q -l quiet -d 'Hide progress bars and notes; errors still print'
+complete -c kvrun -n "__fish_kvrun_using_subcommand bench; and __fish_seen_subcommand_from serve" -s h -l help -d 'Print help'
+complete -c kvrun -n "__fish_kvrun_using_subcommand bench; and __fish_seen_subcommand_from serve" -s V -l version -d 'Print version'
 complete -c kvrun -n "__fish_kvrun_using_subcommand bench; and __fish_seen_subcommand_from help" -f -a "speed" -d 'Prefill and decode tokens per second, kvrun\'s schedule next to llama.cpp\'s'
 complete -c kvrun -n "__fish_kvrun_using_subcommand bench; and __fish_seen_subcommand_from help" -f -a "restore" -d 'Session restore against cold prefill and llama.cpp\'s own state files'
 complete -c kvrun -n "__fish_kvrun_using_subcommand bench; and __fish_seen_subcommand_from help" -f -a "switch" -d 'Switching between many sessions through the hot, warm and cold tiers'
+complete -c kvrun -n "__fish_kvrun_using_subcommand bench; and __fish_seen_subcommand_from help" -f -a "serve" -d '`kvrun serve` over HTTP: time to first token of an agent-sized prompt (first call, next turn, after a restart), the server\'s overhead, concurrent decode'
 complete -c kvrun -n "__fish_kvrun_using_subcommand bench; and __fish_seen_subcommand_from help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
 complete -c kvrun -n "__fish_kvrun_using_subcommand completions" -s v -l verbose -d 'Show more diagnostics on stderr (-v: info and llama.cpp\'s log, -vv: debug). KVRUN_LOG takes a tracing filter instead (e.g. KVRUN_LOG=kvrun=debug)'
 complete -c kvrun -n "__fish_kvrun_using_subcommand completions" -s q -l quiet -d 'Hide progress bars and notes; errors still print'
@@ -295,20 +355,21 @@ complete -c kvrun -n "__fish_kvrun_using_subcommand man" -s v -l verbose -d 'Sho
 complete -c kvrun -n "__fish_kvrun_using_subcommand man" -s q -l quiet -d 'Hide progress bars and notes; errors still print'
 complete -c kvrun -n "__fish_kvrun_using_subcommand man" -s h -l help -d 'Print help'
 complete -c kvrun -n "__fish_kvrun_using_subcommand man" -s V -l version -d 'Print version'
-complete -c kvrun -n "__fish_kvrun_using_subcommand help; and not __fish_seen_subcommand_from chat run pull models session gc stats bench completions man help" -f -a "chat" -d 'Chat interactively with a model (line mode; streams tokens as they come)'
-complete -c kvrun -n "__fish_kvrun_using_subcommand help; and not __fish_seen_subcommand_from chat run pull models session gc stats bench completions man help" -f -a "run" -d 'Run one prompt and print only the generated text (for scripts and agents)'
-complete -c kvrun -n "__fish_kvrun_using_subcommand help; and not __fish_seen_subcommand_from chat run pull models session gc stats bench completions man help" -f -a "pull" -d 'Download a model: the default model, a URL, or hf:OWNER/REPO/FILE.gguf'
-complete -c kvrun -n "__fish_kvrun_using_subcommand help; and not __fish_seen_subcommand_from chat run pull models session gc stats bench completions man help" -f -a "models" -d 'List the models in kvrun\'s models folder'
-complete -c kvrun -n "__fish_kvrun_using_subcommand help; and not __fish_seen_subcommand_from chat run pull models session gc stats bench completions man help" -f -a "session" -d 'Save, restore, list, fork, export and import persistent sessions'
-complete -c kvrun -n "__fish_kvrun_using_subcommand help; and not __fish_seen_subcommand_from chat run pull models session gc stats bench completions man help" -f -a "gc" -d 'Delete KV pages that no session references any more'
-complete -c kvrun -n "__fish_kvrun_using_subcommand help; and not __fish_seen_subcommand_from chat run pull models session gc stats bench completions man help" -f -a "stats" -d 'Memory tiers and devices: the page store, RAM, disk and GPU figures'
-complete -c kvrun -n "__fish_kvrun_using_subcommand help; and not __fish_seen_subcommand_from chat run pull models session gc stats bench completions man help" -f -a "bench" -d 'Benchmarks that print tables: prefill/decode speed, session restore'
-complete -c kvrun -n "__fish_kvrun_using_subcommand help; and not __fish_seen_subcommand_from chat run pull models session gc stats bench completions man help" -f -a "completions" -d 'Print a shell completion script'
-complete -c kvrun -n "__fish_kvrun_using_subcommand help; and not __fish_seen_subcommand_from chat run pull models session gc stats bench completions man help" -f -a "man" -d 'Print the man page (or write one page per subcommand with --dir)'
-complete -c kvrun -n "__fish_kvrun_using_subcommand help; and not __fish_seen_subcommand_from chat run pull models session gc stats bench completions man help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
+complete -c kvrun -n "__fish_kvrun_using_subcommand help; and not __fish_seen_subcommand_from chat run serve pull models session gc stats bench completions man help" -f -a "chat" -d 'Chat interactively with a model (line mode; streams tokens as they come)'
+complete -c kvrun -n "__fish_kvrun_using_subcommand help; and not __fish_seen_subcommand_from chat run serve pull models session gc stats bench completions man help" -f -a "run" -d 'Run one prompt and print only the generated text (for scripts and agents)'
+complete -c kvrun -n "__fish_kvrun_using_subcommand help; and not __fish_seen_subcommand_from chat run serve pull models session gc stats bench completions man help" -f -a "serve" -d 'Serve OpenAI- and Anthropic-compatible HTTP; every conversation is a persistent session'
+complete -c kvrun -n "__fish_kvrun_using_subcommand help; and not __fish_seen_subcommand_from chat run serve pull models session gc stats bench completions man help" -f -a "pull" -d 'Download a model: the default model, a URL, or hf:OWNER/REPO/FILE.gguf'
+complete -c kvrun -n "__fish_kvrun_using_subcommand help; and not __fish_seen_subcommand_from chat run serve pull models session gc stats bench completions man help" -f -a "models" -d 'List the models in kvrun\'s models folder'
+complete -c kvrun -n "__fish_kvrun_using_subcommand help; and not __fish_seen_subcommand_from chat run serve pull models session gc stats bench completions man help" -f -a "session" -d 'Save, restore, list, fork, export and import persistent sessions'
+complete -c kvrun -n "__fish_kvrun_using_subcommand help; and not __fish_seen_subcommand_from chat run serve pull models session gc stats bench completions man help" -f -a "gc" -d 'Delete KV pages that no session references any more'
+complete -c kvrun -n "__fish_kvrun_using_subcommand help; and not __fish_seen_subcommand_from chat run serve pull models session gc stats bench completions man help" -f -a "stats" -d 'Memory tiers and devices: the page store, RAM, disk and GPU figures'
+complete -c kvrun -n "__fish_kvrun_using_subcommand help; and not __fish_seen_subcommand_from chat run serve pull models session gc stats bench completions man help" -f -a "bench" -d 'Benchmarks that print tables: prefill/decode speed, session restore'
+complete -c kvrun -n "__fish_kvrun_using_subcommand help; and not __fish_seen_subcommand_from chat run serve pull models session gc stats bench completions man help" -f -a "completions" -d 'Print a shell completion script'
+complete -c kvrun -n "__fish_kvrun_using_subcommand help; and not __fish_seen_subcommand_from chat run serve pull models session gc stats bench completions man help" -f -a "man" -d 'Print the man page (or write one page per subcommand with --dir)'
+complete -c kvrun -n "__fish_kvrun_using_subcommand help; and not __fish_seen_subcommand_from chat run serve pull models session gc stats bench completions man help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
 complete -c kvrun -n "__fish_kvrun_using_subcommand help; and __fish_seen_subcommand_from session" -f -a "save" -d 'Prefill a document or transcript into a new or existing session and persist it'
 complete -c kvrun -n "__fish_kvrun_using_subcommand help; and __fish_seen_subcommand_from session" -f -a "restore" -d 'Load a session into a context and check it (with --check), printing the timing'
-complete -c kvrun -n "__fish_kvrun_using_subcommand help; and __fish_seen_subcommand_from session" -f -a "ls" -d 'List sessions'
+complete -c kvrun -n "__fish_kvrun_using_subcommand help; and __fish_seen_subcommand_from session" -f -a "ls" -d 'List sessions (with --connect, those of a running `kvrun serve` and their tiers)'
 complete -c kvrun -n "__fish_kvrun_using_subcommand help; and __fish_seen_subcommand_from session" -f -a "show" -d 'Show one session: model, settings, tokens, pages and what they share'
 complete -c kvrun -n "__fish_kvrun_using_subcommand help; and __fish_seen_subcommand_from session" -f -a "rm" -d 'Delete a session (pages shared with other sessions stay)'
 complete -c kvrun -n "__fish_kvrun_using_subcommand help; and __fish_seen_subcommand_from session" -f -a "fork" -d 'Copy a session under a new name; instant, copies no page'
@@ -317,3 +378,4 @@ complete -c kvrun -n "__fish_kvrun_using_subcommand help; and __fish_seen_subcom
 complete -c kvrun -n "__fish_kvrun_using_subcommand help; and __fish_seen_subcommand_from bench" -f -a "speed" -d 'Prefill and decode tokens per second, kvrun\'s schedule next to llama.cpp\'s'
 complete -c kvrun -n "__fish_kvrun_using_subcommand help; and __fish_seen_subcommand_from bench" -f -a "restore" -d 'Session restore against cold prefill and llama.cpp\'s own state files'
 complete -c kvrun -n "__fish_kvrun_using_subcommand help; and __fish_seen_subcommand_from bench" -f -a "switch" -d 'Switching between many sessions through the hot, warm and cold tiers'
+complete -c kvrun -n "__fish_kvrun_using_subcommand help; and __fish_seen_subcommand_from bench" -f -a "serve" -d '`kvrun serve` over HTTP: time to first token of an agent-sized prompt (first call, next turn, after a restart), the server\'s overhead, concurrent decode'

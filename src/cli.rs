@@ -37,6 +37,8 @@ pub enum Command {
     Chat(ChatArgs),
     /// Run one prompt and print only the generated text (for scripts and agents).
     Run(RunArgs),
+    /// Serve OpenAI- and Anthropic-compatible HTTP; every conversation is a persistent session.
+    Serve(ServeArgs),
     /// Download a model: the default model, a URL, or hf:OWNER/REPO/FILE.gguf.
     Pull(PullArgs),
     /// List the models in kvrun's models folder.
@@ -226,9 +228,9 @@ pub enum SessionCommand {
     Save(SessionSaveArgs),
     /// Load a session into a context and check it (with --check), printing the timing.
     Restore(SessionRestoreArgs),
-    /// List sessions.
+    /// List sessions (with --connect, those of a running `kvrun serve` and their tiers).
     #[command(alias = "list")]
-    Ls(JsonArg),
+    Ls(SessionLsArgs),
     /// Show one session: model, settings, tokens, pages and what they share.
     Show(SessionShowArgs),
     /// Delete a session (pages shared with other sessions stay).
@@ -277,10 +279,79 @@ pub struct SessionRestoreArgs {
 }
 
 #[derive(Debug, Args)]
-pub struct JsonArg {
+pub struct SessionLsArgs {
     /// Print JSON.
     #[arg(long)]
     pub json: bool,
+    #[command(flatten)]
+    pub connect: ConnectArgs,
+}
+
+/// Asks a running `kvrun serve` instead of reading the home folder.
+#[derive(Debug, Args, Clone, Default)]
+pub struct ConnectArgs {
+    /// The server's URL, e.g. http://127.0.0.1:8080
+    #[arg(long, value_name = "URL")]
+    pub connect: Option<String>,
+    /// The server's API key (sent as a bearer token)
+    #[arg(
+        long,
+        value_name = "KEY",
+        env = "KVRUN_API_KEY",
+        hide_env_values = true,
+        requires = "connect"
+    )]
+    pub api_key: Option<String>,
+}
+
+/// `kvrun serve`: the HTTP front end. Every option can also be set in the config file under
+/// the same name (except the API key, which belongs in the environment, not a file).
+#[derive(Debug, Args)]
+pub struct ServeArgs {
+    #[command(flatten)]
+    pub model: ModelArg,
+    /// Address to listen on; anything but a loopback address needs --api-key
+    /// [default: 127.0.0.1]
+    #[arg(long, value_name = "ADDR")]
+    pub host: Option<String>,
+    /// Port to listen on; 0 picks a free one (the real one is printed) [default: 8080]
+    #[arg(long, value_name = "PORT")]
+    pub port: Option<u16>,
+    /// Require this key on every endpoint but /health (`Authorization: Bearer KEY` or
+    /// `x-api-key: KEY`)
+    #[arg(
+        long,
+        value_name = "KEY",
+        env = "KVRUN_API_KEY",
+        hide_env_values = true
+    )]
+    pub api_key: Option<String>,
+    /// Sequences decoded together in one batch [default: 4]
+    #[arg(long, value_name = "N", value_parser = in_range::<u32>(&settings::PARALLEL))]
+    pub parallel: Option<u32>,
+    /// The model name responses carry [default: the model's own name]
+    #[arg(long, value_name = "NAME")]
+    pub alias: Option<String>,
+    /// Requests that may wait for a free sequence; past it, 503 with Retry-After [default: 64]
+    #[arg(long, value_name = "N")]
+    pub max_queue: Option<u32>,
+    /// Largest request body, e.g. 32MiB; past it, 413 [default: 32MiB]
+    #[arg(long, value_name = "SIZE")]
+    pub max_body_bytes: Option<String>,
+    /// Longest time to the start of a response (a stream, once started, runs on), e.g. 10m;
+    /// 0 turns it off [default: 10m]
+    #[arg(long, value_name = "DURATION")]
+    pub request_timeout: Option<String>,
+    /// Allow browser requests from this origin (repeatable; `*` for any) [default: none,
+    /// CORS off]
+    #[arg(long, value_name = "ORIGIN")]
+    pub cors_origin: Vec<String>,
+    #[command(flatten)]
+    pub engine: EngineArgs,
+    #[command(flatten)]
+    pub sampling: SamplingArgs,
+    #[command(flatten)]
+    pub tiers: TierArgs,
 }
 
 #[derive(Debug, Args)]
@@ -326,6 +397,8 @@ pub struct StatsArgs {
     #[arg(long)]
     pub json: bool,
     #[command(flatten)]
+    pub connect: ConnectArgs,
+    #[command(flatten)]
     pub tiers: TierArgs,
 }
 
@@ -365,6 +438,26 @@ pub enum BenchCommand {
     Restore(BenchRestoreArgs),
     /// Switching between many sessions through the hot, warm and cold tiers.
     Switch(BenchSwitchArgs),
+    /// `kvrun serve` over HTTP: time to first token of an agent-sized prompt (first call,
+    /// next turn, after a restart), the server's overhead, concurrent decode.
+    Serve(BenchServeArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct BenchServeArgs {
+    #[command(flatten)]
+    pub model: ModelArg,
+    /// Tokens in the agent-shaped prompt (system blocks and tool schemas)
+    #[arg(long, default_value_t = 21000)]
+    pub prompt_tokens: u32,
+    /// Tokens generated per call
+    #[arg(long, default_value_t = 32)]
+    pub decode_tokens: u32,
+    /// Concurrent streams for the aggregate decode rows
+    #[arg(long, value_delimiter = ',', default_values_t = [1, 2, 4, 8])]
+    pub streams: Vec<u32>,
+    #[command(flatten)]
+    pub engine: EngineArgs,
 }
 
 #[derive(Debug, Args)]

@@ -30,6 +30,15 @@ pub struct FileConfig {
     pub cold_budget: Option<String>,
     pub hot_idle: Option<String>,
     pub warm_idle: Option<String>,
+    // `kvrun serve` (the API key is deliberately not a key: it belongs in KVRUN_API_KEY).
+    pub host: Option<String>,
+    pub port: Option<u16>,
+    pub parallel: Option<u32>,
+    pub alias: Option<String>,
+    pub max_queue: Option<u32>,
+    pub max_body_bytes: Option<String>,
+    pub request_timeout: Option<String>,
+    pub cors_origin: Option<Vec<String>>,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -86,6 +95,7 @@ impl FileConfig {
             (&settings::CTX_SIZE, self.ctx_size),
             (&settings::THREADS, self.threads),
             (&settings::BATCH_SIZE, self.batch_size),
+            (&settings::PARALLEL, self.parallel),
         ];
         for (range, value) in u32s {
             value.map_or(Ok(()), |v| range.check(v.into()))?;
@@ -147,6 +157,20 @@ mod tests {
             assert!(e.contains(key) && e.contains(range), "{text}: {e}");
         }
         FileConfig::parse("top-p = 1.0\nmin-p = 0.0\nrepeat-penalty = 1.1\ntop-k = 0\n").unwrap();
+    }
+
+    #[test]
+    fn serve_keys_parse_and_parallel_is_checked() {
+        let c = FileConfig::parse(
+            "host = \"0.0.0.0\"\nport = 9000\nparallel = 8\ncors-origin = [\"http://a\"]\n",
+        )
+        .unwrap();
+        assert_eq!((c.port, c.parallel), (Some(9000), Some(8)));
+        assert_eq!(c.cors_origin.unwrap(), ["http://a"]);
+        let e = FileConfig::parse("parallel = 0\n").unwrap_err();
+        assert!(e.contains("`parallel`"), "{e}");
+        // The key has no config key: it belongs in the environment.
+        assert!(FileConfig::parse("api-key = \"k\"\n").is_err());
     }
 
     #[test]

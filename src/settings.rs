@@ -133,6 +133,8 @@ pub const FREQUENCY_PENALTY: Range = Range::new("frequency-penalty", -2.0, 2.0);
 pub const BATCH_SIZE: Range = Range::new("batch-size", 1.0, u32::MAX as f64);
 pub const CTX_SIZE: Range = Range::new("ctx-size", 1.0, u32::MAX as f64);
 pub const THREADS: Range = Range::new("threads", 1.0, 512.0);
+/// Sequences `kvrun serve` decodes together; each needs its share of the context.
+pub const PARALLEL: Range = Range::new("parallel", 1.0, 64.0);
 
 /// A clap value parser for a flag with a [`Range`].
 pub fn in_range<T>(range: &'static Range) -> impl Fn(&str) -> Result<T, String> + Clone

@@ -3,6 +3,7 @@
 
 mod bench;
 mod bench_restore;
+mod bench_serve;
 mod bench_switch;
 mod chat;
 mod chat_line;
@@ -11,8 +12,10 @@ mod gc;
 mod man;
 mod models;
 mod pull;
+mod remote;
 mod run;
 mod run_tools;
+mod serve;
 mod session;
 mod session_setup;
 mod stats;
@@ -56,6 +59,7 @@ pub fn dispatch(cli: Cli) -> Result<ExitCode> {
     match cli.command {
         Command::Chat(args) => chat::run(&env, args),
         Command::Run(args) => run::run(&env, args),
+        Command::Serve(args) => serve::run(&env, args),
         Command::Pull(args) => pull::run(&env, args),
         Command::Models(args) => models::run(&env, args),
         Command::Session(command) => session::run(&env, command),
@@ -64,6 +68,7 @@ pub fn dispatch(cli: Cli) -> Result<ExitCode> {
         Command::Bench(crate::cli::BenchCommand::Speed(args)) => bench::run(&env, args),
         Command::Bench(crate::cli::BenchCommand::Restore(args)) => bench_restore::run(&env, args),
         Command::Bench(crate::cli::BenchCommand::Switch(args)) => bench_switch::run(&env, args),
+        Command::Bench(crate::cli::BenchCommand::Serve(args)) => bench_serve::run(&env, args),
         Command::Completions(args) => completions::run(args),
         Command::Man(args) => man::run(args),
     }

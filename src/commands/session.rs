@@ -11,7 +11,7 @@ use serde::Serialize;
 use super::run::{check_text_may_fit, read_stdin, read_text_file, SESSION_SEQS};
 use super::{load_model, session_setup, Env};
 use crate::cli::{
-    ChatArgs, JsonArg, SessionCommand, SessionExportArgs, SessionForkArgs, SessionImportArgs,
+    ChatArgs, SessionCommand, SessionExportArgs, SessionForkArgs, SessionImportArgs, SessionLsArgs,
     SessionNameArg, SessionRestoreArgs, SessionSaveArgs, SessionShowArgs,
 };
 use crate::engine::{Context, Sampler};
@@ -220,7 +220,10 @@ fn restore(env: &Env, args: SessionRestoreArgs) -> Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-fn list(env: &Env, args: JsonArg) -> Result<ExitCode> {
+fn list(env: &Env, args: SessionLsArgs) -> Result<ExitCode> {
+    if let Some(url) = &args.connect.connect {
+        return super::remote::list_sessions(url, args.connect.api_key.as_deref(), args.json);
+    }
     let catalog = SessionCatalog::open(&env.paths)?;
     let sessions = catalog.list()?;
     if args.json {

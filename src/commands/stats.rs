@@ -47,6 +47,9 @@ struct SessionTier {
 }
 
 pub fn run(env: &Env, args: StatsArgs) -> Result<ExitCode> {
+    if let Some(url) = &args.connect.connect {
+        return super::remote::stats(url, args.connect.api_key.as_deref(), args.json);
+    }
     let tiers = resolve_tiers(&args.tiers, &env.config).map_err(usage)?;
     let catalog = SessionCatalog::open(&env.paths)?;
     let (objects, used) = catalog.store().usage()?;

@@ -55,6 +55,7 @@ use super::manifest::{SessionManifest, MANIFEST_FORMAT};
 use super::manifest_file::{decode_manifest, encode_manifest, MAX_MANIFEST_BYTES};
 use crate::paths::Paths;
 use crate::store::fsutil::read_bounded;
+use crate::store::lock::{LockHolder, HOLDER_MAX_BYTES};
 use crate::store::{
     create_private_dir_all, fsync_dir, write_atomic, GcReport, ObjectId, ObjectStore, SessionLock,
     StoreError,
@@ -258,10 +259,14 @@ impl SessionCatalog {
         create_private_dir_all(&self.dir.join(LOCK_DIR))?;
         let path = self.lock_path(name);
         SessionLock::try_acquire(&path).map_err(|e| match e {
-            StoreError::InUse { .. } => SessionError::InUse {
-                name: name.into(),
-                pid: holder_pid(&path),
-            },
+            StoreError::InUse { .. } => {
+                let holder = lock_holder(&path);
+                SessionError::InUse {
+                    name: name.into(),
+                    pid: holder.as_ref().map(|h| h.pid),
+                    command: holder.and_then(|h| h.command),
+                }
+            }
             other => other.into(),
         })
     }
@@ -506,10 +511,10 @@ fn count_refs<'a>(
     refs
 }
 
-/// The pid the lock holder wrote into the lock file; best effort, for the message only.
-fn holder_pid(lock_path: &Path) -> Option<u32> {
-    let bytes = read_bounded(lock_path, 64).ok()?;
-    std::str::from_utf8(&bytes).ok()?.trim().parse().ok()
+/// Who the lock holder says it is in the lock file; best effort, for the message only.
+fn lock_holder(lock_path: &Path) -> Option<LockHolder> {
+    let bytes = read_bounded(lock_path, HOLDER_MAX_BYTES).ok()?;
+    LockHolder::parse(std::str::from_utf8(&bytes).ok()?)
 }
 
 fn now_unix() -> u64 {

@@ -421,7 +421,7 @@ fn second_lock_holder_gets_in_use_with_pid() {
     assert_eq!(
         err.to_string(),
         format!(
-            "session 's' is in use by another kvrun process (pid {})",
+            "session 's' is in use by another kvrun process: held by kvrun (pid {})",
             std::process::id()
         )
     );

@@ -32,8 +32,13 @@ pub enum SessionError {
     )]
     InvalidName { name: String, reason: String },
 
-    #[error("session '{name}' is in use by another kvrun process{}", pid_note(.pid))]
-    InUse { name: String, pid: Option<u32> },
+    #[error("session '{name}' is in use by another kvrun process{}", holder_note(.pid, .command))]
+    InUse {
+        name: String,
+        pid: Option<u32>,
+        /// What the holder called itself (`kvrun serve`); older kvruns wrote only the pid.
+        command: Option<String>,
+    },
 
     #[error(
         "a session named '{name}' already exists; choose another name or remove it first \
@@ -84,8 +89,12 @@ pub enum SessionError {
     DiskFull { path: PathBuf },
 }
 
-fn pid_note(pid: &Option<u32>) -> String {
-    pid.map(|p| format!(" (pid {p})")).unwrap_or_default()
+fn holder_note(pid: &Option<u32>, command: &Option<String>) -> String {
+    match (pid, command) {
+        (Some(p), Some(c)) => format!(": held by {c} (pid {p})"),
+        (Some(p), None) => format!(" (pid {p})"),
+        _ => String::new(),
+    }
 }
 
 impl SessionError {

@@ -19,6 +19,7 @@
 use std::fs::File;
 use std::io::{self, Read, Seek, Write};
 use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
 
 use fs4::fs_std::FileExt;
 
@@ -41,6 +42,68 @@ fn open_lock_file(path: &Path) -> Result<File> {
     check_regular(&file).map_err(|e| io_err(path, e))?;
     Ok(file)
 }
+
+/// What this process calls itself in the lock files it holds (`kvrun serve`), so a
+/// contender's message can name it. Unset, it is `kvrun`.
+static PROCESS_NAME: OnceLock<String> = OnceLock::new();
+
+/// Names this process in the session locks it takes from now on (the first call wins).
+pub fn name_this_process(name: &str) {
+    let _ = PROCESS_NAME.set(name.to_string());
+}
+
+/// Who holds a session lock, as the holder wrote it: `PID` (older kvrun) or `PID NAME`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LockHolder {
+    pub pid: u32,
+    pub command: Option<String>,
+}
+
+impl LockHolder {
+    /// Parses a lock file's text; anything else (empty, garbage) is `None`.
+    pub fn parse(text: &str) -> Option<Self> {
+        let text = text.trim();
+        let (pid, command) = text.split_once(' ').unwrap_or((text, ""));
+        let pid = pid.parse().ok()?;
+        let command = command.trim();
+        let printable =
+            !command.is_empty() && command.chars().all(|c| c.is_ascii_graphic() || c == ' ');
+        Some(Self {
+            pid,
+            command: printable.then(|| command.to_string()),
+        })
+    }
+
+    /// `kvrun serve (pid 12)`, or `pid 12` when the holder did not say what it is.
+    pub fn describe(&self) -> String {
+        match &self.command {
+            Some(command) => format!("{command} (pid {})", self.pid),
+            None => format!("pid {}", self.pid),
+        }
+    }
+
+    fn of_this_process() -> Self {
+        Self {
+            pid: std::process::id(),
+            command: Some(
+                PROCESS_NAME
+                    .get()
+                    .map_or("kvrun", String::as_str)
+                    .to_string(),
+            ),
+        }
+    }
+
+    fn line(&self) -> String {
+        match &self.command {
+            Some(command) => format!("{} {command}\n", self.pid),
+            None => format!("{}\n", self.pid),
+        }
+    }
+}
+
+/// Most a lock file's holder line may take (a pid and a short command name).
+pub const HOLDER_MAX_BYTES: u64 = 128;
 
 /// Retries a blocking lock call interrupted by a signal.
 fn retry_eintr(mut f: impl FnMut() -> io::Result<()>) -> io::Result<()> {
@@ -69,23 +132,27 @@ impl SessionLock {
         let mut file = open_lock_file(path)?;
         let locked = FileExt::try_lock_exclusive(&file).map_err(|e| io_err(path, e))?;
         if !locked {
-            let mut holder = String::new();
+            let mut text = String::new();
             // Best effort: only improves the message.
-            let _ = (&file).take(32).read_to_string(&mut holder);
-            let holder = holder.trim();
-            let what = if !holder.is_empty() && holder.bytes().all(|b| b.is_ascii_digit()) {
-                format!("session lock {} (pid {holder})", path.display())
-            } else {
-                format!("session lock {}", path.display())
+            let _ = (&file).take(HOLDER_MAX_BYTES).read_to_string(&mut text);
+            let what = match LockHolder::parse(&text) {
+                Some(holder) => {
+                    format!(
+                        "session lock {} (held by {})",
+                        path.display(),
+                        holder.describe()
+                    )
+                }
+                None => format!("session lock {}", path.display()),
             };
             return Err(StoreError::InUse { what });
         }
         // Record who holds it, for the InUse message of the next contender. Informational
         // only: the lock itself is the flock, not this content.
-        let pid = format!("{}\n", std::process::id());
+        let holder = LockHolder::of_this_process().line();
         file.set_len(0)
             .and_then(|()| file.rewind())
-            .and_then(|()| file.write_all(pid.as_bytes()))
+            .and_then(|()| file.write_all(holder.as_bytes()))
             .map_err(|e| io_err(path, e))?;
         Ok(SessionLock {
             file,
@@ -235,6 +302,24 @@ mod tests {
         drop(first);
         let again = SessionLock::try_acquire(&path).unwrap();
         assert_eq!(again.path(), path);
+    }
+
+    #[test]
+    fn holder_lines_old_and_new_parse() {
+        assert_eq!(
+            LockHolder::parse("123\n"),
+            Some(LockHolder {
+                pid: 123,
+                command: None
+            })
+        );
+        let serve = LockHolder::parse("77 kvrun serve\n").unwrap();
+        assert_eq!(serve.describe(), "kvrun serve (pid 77)");
+        assert_eq!(LockHolder::parse(&serve.line()), Some(serve));
+        assert_eq!(LockHolder::parse(""), None);
+        assert_eq!(LockHolder::parse("x 1"), None);
+        // A control character in the name is not echoed into a message.
+        assert_eq!(LockHolder::parse("5 a\u{1b}[2J").unwrap().command, None);
     }
 
     #[test]

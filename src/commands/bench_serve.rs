@@ -1,0 +1,449 @@
+//! `kvrun bench serve`: what an agent sees over HTTP. An agent-shaped prompt (system blocks
+//! and tool schemas, generated to `--prompt-tokens`) is sent to a real `kvrun serve` child:
+//! the first call (prefill from scratch), the next turn (the prefix from the store), and the
+//! first call after a restart (the prefix from disk). The same-length prompt through the
+//! engine in this process gives the server's own overhead; streams side by side give the
+//! aggregate decode rate.
+
+use std::io::{BufRead, BufReader};
+use std::path::Path;
+use std::process::{Child, ExitCode, Stdio};
+use std::time::{Duration, Instant};
+
+use anyhow::{anyhow, bail, Context as _, Result};
+use serde_json::{json, Value};
+
+use super::Env;
+use crate::cli::BenchServeArgs;
+use crate::models::ModelChoice;
+use crate::paths::Paths;
+use crate::service::protocol::{CancelToken, ConversationKey, Reply, Request};
+use crate::service::{start, ServiceOptions};
+use crate::settings::{EngineSettings, SamplingSettings};
+
+const READY_DEADLINE: Duration = Duration::from_secs(600);
+
+/// One call's figures, as the client measured them.
+struct Call {
+    prompt_tokens: u64,
+    cached_tokens: u64,
+    ttft: Duration,
+    generated: u64,
+    /// From the first token to the last.
+    decode: Duration,
+}
+
+impl Call {
+    fn per_token_ms(&self) -> f64 {
+        if self.generated > 1 {
+            self.decode.as_secs_f64() * 1e3 / (self.generated - 1) as f64
+        } else {
+            f64::NAN
+        }
+    }
+}
+
+pub fn run(env: &Env, args: BenchServeArgs) -> Result<ExitCode> {
+    let choice = crate::models::choose(args.model.model.as_deref(), &env.config, &env.paths);
+    crate::models::validate(&choice)?;
+    let engine = EngineSettings::resolve(&args.engine, &env.config);
+    let work = tempfile::Builder::new()
+        .prefix("kvrun-bench-serve-")
+        .tempdir()?;
+    let target = args.prompt_tokens.max(64) as usize;
+    let ctx = (target + 2048).next_multiple_of(256) as u32;
+    let system = agent_system_text(target);
+    let tools = agent_tools();
+    let turn = |n: usize| agent_messages(&system, n);
+
+    env.ui.note(format!(
+        "HTTP: an agent prompt of about {target} tokens through kvrun serve (-c {ctx}, --parallel 1) ..."
+    ));
+    let home = work.path().join("http");
+    let server = ChildServer::start(&home, &choice, &engine, ctx, 1)?;
+    let first = server.stream(&turn(0), &tools, args.decode_tokens)?;
+    let second = server.stream(&turn(1), &tools, args.decode_tokens)?;
+    server.stop()?;
+    let server = ChildServer::start(&home, &choice, &engine, ctx, 1)?;
+    let restarted = server.stream(&turn(2), &tools, args.decode_tokens)?;
+    server.stop()?;
+
+    env.ui
+        .note("in-process: the same length through the engine directly ...");
+    let in_process = in_process_call(
+        &work.path().join("engine"),
+        &choice,
+        &engine,
+        ctx,
+        first.prompt_tokens,
+        args.decode_tokens,
+    )?;
+
+    let mut decode_rows = Vec::new();
+    let most = args.streams.iter().copied().max().unwrap_or(1).max(1);
+    env.ui.note(format!(
+        "decode: 1..{most} concurrent streams (--parallel {most}) ..."
+    ));
+    let server = ChildServer::start(&work.path().join("decode"), &choice, &engine, 8192, most)?;
+    for &n in &args.streams {
+        decode_rows.push((n, server.concurrent(n.max(1) as usize, args.decode_tokens)?));
+    }
+    server.stop()?;
+
+    println!(
+        "time to first token over HTTP, an agent prompt of {} tokens ({} threads)",
+        first.prompt_tokens, engine.threads
+    );
+    println!(
+        "{:<40} {:>8} {:>9} {:>12}",
+        "call", "cached", "TTFT s", "ms/token"
+    );
+    let rows = [
+        ("first call (prefill from scratch)", &first),
+        ("second call, a new user turn", &second),
+        ("first call after a server restart", &restarted),
+        ("in-process engine, same length, fresh", &in_process),
+    ];
+    for (label, c) in rows {
+        println!(
+            "{label:<40} {:>8} {:>9.2} {:>12.2}",
+            c.cached_tokens,
+            c.ttft.as_secs_f64(),
+            c.per_token_ms()
+        );
+    }
+    println!(
+        "server overhead vs in-process: TTFT {:+.1} ms, per token {:+.2} ms",
+        (first.ttft.as_secs_f64() - in_process.ttft.as_secs_f64()) * 1e3,
+        first.per_token_ms() - in_process.per_token_ms()
+    );
+    println!();
+    println!("{:<10} {:>12} {:>14}", "streams", "tokens", "aggregate t/s");
+    for (n, (tokens, wall)) in decode_rows {
+        println!(
+            "{n:<10} {tokens:>12} {:>14.1}",
+            tokens as f64 / wall.as_secs_f64()
+        );
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Prose of an agent's system blocks: rules, conventions, environment notes; about four
+/// characters a token, so `tokens * 4` characters (the first call reports the real count).
+fn agent_system_text(tokens: usize) -> String {
+    const RULES: [&str; 6] = [
+        "Prefer editing existing files to creating new ones, and keep changes minimal.",
+        "Before running a command that changes the system, explain what it does and why.",
+        "When a test fails, read the failure closely and fix the cause, not the symptom.",
+        "Use the search tool before guessing at a file's location or an API's signature.",
+        "Keep answers short: the user reads them in a terminal, one screen at a time.",
+        "Never print secrets; redact tokens and keys that appear in command output.",
+    ];
+    let mut text =
+        String::from("You are an interactive agent that helps with software engineering tasks.\n");
+    let mut i = 0;
+    while text.len() < tokens * 7 / 2 {
+        let rule = RULES[i % RULES.len()];
+        text.push_str(&format!(
+            "{}. {rule} (section {}, rule {})\n",
+            i + 1,
+            i / 12,
+            i % 12
+        ));
+        i += 1;
+    }
+    text
+}
+
+/// Twelve tools with JSON schemas, the shape of a coding agent's.
+fn agent_tools() -> Value {
+    let names = [
+        "Bash",
+        "Read",
+        "Write",
+        "Edit",
+        "Glob",
+        "Grep",
+        "WebFetch",
+        "TodoWrite",
+        "Task",
+        "NotebookEdit",
+        "LS",
+        "MultiEdit",
+    ];
+    Value::Array(
+        names
+            .iter()
+            .map(|name| {
+                json!({"type": "function", "function": {
+                    "name": name,
+                    "description": format!("{name}: runs the {name} operation on the workspace and returns its output."),
+                    "parameters": {"type": "object", "properties": {
+                        "path": {"type": "string", "description": "Absolute path of the file or folder"},
+                        "pattern": {"type": "string", "description": "A glob or regular expression"},
+                        "timeout_ms": {"type": "integer", "description": "Give up after this long"},
+                    }, "required": ["path"]},
+                }})
+            })
+            .collect(),
+    )
+}
+
+/// The conversation after `turns` earlier exchanges: each call adds one user turn.
+fn agent_messages(system: &str, turns: usize) -> Value {
+    let mut messages = vec![json!({"role": "system", "content": system})];
+    for i in 0..turns {
+        messages.push(json!({"role": "user", "content": format!("Task {i}: list the files.")}));
+        messages.push(json!({"role": "assistant", "content": "Done."}));
+    }
+    messages.push(
+        json!({"role": "user", "content": format!("Task {turns}: summarise the repository.")}),
+    );
+    Value::Array(messages)
+}
+
+/// `kvrun serve` as a child of this process, on a free port, in its own home.
+struct ChildServer {
+    child: Child,
+    url: String,
+    agent: ureq::Agent,
+}
+
+impl ChildServer {
+    fn start(
+        home: &Path,
+        choice: &ModelChoice,
+        engine: &EngineSettings,
+        ctx: u32,
+        parallel: u32,
+    ) -> Result<Self> {
+        let exe = std::env::current_exe().context("finding the kvrun binary")?;
+        let mut child = std::process::Command::new(exe)
+            .env("KVRUN_HOME", home)
+            .env_remove("KVRUN_API_KEY")
+            .args(["serve", "--port", "0", "--temp", "0"])
+            .arg(&choice.path)
+            .args(["-c", &ctx.to_string(), "-t", &engine.threads.to_string()])
+            .args([
+                "--parallel",
+                &parallel.to_string(),
+                "--request-timeout",
+                "0",
+            ])
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .context("starting kvrun serve")?;
+        let stderr = child.stderr.take().context("the server's stderr")?;
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+                if let Some(url) = line.strip_prefix("listening on ") {
+                    let _ = tx.send(Ok(url.to_string()));
+                } else if line.starts_with("error:") {
+                    let _ = tx.send(Err(line));
+                }
+            }
+        });
+        let url = match rx.recv_timeout(READY_DEADLINE) {
+            Ok(Ok(url)) => url,
+            Ok(Err(line)) => bail!("kvrun serve failed: {line}"),
+            Err(_) => bail!("kvrun serve was not ready within {READY_DEADLINE:?}"),
+        };
+        let agent = ureq::Agent::config_builder()
+            .http_status_as_error(false)
+            .build()
+            .into();
+        Ok(Self { child, url, agent })
+    }
+
+    /// One streamed chat completion, timed at the client.
+    fn stream(&self, messages: &Value, tools: &Value, max_tokens: u32) -> Result<Call> {
+        stream_chat(&self.agent, &self.url, messages, tools, max_tokens)
+    }
+
+    /// `n` streams at once; the tokens they generated and the wall time.
+    fn concurrent(&self, n: usize, max_tokens: u32) -> Result<(u64, Duration)> {
+        let started = Instant::now();
+        let calls: Vec<_> = (0..n)
+            .map(|i| {
+                let (agent, url) = (self.agent.clone(), self.url.clone());
+                std::thread::spawn(move || {
+                    let messages = json!([{"role": "user", "content": format!("Stream {i}: tell a long story about the sea.")}]);
+                    stream_chat(&agent, &url, &messages, &Value::Null, max_tokens)
+                })
+            })
+            .collect();
+        let mut tokens = 0;
+        for call in calls {
+            tokens += call
+                .join()
+                .map_err(|_| anyhow!("a stream thread panicked"))??
+                .generated;
+        }
+        Ok((tokens, started.elapsed()))
+    }
+
+    /// SIGTERM and wait: the server saves every conversation before it exits.
+    fn stop(mut self) -> Result<()> {
+        // SAFETY: kill(2) on our own child's pid.
+        unsafe { libc::kill(self.child.id() as i32, libc::SIGTERM) };
+        let status = self.child.wait()?;
+        if !status.success() {
+            bail!("kvrun serve exited with {status}");
+        }
+        Ok(())
+    }
+}
+
+impl Drop for ChildServer {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn stream_chat(
+    agent: &ureq::Agent,
+    url: &str,
+    messages: &Value,
+    tools: &Value,
+    max_tokens: u32,
+) -> Result<Call> {
+    let mut body = json!({
+        "model": "bench", "messages": messages, "max_tokens": max_tokens, "temperature": 0,
+        "stream": true, "stream_options": {"include_usage": true},
+    });
+    if tools.is_array() {
+        body["tools"] = tools.clone();
+    }
+    let sent = Instant::now();
+    let mut response = agent
+        .post(format!("{url}/v1/chat/completions"))
+        .send_json(&body)
+        .map_err(|e| anyhow!("POST /v1/chat/completions: {e}"))?;
+    if response.status() != 200 {
+        let text = response.body_mut().read_to_string().unwrap_or_default();
+        bail!("the server answered {}: {text}", response.status());
+    }
+    let mut first = None;
+    let mut last = sent;
+    let mut usage = Value::Null;
+    for line in BufReader::new(response.body_mut().as_reader()).lines() {
+        let line = line?;
+        let Some(data) = line.strip_prefix("data: ") else {
+            continue;
+        };
+        if data == "[DONE]" {
+            break;
+        }
+        let chunk: Value = serde_json::from_str(data)?;
+        let delta = &chunk["choices"][0]["delta"];
+        if delta["content"].as_str().is_some_and(|t| !t.is_empty())
+            || delta["tool_calls"].is_array()
+        {
+            first.get_or_insert_with(Instant::now);
+            last = Instant::now();
+        }
+        if chunk["usage"].is_object() {
+            usage = chunk["usage"].clone();
+        }
+    }
+    let first = first.unwrap_or(last);
+    Ok(Call {
+        prompt_tokens: usage["prompt_tokens"].as_u64().unwrap_or(0),
+        cached_tokens: usage["prompt_tokens_details"]["cached_tokens"]
+            .as_u64()
+            .unwrap_or(0),
+        ttft: first - sent,
+        generated: usage["completion_tokens"].as_u64().unwrap_or(0),
+        decode: last - first,
+    })
+}
+
+/// The engine without HTTP: a prompt of `tokens` tokens in a fresh home.
+fn in_process_call(
+    home: &Path,
+    choice: &ModelChoice,
+    engine: &EngineSettings,
+    ctx: u32,
+    tokens: u64,
+    max_tokens: u32,
+) -> Result<Call> {
+    let mut engine = engine.clone();
+    engine.ctx_size = ctx;
+    let (handle, thread) = start(ServiceOptions {
+        paths: Paths::under(home),
+        model: choice.clone(),
+        engine,
+        tiers: Default::default(),
+        parallel: 1,
+        max_queue: 4,
+        chat_template: None,
+        alias: None,
+    })?;
+    let started = Instant::now();
+    let model = loop {
+        if let Some(model) = handle.model() {
+            break model.clone();
+        }
+        if thread.is_finished() || started.elapsed() > READY_DEADLINE {
+            return Err(thread
+                .join()
+                .err()
+                .unwrap_or_else(|| anyhow!("the engine never got ready")));
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    let mut prompt = model.tokenize_prompt(&agent_system_text(tokens as usize));
+    prompt.truncate(tokens.max(1) as usize);
+    let (replies, mut rx) = tokio::sync::mpsc::unbounded_channel();
+    let sent = Instant::now();
+    handle
+        .submit(Request {
+            id: 1,
+            conversation: ConversationKey::Anonymous,
+            prompt,
+            sampling: SamplingSettings::greedy(),
+            max_tokens: max_tokens as usize,
+            stop: Vec::new(),
+            grammar: None,
+            logprobs: None,
+            cancel: CancelToken::new(),
+            replies,
+            received: sent,
+        })
+        .map_err(|e| anyhow!("{e}"))?;
+    let (mut first, mut last, mut call) = (None, sent, None);
+    while let Some(reply) = rx.blocking_recv() {
+        match reply {
+            Reply::Started(_) => {}
+            Reply::Token(_) => {
+                first.get_or_insert_with(Instant::now);
+                last = Instant::now();
+            }
+            Reply::Done(usage) => {
+                call = Some((
+                    usage.prompt_tokens as u64,
+                    usage.cached.total() as u64,
+                    usage.generated as u64,
+                ));
+                break;
+            }
+            Reply::Failed(e) => bail!("the engine failed the request: {e}"),
+        }
+    }
+    handle.shutdown();
+    thread.join()?;
+    let (prompt_tokens, cached_tokens, generated) =
+        call.context("the engine ended without a reply")?;
+    let first = first.unwrap_or(last);
+    Ok(Call {
+        prompt_tokens,
+        cached_tokens,
+        ttft: first - sent,
+        generated,
+        decode: last - first,
+    })
+}

@@ -1,0 +1,208 @@
+//! `--connect URL`: `kvrun stats` and `kvrun session ls` against a running `kvrun serve`,
+//! through its `/v1/kvrun/` endpoints.
+
+use std::io::Write;
+use std::process::ExitCode;
+use std::time::Duration;
+
+use anyhow::{anyhow, bail, Result};
+use serde::Deserialize;
+
+use crate::ui::human_bytes;
+
+/// A local server answers at once; a hung one should not hang the CLI.
+const TIMEOUT: Duration = Duration::from_secs(10);
+
+/// GETs `path` from the server as JSON; a refusal or an error status becomes one line.
+fn get_json<T: serde::de::DeserializeOwned>(url: &str, path: &str, key: Option<&str>) -> Result<T> {
+    let base = url.trim_end_matches('/');
+    if !(base.starts_with("http://") || base.starts_with("https://")) {
+        return Err(crate::exit::usage(format!(
+            "--connect {url:?}: give the server's URL, e.g. http://127.0.0.1:8080"
+        )));
+    }
+    let agent: ureq::Agent = ureq::Agent::config_builder()
+        .timeout_global(Some(TIMEOUT))
+        .http_status_as_error(false)
+        .build()
+        .into();
+    let mut request = agent.get(format!("{base}{path}"));
+    if let Some(key) = key {
+        request = request.header("Authorization", format!("Bearer {key}"));
+    }
+    let mut response = request
+        .call()
+        .map_err(|e| anyhow!("cannot reach kvrun serve at {base}: {e}"))?;
+    let status = response.status();
+    let body: serde_json::Value = response
+        .body_mut()
+        .read_json()
+        .map_err(|e| anyhow!("{base}{path} did not answer JSON ({status}): {e}"))?;
+    if !status.is_success() {
+        let message = body["error"]["message"].as_str().unwrap_or("no message");
+        bail!("{base}{path} answered {status}: {message}");
+    }
+    serde_json::from_value(body).map_err(|e| anyhow!("unexpected answer from {base}{path}: {e}"))
+}
+
+#[derive(Deserialize)]
+struct SessionList {
+    data: Vec<SessionRow>,
+}
+
+#[derive(Deserialize, serde::Serialize)]
+struct SessionRow {
+    name: String,
+    tokens: usize,
+    #[serde(default)]
+    bytes: u64,
+    #[serde(default)]
+    model: String,
+    tier: String,
+    served: bool,
+    pinned: bool,
+    named: bool,
+}
+
+pub fn list_sessions(url: &str, key: Option<&str>, json: bool) -> Result<ExitCode> {
+    let list: SessionList = get_json(url, "/v1/kvrun/sessions", key)?;
+    if json {
+        println!("{}", serde_json::to_string_pretty(&list.data)?);
+        return Ok(ExitCode::SUCCESS);
+    }
+    let mut out = std::io::stdout().lock();
+    writeln!(
+        out,
+        "{:<32} {:>8} {:<5} {:>10}  FLAGS         MODEL",
+        "NAME", "TOKENS", "TIER", "DISK"
+    )?;
+    for s in list.data {
+        let flags = [
+            (s.served, "served"),
+            (s.pinned, "pinned"),
+            (!s.named, "unnamed"),
+        ]
+        .iter()
+        .filter(|(on, _)| *on)
+        .map(|(_, f)| *f)
+        .collect::<Vec<_>>()
+        .join(",");
+        writeln!(
+            out,
+            "{:<32} {:>8} {:<5} {:>10}  {:<13} {}",
+            s.name,
+            s.tokens,
+            s.tier,
+            human_bytes(s.bytes),
+            flags,
+            s.model
+        )?;
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// What `/v1/kvrun/stats` answers: `{info, stats}` ([`crate::service::ServiceInfo`],
+/// [`crate::service::ServiceStats`]), read back with the fields printed here.
+#[derive(Deserialize)]
+struct RemoteStats {
+    info: Option<InfoView>,
+    stats: StatsView,
+}
+
+#[derive(Deserialize)]
+struct InfoView {
+    model_name: String,
+    n_ctx: usize,
+    parallel: usize,
+}
+
+#[derive(Deserialize)]
+struct StatsView {
+    requests: u64,
+    prompt_tokens: u64,
+    prefilled_tokens: u64,
+    restored_hot_tokens: u64,
+    restored_warm_tokens: u64,
+    restored_cold_tokens: u64,
+    generated_tokens: u64,
+    queued: usize,
+    active: usize,
+    hot_cells_used: u64,
+    hot_cells: u64,
+    hot: TierView,
+    warm: TierView,
+    cold: TierView,
+    sessions: Vec<SessionView>,
+}
+
+#[derive(Deserialize)]
+struct TierView {
+    used: u64,
+    budget: Option<u64>,
+}
+
+#[derive(Deserialize)]
+struct SessionView {
+    name: String,
+    tokens: usize,
+    tier: String,
+    pinned: bool,
+}
+
+pub fn stats(url: &str, key: Option<&str>, json: bool) -> Result<ExitCode> {
+    let value: serde_json::Value = get_json(url, "/v1/kvrun/stats", key)?;
+    if json {
+        println!("{}", serde_json::to_string_pretty(&value)?);
+        return Ok(ExitCode::SUCCESS);
+    }
+    let remote: RemoteStats = serde_json::from_value(value)
+        .map_err(|e| anyhow!("unexpected answer from {url}/v1/kvrun/stats: {e}"))?;
+    let s = &remote.stats;
+    match &remote.info {
+        Some(i) => println!(
+            "server  {} at {url}: {} tokens of context, {} sequences",
+            i.model_name, i.n_ctx, i.parallel
+        ),
+        None => println!("server  at {url}: the model is still loading"),
+    }
+    let budget = |b: Option<u64>| b.map_or("no budget".into(), human_bytes);
+    println!(
+        "hot     {} of {} cells in use, {}",
+        s.hot_cells_used,
+        s.hot_cells,
+        human_bytes(s.hot.used)
+    );
+    println!(
+        "warm    {} of {}",
+        human_bytes(s.warm.used),
+        budget(s.warm.budget)
+    );
+    println!(
+        "cold    {} of {}",
+        human_bytes(s.cold.used),
+        budget(s.cold.budget)
+    );
+    println!(
+        "queue   {} decoding, {} waiting; {} requests so far",
+        s.active, s.queued, s.requests
+    );
+    println!(
+        "tokens  {} prompt ({} prefilled; restored {} hot, {} warm, {} cold), {} generated",
+        s.prompt_tokens,
+        s.prefilled_tokens,
+        s.restored_hot_tokens,
+        s.restored_warm_tokens,
+        s.restored_cold_tokens,
+        s.generated_tokens
+    );
+    for session in &s.sessions {
+        println!(
+            "        {:<32} {:>8} tokens  {:<5}{}",
+            session.name,
+            session.tokens,
+            session.tier,
+            if session.pinned { " pinned" } else { "" }
+        );
+    }
+    Ok(ExitCode::SUCCESS)
+}

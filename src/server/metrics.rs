@@ -1,0 +1,338 @@
+//! `GET /metrics`: Prometheus text exposition (format 0.0.4). The engine's counters come from
+//! [`ServiceStats`]; the HTTP side (requests by endpoint and status, latency and time to first
+//! token histograms, early prefix misses) lives in [`ServerCounters`]. The format is a few
+//! lines of text, so it is written here rather than pulled in through a metrics crate.
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Mutex;
+use std::time::Duration;
+
+use axum::extract::State;
+use axum::http::{header, StatusCode};
+use axum::response::{IntoResponse, Response};
+
+use super::AppState;
+use crate::service::protocol::Usage;
+use crate::service::ServiceStats;
+
+/// Upper bounds (seconds) of the latency buckets: from a restored prefix (a tenth of a
+/// second) to a long agent prompt prefilled on a CPU (minutes).
+const BUCKETS: [f64; 13] = [
+    0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 120.0, 300.0, 600.0,
+];
+
+/// A cumulative histogram with fixed buckets, lock-free.
+#[derive(Debug, Default)]
+pub struct Histogram {
+    /// Observations at or below each bound (not cumulative here; summed when rendered).
+    counts: [AtomicU64; BUCKETS.len()],
+    over: AtomicU64,
+    sum_micros: AtomicU64,
+}
+
+impl Histogram {
+    pub fn observe(&self, value: Duration) {
+        let seconds = value.as_secs_f64();
+        match BUCKETS.iter().position(|b| seconds <= *b) {
+            Some(i) => self.counts[i].fetch_add(1, Ordering::Relaxed),
+            None => self.over.fetch_add(1, Ordering::Relaxed),
+        };
+        let micros = u64::try_from(value.as_micros()).unwrap_or(u64::MAX);
+        self.sum_micros.fetch_add(micros, Ordering::Relaxed);
+    }
+
+    fn render(&self, out: &mut String, name: &str, help: &str) {
+        header_lines(out, name, help, "histogram");
+        let mut cumulative = 0;
+        for (bound, count) in BUCKETS.iter().zip(&self.counts) {
+            cumulative += count.load(Ordering::Relaxed);
+            let _ = writeln!(out, "{name}_bucket{{le=\"{bound}\"}} {cumulative}");
+        }
+        cumulative += self.over.load(Ordering::Relaxed);
+        let sum = self.sum_micros.load(Ordering::Relaxed) as f64 / 1e6;
+        let _ = writeln!(out, "{name}_bucket{{le=\"+Inf\"}} {cumulative}");
+        let _ = writeln!(out, "{name}_sum {sum}");
+        let _ = writeln!(out, "{name}_count {cumulative}");
+    }
+}
+
+/// What the HTTP side counts. Shared by every handler through [`AppState::counters`].
+#[derive(Debug, Default)]
+pub struct ServerCounters {
+    /// Requests whose prompt left their conversation's previous prompt early (the "why did
+    /// this miss" diagnostic); the API layer counts them.
+    pub early_prefix_misses: AtomicU64,
+    /// Claude Code billing-header system blocks dropped before rendering.
+    pub billing_blocks_dropped: AtomicU64,
+    requests: Mutex<BTreeMap<(String, u16), u64>>,
+    request_latency: Histogram,
+    time_to_first_token: Histogram,
+}
+
+impl ServerCounters {
+    /// One finished generation: its time to first token.
+    pub fn record_usage(&self, usage: &Usage) {
+        self.time_to_first_token.observe(usage.time_to_first_token);
+    }
+
+    pub fn record_early_prefix_miss(&self) {
+        self.early_prefix_misses.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// One HTTP request answered; `endpoint` is its route pattern (bounded cardinality).
+    pub fn record_request(&self, endpoint: &str, status: StatusCode, latency: Duration) {
+        self.request_latency.observe(latency);
+        let mut requests = self.requests.lock().unwrap_or_else(|e| e.into_inner());
+        *requests
+            .entry((endpoint.to_string(), status.as_u16()))
+            .or_default() += 1;
+    }
+}
+
+pub async fn handler(State(state): State<AppState>) -> Response {
+    let Ok(stats) = state.service.stats().await else {
+        return (StatusCode::SERVICE_UNAVAILABLE, "the engine has stopped\n").into_response();
+    };
+    let body = render(&stats, &state.counters, state.service.info().is_some());
+    (
+        [(
+            header::CONTENT_TYPE,
+            "text/plain; version=0.0.4; charset=utf-8",
+        )],
+        body,
+    )
+        .into_response()
+}
+
+fn header_lines(out: &mut String, name: &str, help: &str, kind: &str) {
+    let _ = writeln!(out, "# HELP {name} {help}");
+    let _ = writeln!(out, "# TYPE {name} {kind}");
+}
+
+fn single(out: &mut String, name: &str, help: &str, kind: &str, value: impl std::fmt::Display) {
+    header_lines(out, name, help, kind);
+    let _ = writeln!(out, "{name} {value}");
+}
+
+/// Label values are route patterns and fixed words, but escape them as the format asks.
+fn escape(value: &str) -> String {
+    value
+        .replace('\\', "\\\\")
+        .replace('"', "\\\"")
+        .replace('\n', "\\n")
+}
+
+pub fn render(stats: &ServiceStats, counters: &ServerCounters, ready: bool) -> String {
+    let mut out = String::new();
+    single(
+        &mut out,
+        "kvrun_ready",
+        "1 once the model is loaded",
+        "gauge",
+        u8::from(ready),
+    );
+    header_lines(
+        &mut out,
+        "kvrun_http_requests_total",
+        "HTTP requests answered, by route and status",
+        "counter",
+    );
+    let requests = counters.requests.lock().unwrap_or_else(|e| e.into_inner());
+    for ((endpoint, status), count) in requests.iter() {
+        let endpoint = escape(endpoint);
+        let _ = writeln!(
+            out,
+            "kvrun_http_requests_total{{endpoint=\"{endpoint}\",status=\"{status}\"}} {count}"
+        );
+    }
+    drop(requests);
+    let counts = [
+        (
+            "kvrun_generations_total",
+            "generation requests the engine took",
+            stats.requests,
+        ),
+        (
+            "kvrun_prompt_tokens_total",
+            "prompt tokens of all requests",
+            stats.prompt_tokens,
+        ),
+        (
+            "kvrun_prefilled_tokens_total",
+            "prompt tokens decoded (not served from a tier)",
+            stats.prefilled_tokens,
+        ),
+        (
+            "kvrun_generated_tokens_total",
+            "tokens generated",
+            stats.generated_tokens,
+        ),
+        (
+            "kvrun_early_prefix_misses_total",
+            "requests whose prompt left their conversation's previous prompt early",
+            counters.early_prefix_misses.load(Ordering::Relaxed),
+        ),
+        (
+            "kvrun_billing_blocks_dropped_total",
+            "Claude Code billing-header blocks dropped from prompts (they would defeat the cache)",
+            counters.billing_blocks_dropped.load(Ordering::Relaxed),
+        ),
+    ];
+    for (name, help, value) in counts {
+        single(&mut out, name, help, "counter", value);
+    }
+    header_lines(
+        &mut out,
+        "kvrun_restored_tokens_total",
+        "prompt tokens served from a tier instead of prefilled",
+        "counter",
+    );
+    for (tier, value) in [
+        ("hot", stats.restored_hot_tokens),
+        ("warm", stats.restored_warm_tokens),
+        ("cold", stats.restored_cold_tokens),
+    ] {
+        let _ = writeln!(
+            out,
+            "kvrun_restored_tokens_total{{tier=\"{tier}\"}} {value}"
+        );
+    }
+    let tiers = [
+        ("hot", stats.hot),
+        ("warm", stats.warm),
+        ("cold", stats.cold),
+    ];
+    header_lines(
+        &mut out,
+        "kvrun_tier_bytes",
+        "bytes in each memory tier",
+        "gauge",
+    );
+    for (tier, bytes) in tiers {
+        let _ = writeln!(out, "kvrun_tier_bytes{{tier=\"{tier}\"}} {}", bytes.used);
+    }
+    header_lines(
+        &mut out,
+        "kvrun_tier_budget_bytes",
+        "each tier's budget (tiers without one are left out)",
+        "gauge",
+    );
+    for (tier, bytes) in tiers {
+        if let Some(budget) = bytes.budget {
+            let _ = writeln!(out, "kvrun_tier_budget_bytes{{tier=\"{tier}\"}} {budget}");
+        }
+    }
+    let gauges = [
+        (
+            "kvrun_hot_cells_used",
+            "context cells in use",
+            stats.hot_cells_used,
+        ),
+        ("kvrun_hot_cells", "context cells in all", stats.hot_cells),
+        (
+            "kvrun_queue_depth",
+            "requests waiting for a sequence",
+            stats.queued as u64,
+        ),
+        (
+            "kvrun_active_sequences",
+            "requests decoding now",
+            stats.active as u64,
+        ),
+    ];
+    for (name, help, value) in gauges {
+        single(&mut out, name, help, "gauge", value);
+    }
+    header_lines(
+        &mut out,
+        "kvrun_sessions",
+        "sessions the server knows, by tier",
+        "gauge",
+    );
+    for tier in ["hot", "warm", "cold"] {
+        let n = stats.sessions.iter().filter(|s| s.tier == tier).count();
+        let _ = writeln!(out, "kvrun_sessions{{tier=\"{tier}\"}} {n}");
+    }
+    counters.time_to_first_token.render(
+        &mut out,
+        "kvrun_time_to_first_token_seconds",
+        "from receiving a request to its first token (queue, restore and prefill)",
+    );
+    counters.request_latency.render(
+        &mut out,
+        "kvrun_request_duration_seconds",
+        "from receiving a request to the end of its response",
+    );
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::service::handle::TierBytes;
+
+    #[test]
+    fn histogram_buckets_are_cumulative_and_count_everything() {
+        let h = Histogram::default();
+        for ms in [10, 60, 60, 700_000] {
+            h.observe(Duration::from_millis(ms));
+        }
+        let mut out = String::new();
+        h.render(&mut out, "x", "help");
+        assert!(out.contains("x_bucket{le=\"0.05\"} 1\n"), "{out}");
+        assert!(out.contains("x_bucket{le=\"0.1\"} 3\n"), "{out}");
+        assert!(out.contains("x_bucket{le=\"600\"} 3\n"), "{out}");
+        assert!(out.contains("x_bucket{le=\"+Inf\"} 4\n"), "{out}");
+        assert!(out.contains("x_count 4\n"), "{out}");
+        assert!(out.contains("x_sum 700.13\n"), "{out}");
+    }
+
+    #[test]
+    fn render_names_every_family_once_with_labels() {
+        let counters = ServerCounters::default();
+        counters.record_request(
+            "/v1/chat/completions",
+            StatusCode::OK,
+            Duration::from_secs(1),
+        );
+        counters.record_request(
+            "/v1/chat/completions",
+            StatusCode::OK,
+            Duration::from_secs(2),
+        );
+        counters.record_request("/v1/messages", StatusCode::BAD_REQUEST, Duration::ZERO);
+        counters.record_early_prefix_miss();
+        let stats = ServiceStats {
+            restored_cold_tokens: 512,
+            cold: TierBytes {
+                used: 100,
+                budget: Some(1000),
+            },
+            queued: 3,
+            ..Default::default()
+        };
+        let text = render(&stats, &counters, true);
+        for line in [
+            "kvrun_http_requests_total{endpoint=\"/v1/chat/completions\",status=\"200\"} 2",
+            "kvrun_http_requests_total{endpoint=\"/v1/messages\",status=\"400\"} 1",
+            "kvrun_restored_tokens_total{tier=\"cold\"} 512",
+            "kvrun_tier_bytes{tier=\"cold\"} 100",
+            "kvrun_tier_budget_bytes{tier=\"cold\"} 1000",
+            "kvrun_queue_depth 3",
+            "kvrun_early_prefix_misses_total 1",
+            "kvrun_ready 1",
+            "kvrun_request_duration_seconds_count 3",
+        ] {
+            assert!(text.lines().any(|l| l == line), "missing {line}:\n{text}");
+        }
+        assert!(!text.contains("kvrun_tier_budget_bytes{tier=\"warm\"}"));
+        // Each family is declared exactly once (Prometheus rejects duplicates).
+        let mut types: Vec<_> = text.lines().filter(|l| l.starts_with("# TYPE")).collect();
+        let before = types.len();
+        types.sort();
+        types.dedup();
+        assert_eq!(before, types.len());
+    }
+}

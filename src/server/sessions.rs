@@ -1,0 +1,241 @@
+//! `/v1/kvrun/sessions`: what `kvrun session ls/show/rm` show, for a running server, with
+//! the tier each of the server's own sessions is in. Listing and showing read the catalog
+//! (on a blocking thread); removing and pinning go through the engine, which holds the
+//! sessions' locks.
+
+use axum::extract::{Path, State};
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use axum::{Json, Router};
+use serde::Serialize;
+
+use super::guard::ErrorShape;
+use super::AppState;
+use crate::service::handle::SessionStatus;
+use crate::service::protocol::ServiceError;
+use crate::session::catalog::{validate_name, SessionCatalog, SessionSummary};
+use crate::session::SessionError;
+
+pub fn routes() -> Router<AppState> {
+    Router::new()
+        .route("/v1/kvrun/sessions", get(list))
+        .route("/v1/kvrun/sessions/{name}", get(show).delete(remove))
+        .route("/v1/kvrun/sessions/{name}/pin", post(pin))
+        .route("/v1/kvrun/sessions/{name}/unpin", post(unpin))
+}
+
+/// One row: the catalog's summary, and the server's view when it knows the session.
+#[derive(Debug, Serialize)]
+pub struct SessionRow {
+    #[serde(flatten)]
+    pub summary: SessionSummary,
+    /// "hot", "warm" or "cold"; a session the server has not touched is "cold".
+    pub tier: &'static str,
+    /// Whether the server has it open (and holds its lock).
+    pub served: bool,
+    pub named: bool,
+    pub pinned: bool,
+}
+
+#[derive(Debug, Serialize)]
+struct SessionList {
+    object: &'static str,
+    data: Vec<SessionRow>,
+}
+
+fn row(summary: SessionSummary, status: Option<&SessionStatus>) -> SessionRow {
+    SessionRow {
+        tier: status.map_or("cold", |s| s.tier),
+        served: status.is_some(),
+        // A session the server did not name itself was named by whoever made it.
+        named: status.is_none_or(|s| s.named),
+        pinned: status.is_some_and(|s| s.pinned),
+        summary,
+    }
+}
+
+/// A session the server holds but has not saved yet has no manifest: list it from the
+/// engine's status alone.
+fn unsaved_summary(status: &SessionStatus) -> SessionSummary {
+    SessionSummary {
+        name: status.name.clone(),
+        tokens: status.tokens,
+        updated_unix: status.last_used_unix,
+        ..Default::default()
+    }
+}
+
+async fn list(State(state): State<AppState>) -> Response {
+    let served = match state.service.stats().await {
+        Ok(stats) => stats.sessions,
+        Err(e) => return service_error(&e),
+    };
+    let paths = state.paths.clone();
+    let listed = tokio::task::spawn_blocking(move || SessionCatalog::open(&paths)?.list()).await;
+    let summaries = match listed {
+        Ok(Ok(summaries)) => summaries,
+        Ok(Err(e)) => return session_error(&e),
+        Err(e) => return internal(&e.to_string()),
+    };
+    let mut data: Vec<SessionRow> = summaries
+        .into_iter()
+        .map(|s| {
+            let status = served.iter().find(|x| x.name == s.name);
+            row(s, status)
+        })
+        .collect();
+    for status in &served {
+        if !data.iter().any(|r| r.summary.name == status.name) {
+            data.push(row(unsaved_summary(status), Some(status)));
+        }
+    }
+    data.sort_by(|a, b| a.summary.name.cmp(&b.summary.name));
+    Json(SessionList {
+        object: "list",
+        data,
+    })
+    .into_response()
+}
+
+async fn show(State(state): State<AppState>, Path(name): Path<String>) -> Response {
+    if let Err(e) = validate_name(&name) {
+        return session_error(&e);
+    }
+    let served = match state.service.stats().await {
+        Ok(stats) => stats.sessions.into_iter().find(|s| s.name == name),
+        Err(e) => return service_error(&e),
+    };
+    let paths = state.paths.clone();
+    let wanted = name.clone();
+    let read =
+        tokio::task::spawn_blocking(move || SessionCatalog::open(&paths)?.read_manifest(&wanted))
+            .await;
+    let manifest = match read {
+        Ok(Ok(manifest)) => Some(manifest),
+        Ok(Err(SessionError::NotFound { .. })) if served.is_some() => None,
+        Ok(Err(e)) => return session_error(&e),
+        Err(e) => return internal(&e.to_string()),
+    };
+    let mut value = serde_json::json!({ "name": name });
+    if let Some(manifest) = manifest {
+        let tokens = manifest.tokens.len();
+        value = serde_json::to_value(&manifest).unwrap_or(value);
+        // The token log can be long; its length is what a listing wants.
+        value["tokens"] = tokens.into();
+    }
+    value["tier"] = served.as_ref().map_or("cold", |s| s.tier).into();
+    value["served"] = served.is_some().into();
+    value["pinned"] = served.as_ref().is_some_and(|s| s.pinned).into();
+    Json(value).into_response()
+}
+
+async fn remove(State(state): State<AppState>, Path(name): Path<String>) -> Response {
+    if let Err(e) = exists(&state, &name).await {
+        return e;
+    }
+    match state.service.remove_session(&name).await {
+        Ok(()) => Json(serde_json::json!({ "name": name, "deleted": true })).into_response(),
+        Err(e) => service_error(&e),
+    }
+}
+
+async fn pin(state: State<AppState>, name: Path<String>) -> Response {
+    set_pinned(state, name, true).await
+}
+
+async fn unpin(state: State<AppState>, name: Path<String>) -> Response {
+    set_pinned(state, name, false).await
+}
+
+async fn set_pinned(
+    State(state): State<AppState>,
+    Path(name): Path<String>,
+    pinned: bool,
+) -> Response {
+    if let Err(e) = exists(&state, &name).await {
+        return e;
+    }
+    match state.service.pin_session(&name, pinned).await {
+        Ok(()) => Json(serde_json::json!({ "name": name, "pinned": pinned })).into_response(),
+        Err(e) => service_error(&e),
+    }
+}
+
+/// A valid name of a session on disk or held by the server, else the 400 or 404 to answer.
+async fn exists(state: &AppState, name: &str) -> Result<(), Response> {
+    validate_name(name).map_err(|e| session_error(&e))?;
+    let served = state
+        .service
+        .stats()
+        .await
+        .map_err(|e| service_error(&e))?
+        .sessions
+        .iter()
+        .any(|s| s.name == name);
+    let on_disk = state.paths.sessions().join(name).is_dir();
+    if served || on_disk {
+        Ok(())
+    } else {
+        Err(session_error(&SessionError::NotFound { name: name.into() }))
+    }
+}
+
+fn error(status: StatusCode, message: &str) -> Response {
+    ErrorShape::OpenAi.error(status, "invalid_request_error", message)
+}
+
+fn internal(message: &str) -> Response {
+    error(StatusCode::INTERNAL_SERVER_ERROR, message)
+}
+
+fn session_error(e: &SessionError) -> Response {
+    let status = match e {
+        SessionError::NotFound { .. } => StatusCode::NOT_FOUND,
+        SessionError::InvalidName { .. } => StatusCode::BAD_REQUEST,
+        SessionError::InUse { .. } => StatusCode::CONFLICT,
+        _ => StatusCode::INTERNAL_SERVER_ERROR,
+    };
+    error(status, &e.to_string())
+}
+
+fn service_error(e: &ServiceError) -> Response {
+    let status = match e {
+        ServiceError::SessionInUse { .. } => StatusCode::CONFLICT,
+        ServiceError::ShuttingDown | ServiceError::QueueFull(_) => StatusCode::SERVICE_UNAVAILABLE,
+        ServiceError::Incompatible { .. } => StatusCode::BAD_REQUEST,
+        _ => StatusCode::INTERNAL_SERVER_ERROR,
+    };
+    error(status, &e.to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rows_take_the_servers_tier_or_default_to_cold() {
+        let summary = SessionSummary {
+            name: "a".into(),
+            ..Default::default()
+        };
+        let cold = row(summary.clone(), None);
+        assert_eq!((cold.tier, cold.served, cold.named), ("cold", false, true));
+        let status = SessionStatus {
+            name: "a".into(),
+            tokens: 3,
+            tier: "hot",
+            named: false,
+            pinned: true,
+            last_used_unix: 0,
+        };
+        let hot = row(summary, Some(&status));
+        assert_eq!(
+            (hot.tier, hot.served, hot.named, hot.pinned),
+            ("hot", true, false, true)
+        );
+        let json = serde_json::to_value(&hot).unwrap();
+        assert_eq!(json["name"], "a");
+        assert_eq!(json["tier"], "hot");
+    }
+}

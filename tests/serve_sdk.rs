@@ -1,0 +1,90 @@
+//! The compatibility suite: the official `openai` and `anthropic` Python SDKs (from `.venv`,
+//! which `.ci/setup --tests` fills) drive a real `kvrun serve` on the tiny model. Each script
+//! in `tests/sdk/` exits non-zero with a `FAILED: …` line when a check fails.
+
+mod common;
+#[path = "common/server.rs"]
+mod server;
+
+use std::path::PathBuf;
+use std::process::Command;
+use std::time::Duration;
+
+use common::{tiny_model, Home};
+use server::Server;
+
+const KEY: &str = "sdk-suite-key";
+
+fn root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// KVRUN_TEST_PYTHON, else `.venv/bin/python`; missing is a failure, never a skip.
+fn python() -> PathBuf {
+    let path = match std::env::var_os("KVRUN_TEST_PYTHON") {
+        Some(p) => PathBuf::from(p),
+        None => root().join(".venv/bin/python"),
+    };
+    assert!(
+        path.exists(),
+        "the SDK suite needs Python with the openai and anthropic packages at {}: run \
+         `.ci/setup --tests` (or `python3 -m venv .venv && .venv/bin/pip install openai \
+         anthropic`), or set KVRUN_TEST_PYTHON",
+        path.display()
+    );
+    path
+}
+
+/// Runs one script against `server`; returns its stdout, failing with everything it said.
+fn script(server: &Server, name: &str, args: &[&str]) -> String {
+    let out = Command::new(python())
+        .arg(root().join("tests/sdk").join(name))
+        .args(args)
+        .env("KVRUN_URL", &server.url)
+        .env("KVRUN_KEY", KEY)
+        .env("PYTHONDONTWRITEBYTECODE", "1")
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(
+        out.status.success(),
+        "{name} {args:?} failed ({}):\n{stdout}\n{}\n--- server log ---\n{}",
+        out.status,
+        String::from_utf8_lossy(&out.stderr),
+        server.log_text()
+    );
+    stdout
+}
+
+fn start(home: &Home) -> Server {
+    Server::start(home, &tiny_model(), &["--api-key", KEY, "--temp", "0"])
+}
+
+#[test]
+fn openai_sdk_chat_completions() {
+    let home = Home::new();
+    let server = start(&home);
+    assert!(script(&server, "openai_chat.py", &[]).contains("openai chat: ok"));
+}
+
+#[test]
+fn anthropic_sdk_messages() {
+    let home = Home::new();
+    let server = start(&home);
+    assert!(script(&server, "anthropic_messages.py", &[]).contains("anthropic messages: ok"));
+}
+
+#[test]
+fn openai_sdk_responses_continue_across_a_restart() {
+    let home = Home::new();
+    let server = start(&home);
+    let id = script(&server, "openai_responses.py", &["first"])
+        .trim()
+        .to_string();
+    assert!(id.starts_with("resp"), "{id}");
+    let status = server.terminate(Duration::from_secs(15));
+    assert_eq!(status.code(), Some(0));
+    let server = start(&home);
+    let out = script(&server, "openai_responses.py", &["second", &id]);
+    assert!(out.contains("openai responses: ok"), "{out}");
+}
