@@ -10,7 +10,7 @@ SYSTEM = [{"type": "text", "text": "You are a careful assistant. " * 40}]
 messages = [{"role": "user", "content": [{"type": "text", "text": "Say hello."}]}]
 
 reply = client.messages.create(
-    model="claude-any", system=SYSTEM, messages=messages, max_tokens=8, temperature=0
+    model="claude-any", system=SYSTEM, messages=messages, max_tokens=8, extra_body={"temperature": 0}
 )
 check(reply.type == "message" and reply.role == "assistant", f"{reply.type} {reply.role}")
 check(reply.stop_reason in ("end_turn", "max_tokens"), reply.stop_reason)
@@ -27,7 +27,7 @@ again = client.messages.create(
         {"role": "user", "content": "Again."},
     ],
     max_tokens=4,
-    temperature=0,
+    extra_body={"temperature": 0},
 )
 read = again.usage.cache_read_input_tokens
 check(read and read >= 256, f"cache_read_input_tokens {read}")
@@ -35,7 +35,7 @@ check(again.usage.input_tokens < reply.usage.input_tokens + 64, "input_tokens ex
 
 # Streaming: the SDK's stream helper checks the event order itself.
 with client.messages.stream(
-    model="claude-any", system=SYSTEM, messages=messages, max_tokens=8, temperature=0
+    model="claude-any", system=SYSTEM, messages=messages, max_tokens=8, extra_body={"temperature": 0}
 ) as stream:
     streamed = "".join(stream.text_stream)
     final = stream.get_final_message()
@@ -60,7 +60,7 @@ forced = client.messages.create(
     ],
     tool_choice={"type": "tool", "name": "get_weather"},
     max_tokens=256,  # the tiny model writes about a character a token
-    temperature=0,
+    extra_body={"temperature": 0},
 )
 uses = [b for b in forced.content if b.type == "tool_use"]
 check(uses and uses[0].name == "get_weather", f"content {forced.content}")
