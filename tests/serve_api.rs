@@ -1,13 +1,66 @@
-//! The server's APIs over real HTTP, against the service engine on real llama.cpp: the
-//! tiny model for shapes, tool calls, errors and the store, the default model (Gemma 3)
-//! for a Claude-Code-shaped conversation.
+//! The server's APIs over real HTTP, against `kvrun serve` on real llama.cpp: the tiny
+//! model for shapes, tool calls, errors and the store, the default model (Gemma 3) for a
+//! Claude-Code-shaped conversation.
 
 mod common;
-mod serve_support;
+#[path = "common/server.rs"]
+mod server;
+
+use std::time::Duration;
 
 use common::*;
 use serde_json::{json, Value};
-use serve_support::{Answer, Server};
+use server::{Reply as Answer, Server};
+
+/// `kvrun serve` on `model` with room for the tests' prompts.
+fn serve(home: &Home, model: &std::path::Path) -> Server {
+    let args = [
+        "--alias",
+        "test-model",
+        "--ctx-size",
+        "4096",
+        "--parallel",
+        "2",
+    ];
+    Server::start(home, model, &args)
+}
+
+fn serve_tiny(home: &Home) -> Server {
+    serve(home, &tiny_model())
+}
+
+/// A body as SSE events: (event name, data).
+fn events(answer: &Answer) -> Vec<(Option<String>, String)> {
+    let mut events = Vec::new();
+    for block in answer.body.split("\n\n") {
+        let mut name = None;
+        let mut data = Vec::new();
+        for line in block.lines() {
+            if let Some(n) = line.strip_prefix("event:") {
+                name = Some(n.trim().to_string());
+            } else if let Some(d) = line.strip_prefix("data:") {
+                data.push(d.strip_prefix(' ').unwrap_or(d).to_string());
+            }
+        }
+        if !data.is_empty() {
+            events.push((name, data.join("\n")));
+        }
+    }
+    events
+}
+
+/// The JSON data of every event (OpenAI's `[DONE]` left out).
+fn event_data(answer: &Answer) -> Vec<Value> {
+    events(answer)
+        .into_iter()
+        .filter(|(_, d)| d != "[DONE]")
+        .map(|(_, d)| serde_json::from_str(&d).unwrap_or_else(|e| panic!("{e}: {d}")))
+        .collect()
+}
+
+fn event_names(answer: &Answer) -> Vec<String> {
+    events(answer).into_iter().filter_map(|(n, _)| n).collect()
+}
 
 fn weather_tool_openai() -> Value {
     json!({"type": "function", "function": {
@@ -34,7 +87,7 @@ fn assert_ok(answer: &Answer) {
 #[test]
 fn openai_chat_whole_and_streamed() {
     let home = Home::new();
-    let server = Server::tiny(home.path());
+    let server = serve_tiny(&home);
     let whole = server.post("/v1/chat/completions", &chat("hello there", 6), &[]);
     assert_ok(&whole);
     let body = whole.json();
@@ -48,16 +101,16 @@ fn openai_chat_whole_and_streamed() {
         usage["prompt_tokens_details"]["cached_tokens"].is_u64(),
         "{usage}"
     );
-    assert!(whole.headers.contains_key("x-kvrun-session"));
+    assert!(whole.header("x-kvrun-session").is_some());
 
     let mut streamed = chat("hello there", 6);
     streamed["stream"] = json!(true);
     streamed["stream_options"] = json!({"include_usage": true});
     let answer = server.post("/v1/chat/completions", &streamed, &[]);
     assert_ok(&answer);
-    let events = answer.events();
+    let events = events(&answer);
     assert_eq!(events.last().unwrap().1, "[DONE]");
-    let chunks = answer.event_data();
+    let chunks = event_data(&answer);
     assert_eq!(chunks[0]["choices"][0]["delta"]["role"], "assistant");
     assert!(chunks
         .iter()
@@ -84,16 +137,19 @@ fn openai_chat_whole_and_streamed() {
     );
     assert_ok(&ids);
 
-    let models = server.get("/v1/models");
+    let models = server.get("/v1/models", &[]);
     assert_ok(&models);
     assert_eq!(models.json()["data"][0]["id"], "test-model");
-    assert_eq!(server.get("/v1/models/gpt-4o").json()["id"], "test-model");
+    assert_eq!(
+        server.get("/v1/models/gpt-4o", &[]).json()["id"],
+        "test-model"
+    );
 }
 
 #[test]
 fn forced_tool_calls_in_every_api() {
     let home = Home::new();
-    let server = Server::tiny(home.path());
+    let server = serve_tiny(&home);
     let mut request = chat("weather in Oslo?", 200);
     request["tools"] = json!([weather_tool_openai(), {"type": "web_search"}]);
     request["tool_choice"] = json!({"type": "function", "function": {"name": "get_weather"}});
@@ -110,8 +166,7 @@ fn forced_tool_calls_in_every_api() {
     request["stream"] = json!(true);
     let streamed = server.post("/v1/chat/completions", &request, &[]);
     assert_ok(&streamed);
-    let delta_call = streamed
-        .event_data()
+    let delta_call = event_data(&streamed)
         .into_iter()
         .find_map(|c| {
             c["choices"][0]["delta"]["tool_calls"][0]
@@ -147,8 +202,7 @@ fn forced_tool_calls_in_every_api() {
     message["stream"] = json!(true);
     let streamed = server.post("/v1/messages?beta=true", &message, &[]);
     assert_ok(&streamed);
-    let partial = streamed
-        .event_data()
+    let partial = event_data(&streamed)
         .into_iter()
         .find(|e| e["delta"]["type"] == "input_json_delta")
         .expect("an input_json_delta");
@@ -181,11 +235,7 @@ fn forced_tool_calls_in_every_api() {
     response["stream"] = json!(true);
     let streamed = server.post("/v1/responses", &response, &[]);
     assert_ok(&streamed);
-    let names: Vec<String> = streamed
-        .events()
-        .into_iter()
-        .filter_map(|(n, _)| n)
-        .collect();
+    let names = event_names(&streamed);
     assert_eq!(names.first().map(String::as_str), Some("response.created"));
     assert_eq!(names.last().map(String::as_str), Some("response.completed"));
     for expected in [
@@ -205,7 +255,7 @@ fn forced_tool_calls_in_every_api() {
 #[test]
 fn second_call_of_a_conversation_reads_the_cache() {
     let home = Home::new();
-    let server = Server::tiny(home.path());
+    let server = serve_tiny(&home);
     let long_system = "the model will answer the question. ".repeat(80);
     let request = |user: &str| {
         json!({"messages": [{"role": "system", "content": long_system},
@@ -214,7 +264,7 @@ fn second_call_of_a_conversation_reads_the_cache() {
     let header = [("X-Session-Id", "cache-test")];
     let first = server.post("/v1/chat/completions", &request("hello"), &header);
     assert_ok(&first);
-    assert_eq!(first.headers["x-kvrun-session"], "cache-test");
+    assert_eq!(first.header("x-kvrun-session").unwrap(), "cache-test");
     let second = server.post("/v1/chat/completions", &request("thanks"), &header);
     let cached = second.json()["usage"]["prompt_tokens_details"]["cached_tokens"]
         .as_u64()
@@ -244,7 +294,7 @@ fn second_call_of_a_conversation_reads_the_cache() {
 #[test]
 fn previous_response_id_survives_a_restart() {
     let home = Home::new();
-    let server = Server::tiny(home.path());
+    let server = serve_tiny(&home);
     let first = server.post(
         "/v1/responses",
         &json!({"input": "the model will answer the question. ".repeat(40), "instructions": "be brief",
@@ -260,10 +310,10 @@ fn previous_response_id_survives_a_restart() {
             .map(|s| s == "completed" || s == "incomplete"),
         Some(true)
     );
-    server.stop();
+    assert!(server.terminate(Duration::from_secs(30)).success());
 
-    let server = Server::tiny(home.path());
-    let fetched = server.get(&format!("/v1/responses/{id}"));
+    let server = serve_tiny(&home);
+    let fetched = server.get(&format!("/v1/responses/{id}"), &[]);
     assert_ok(&fetched);
     assert_eq!(fetched.json()["id"], id);
     let next = server.post(
@@ -273,7 +323,7 @@ fn previous_response_id_survives_a_restart() {
         &[],
     );
     assert_ok(&next);
-    let events = next.event_data();
+    let events = event_data(&next);
     let completed = events.last().unwrap();
     assert_eq!(completed["type"], "response.completed", "{}", next.body);
     let usage = &completed["response"]["usage"];
@@ -286,8 +336,12 @@ fn previous_response_id_survives_a_restart() {
     );
     assert_eq!(completed["response"]["previous_response_id"], id);
 
-    assert_ok(&server.delete(&format!("/v1/responses/{id}")));
-    assert_eq!(server.get(&format!("/v1/responses/{id}")).status, 404);
+    let deleted = server::agent()
+        .delete(format!("{}/v1/responses/{id}", server.url))
+        .call()
+        .unwrap();
+    assert_eq!(deleted.status().as_u16(), 200);
+    assert_eq!(server.get(&format!("/v1/responses/{id}"), &[]).status, 404);
 }
 
 /// Status, and whether the body is in the API's error shape.
@@ -311,7 +365,7 @@ fn error_of(answer: &Answer, anthropic: bool) -> (u16, String) {
 #[test]
 fn bad_input_gets_each_apis_error_shape() {
     let home = Home::new();
-    let server = Server::tiny(home.path());
+    let server = serve_tiny(&home);
     let too_long = "hello ".repeat(6000);
     let cases: Vec<(&str, String, u16, &str)> = vec![
         ("/v1/chat/completions", "{\"messages\": [".into(), 400, "not valid JSON"),
@@ -333,19 +387,19 @@ fn bad_input_gets_each_apis_error_shape() {
         ("/v1/messages", json!({"max_tokens": 5, "messages": []}).to_string(), 400, "no messages"),
     ];
     for (path, body, status, needle) in cases {
-        let answer = server.post_raw(path, &body, &[]);
+        let answer = server.post_bytes(path, body.clone().into_bytes(), &[]);
         let (got, message) = error_of(&answer, path.starts_with("/v1/messages"));
         assert_eq!(got, status, "{path} {body:.80}: {}", answer.body);
         assert!(message.contains(needle), "{path} {body:.80}: {message}");
     }
-    let missing = server.get("/v1/responses/resp_000000000000000000000000");
+    let missing = server.get("/v1/responses/resp_000000000000000000000000", &[]);
     assert_eq!(error_of(&missing, false).0, 404);
 }
 
 #[test]
 fn claude_code_shaped_request_reads_the_cache_despite_its_billing_block() {
     let home = Home::new();
-    let server = Server::start(home.path(), &default_model(), 4096);
+    let server = serve(&home, &default_model());
     let rules: String = (1..=40)
         .map(|i| format!("Rule {i}: read the file before editing it, and keep changes small.\n"))
         .collect();
@@ -376,13 +430,13 @@ fn claude_code_shaped_request_reads_the_cache_despite_its_billing_block() {
     first_request["max_tokens"] = json!(4);
     let first = server.post("/v1/messages?beta=true", &first_request, &headers);
     assert_ok(&first);
-    let names: Vec<String> = first.events().into_iter().filter_map(|(n, _)| n).collect();
+    let names = event_names(&first);
     assert_eq!(names.first().map(String::as_str), Some("message_start"));
     assert_eq!(names.get(1).map(String::as_str), Some("ping"));
     assert_eq!(names.last().map(String::as_str), Some("message_stop"));
     assert!(names.iter().any(|n| n == "message_delta"), "{names:?}");
     assert_eq!(
-        first.headers["x-kvrun-session"],
+        first.header("x-kvrun-session").unwrap(),
         "0b9c6f52-1a2b-4c3d-9e8f-0123456789ab"
     );
 
@@ -390,14 +444,13 @@ fn claude_code_shaped_request_reads_the_cache_despite_its_billing_block() {
     second_request["max_tokens"] = json!(4);
     let second = server.post("/v1/messages?beta=true", &second_request, &headers);
     assert_ok(&second);
-    let start = &second.event_data()[0];
+    let start = &event_data(&second)[0];
     let usage = &start["message"]["usage"];
     let read = usage["cache_read_input_tokens"].as_u64().unwrap();
     // The rules alone are ~600 tokens; with the billing block rendered, the prompts would
     // differ after ~15 tokens.
     assert!(read > 500, "{usage}");
-    let delta = second
-        .event_data()
+    let delta = event_data(&second)
         .into_iter()
         .find(|e| e["type"] == "message_delta")
         .unwrap();

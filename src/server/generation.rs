@@ -4,12 +4,13 @@
 //! reply receiver is dropped, which the engine treats as a cancel too.
 
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
 use std::time::Instant;
 
 use tokio::sync::mpsc::{unbounded_channel, UnboundedReceiver};
 
 use super::errors::ApiError;
-use super::state::AppState;
+use super::state::{AppState, ServerCounters};
 use crate::engine::TokenId;
 use crate::service::protocol::{
     CancelToken, ConversationKey, Reply, Request, RequestId, Started, TokenPiece, Usage,
@@ -36,6 +37,7 @@ pub struct Generation {
     pub started: Started,
     replies: UnboundedReceiver<Reply>,
     cancel: CancelToken,
+    counters: Arc<ServerCounters>,
 }
 
 impl Drop for Generation {
@@ -101,6 +103,7 @@ pub async fn start(state: &AppState, job: Job) -> Result<Generation, ApiError> {
         started,
         replies,
         cancel,
+        counters: state.counters.clone(),
     })
 }
 
@@ -109,7 +112,10 @@ impl Generation {
     pub async fn next(&mut self) -> Result<Step, ApiError> {
         match self.replies.recv().await {
             Some(Reply::Token(piece)) => Ok(Step::Token(piece)),
-            Some(Reply::Done(usage)) => Ok(Step::Done(usage)),
+            Some(Reply::Done(usage)) => {
+                self.counters.record_usage(&usage);
+                Ok(Step::Done(usage))
+            }
             Some(Reply::Failed(e)) => Err(e.into()),
             Some(Reply::Started(_)) => Err(ApiError::internal("the engine started twice")),
             None => Err(ApiError::internal("the engine dropped the request")),

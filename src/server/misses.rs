@@ -4,7 +4,6 @@
 //! makes volatile prefixes (a per-request nonce, a timestamp in a system prompt) visible.
 
 use std::collections::{HashMap, VecDeque};
-use std::sync::atomic::Ordering;
 use std::sync::Mutex;
 
 use crate::engine::{Model, TokenId};
@@ -67,7 +66,7 @@ impl PromptHistory {
         let Some(miss) = divergence(&previous, prompt) else {
             return;
         };
-        counters.early_prefix_misses.fetch_add(1, Ordering::Relaxed);
+        counters.record_early_prefix_miss();
         let excerpt = |tokens: &[TokenId]| {
             let from = miss.position.saturating_sub(EXCERPT_TOKENS);
             let to = (miss.position + EXCERPT_TOKENS).min(tokens.len());

@@ -6,7 +6,6 @@ use serde::Deserialize;
 
 use super::errors::ApiError;
 use super::state::AppState;
-use crate::config::FileConfig;
 use crate::engine::Model;
 use crate::service::ServiceInfo;
 use crate::settings::{
@@ -37,9 +36,10 @@ pub struct SamplingFields {
 }
 
 impl SamplingFields {
-    /// The sampling settings, each value checked against its range.
-    pub fn settings(&self) -> Result<SamplingSettings, ApiError> {
-        let mut s = SamplingSettings::resolve(&Default::default(), &FileConfig::default());
+    /// The sampling settings: `base` (the server's) with each field given here, checked
+    /// against its range.
+    pub fn settings(&self, base: &SamplingSettings) -> Result<SamplingSettings, ApiError> {
+        let mut s = base.clone();
         let check = |range: &Range, field: &str, value: f64| {
             range
                 .check(value)
@@ -137,19 +137,20 @@ mod tests {
             seed: Some(-5),
             ..Default::default()
         };
-        let s = ok.settings().unwrap();
+        let base = SamplingSettings::greedy();
+        let s = ok.settings(&base).unwrap();
         assert_eq!((s.temp, s.top_k), (0.0, 0));
         let bad = SamplingFields {
             top_p: Some(1.5),
             ..Default::default()
         };
-        let e = bad.settings().unwrap_err();
+        let e = bad.settings(&base).unwrap_err();
         assert_eq!(e.param.as_deref(), Some("top_p"));
         let bad = SamplingFields {
             presence_penalty: Some(3.0),
             ..Default::default()
         };
-        assert!(bad.settings().is_err());
+        assert!(bad.settings(&base).is_err());
     }
 
     #[test]

@@ -16,6 +16,7 @@ if sys.argv[1] == "first":
         model="any", instructions=INSTRUCTIONS, input="Say hello.", max_output_tokens=8,
         temperature=0,
     )
+    # Cut by max_output_tokens, a response is "incomplete", as at OpenAI.
     check(first.status in ("completed", "incomplete"), f"status {first.status}")
     check(first.id and first.usage.output_tokens > 0, "id and usage")
     # Streaming: the full event sequence, ending with response.completed.

@@ -67,7 +67,7 @@ async fn messages_inner(
         }
         Some(n) => n,
     };
-    let sampling = request.sampling.settings()?;
+    let sampling = request.sampling.settings(&state.sampling)?;
     let stop = stop_strings(
         request.stop_sequences.clone().map(StopField::Many),
         "stop_sequences",

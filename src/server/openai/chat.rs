@@ -40,7 +40,7 @@ pub async fn handle(
 ) -> Result<Response, ApiError> {
     let request: ChatRequest = parse_body(&body_bytes(body)?)?;
     request.check()?;
-    let sampling = request.sampling.settings()?;
+    let sampling = request.sampling.settings(&state.sampling)?;
     let stop = stop_strings(request.stop.clone(), "stop")?;
     let format_grammar = request.format_grammar()?;
     let conversation = request.conversation()?;

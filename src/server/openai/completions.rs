@@ -89,7 +89,7 @@ pub async fn handle(
     if request.max_tokens == Some(0) {
         return Err(ApiError::bad_request("max_tokens must be at least 1").param("max_tokens"));
     }
-    let sampling = request.sampling.settings()?;
+    let sampling = request.sampling.settings(&state.sampling)?;
     let stop = stop_strings(request.stop.clone(), "stop")?;
     let (model, info) = ready(&state)?;
     let prompt = prompt_tokens(&model, &request.prompt)?;

@@ -121,7 +121,7 @@ async fn create(
                 .param("max_output_tokens"),
         );
     }
-    let sampling = request.sampling.settings()?;
+    let sampling = request.sampling.settings(&state.sampling)?;
     let format_grammar = request.format_grammar()?;
     let previous = match &request.previous_response_id {
         None => None,
