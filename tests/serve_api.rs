@@ -459,3 +459,86 @@ fn claude_code_shaped_request_reads_the_cache_despite_its_billing_block() {
         "{delta}"
     );
 }
+
+/// The value of a counter in `/metrics`.
+fn metric(server: &Server, name: &str) -> u64 {
+    let text = server.get("/metrics", &[]).body;
+    text.lines()
+        .find_map(|l| l.strip_prefix(name)?.trim().parse().ok())
+        .unwrap_or_else(|| panic!("{name} missing from /metrics:\n{text}"))
+}
+
+#[test]
+fn an_early_divergence_is_logged_and_counted() {
+    let home = Home::new();
+    let server = Server::start(&home, &tiny_model(), &["--ctx-size", "4096", "-v"]);
+    let body = |date: &str| {
+        json!({"messages": [
+            {"role": "system", "content": format!("Today is {date}. {}", "the model will answer. ".repeat(40))},
+            {"role": "user", "content": "hello"}], "max_tokens": 2})
+    };
+    let header = [("X-Session-Id", "volatile")];
+    assert_ok(&server.post("/v1/chat/completions", &body("Monday"), &header));
+    assert_eq!(metric(&server, "kvrun_early_prefix_misses_total"), 0);
+    assert_ok(&server.post("/v1/chat/completions", &body("Tuesday"), &header));
+    assert_eq!(metric(&server, "kvrun_early_prefix_misses_total"), 1);
+    let log = server.log_text();
+    let line = log
+        .lines()
+        .find(|l| l.contains("prompt diverged"))
+        .unwrap_or_else(|| panic!("no divergence logged:\n{log}"));
+    assert!(
+        line.contains("Tuesday") && line.contains("Monday"),
+        "{line}"
+    );
+}
+
+#[test]
+fn a_client_that_disconnects_cancels_its_generation() {
+    use std::io::Read;
+    let home = Home::new();
+    let server = serve_tiny(&home);
+    // A JSON schema of 300 properties (the grammar writes them all): no end of generation
+    // is allowed for thousands of tokens (read to the end, this reply is about 2,700), so
+    // only a cancel stops it early.
+    let properties: serde_json::Map<String, Value> = (0..300)
+        .map(|i| (format!("p{i:03}"), json!({"type": "integer"})))
+        .collect();
+    let mut request = chat("hello", 3900);
+    request["stream"] = json!(true);
+    request["response_format"] = json!({"type": "json_schema", "json_schema": {"name": "long",
+        "schema": {"type": "object", "properties": properties}}});
+    let mut response = server::agent()
+        .post(format!("{}/v1/chat/completions", server.url))
+        .header("content-type", "application/json")
+        .send(request.to_string())
+        .unwrap();
+    if response.status().as_u16() != 200 {
+        panic!("{}", response.body_mut().read_to_string().unwrap());
+    }
+    let mut reader = response.body_mut().as_reader();
+    let mut first = [0u8; 64];
+    reader.read_exact(&mut first).unwrap();
+    assert!(
+        first.starts_with(b"data: {"),
+        "{}",
+        String::from_utf8_lossy(&first)
+    );
+    drop(reader);
+    drop(response);
+    let stats = || server.get("/v1/kvrun/stats", &[]).json()["stats"].clone();
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    while stats()["active"] != 0 {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "still generating: {}",
+            stats()
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let generated = stats()["generated_tokens"].as_u64().unwrap();
+    assert!(
+        generated < 1000,
+        "the generation ran on after the disconnect: {generated}"
+    );
+}
