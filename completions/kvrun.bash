@@ -55,6 +55,9 @@ _kvrun() {
             kvrun,top)
                 cmd="kvrun__subcmd__top"
                 ;;
+            kvrun__subcmd__bench,batch)
+                cmd="kvrun__subcmd__bench__subcmd__batch"
+                ;;
             kvrun__subcmd__bench,help)
                 cmd="kvrun__subcmd__bench__subcmd__help"
                 ;;
@@ -69,6 +72,9 @@ _kvrun() {
                 ;;
             kvrun__subcmd__bench,switch)
                 cmd="kvrun__subcmd__bench__subcmd__switch"
+                ;;
+            kvrun__subcmd__bench__subcmd__help,batch)
+                cmd="kvrun__subcmd__bench__subcmd__help__subcmd__batch"
                 ;;
             kvrun__subcmd__bench__subcmd__help,help)
                 cmd="kvrun__subcmd__bench__subcmd__help__subcmd__help"
@@ -123,6 +129,9 @@ _kvrun() {
                 ;;
             kvrun__subcmd__help,top)
                 cmd="kvrun__subcmd__help__subcmd__top"
+                ;;
+            kvrun__subcmd__help__subcmd__bench,batch)
+                cmd="kvrun__subcmd__help__subcmd__bench__subcmd__batch"
                 ;;
             kvrun__subcmd__help__subcmd__bench,restore)
                 cmd="kvrun__subcmd__help__subcmd__bench__subcmd__restore"
@@ -235,7 +244,7 @@ _kvrun() {
             return 0
             ;;
         kvrun__subcmd__bench)
-            opts="-v -q -h -V --verbose --quiet --help --version speed restore switch serve help"
+            opts="-v -q -h -V --verbose --quiet --help --version speed restore switch serve batch help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -248,9 +257,89 @@ _kvrun() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
-        kvrun__subcmd__bench__subcmd__help)
-            opts="speed restore switch serve help"
+        kvrun__subcmd__bench__subcmd__batch)
+            opts="-c -t -b -v -q -h -V --chat-template --streams --prompt-tokens --decode-tokens --ctx-size --threads --gpu-layers --batch-size --kv-type --flash-attn --verbose --quiet --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --chat-template)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --streams)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --prompt-tokens)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --decode-tokens)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --ctx-size)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                -c)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --threads)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                -t)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --gpu-layers)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --batch-size)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                -b)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --kv-type)
+                    COMPREPLY=($(compgen -W "f16 q8_0 q4_0" -- "${cur}"))
+                    return 0
+                    ;;
+                --flash-attn)
+                    COMPREPLY=($(compgen -W "on off auto" -- "${cur}"))
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        kvrun__subcmd__bench__subcmd__help)
+            opts="speed restore switch serve batch help"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        kvrun__subcmd__bench__subcmd__help__subcmd__batch)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
             fi
@@ -757,8 +846,22 @@ _kvrun() {
             return 0
             ;;
         kvrun__subcmd__help__subcmd__bench)
-            opts="speed restore switch serve"
+            opts="speed restore switch serve batch"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        kvrun__subcmd__help__subcmd__bench__subcmd__batch)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
             fi

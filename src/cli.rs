@@ -458,6 +458,8 @@ pub enum BenchCommand {
     /// `kvrun serve` over HTTP: time to first token of an agent-sized prompt (first call,
     /// next turn, after a restart), the server's overhead, concurrent decode.
     Serve(BenchServeArgs),
+    /// Concurrent streams through the service engine against llama.cpp's batched decode.
+    Batch(BenchBatchArgs),
 }
 
 #[derive(Debug, Args)]
@@ -473,6 +475,23 @@ pub struct BenchServeArgs {
     /// Concurrent streams for the aggregate decode rows
     #[arg(long, value_delimiter = ',', default_values_t = [1, 2, 4, 8])]
     pub streams: Vec<u32>,
+    #[command(flatten)]
+    pub engine: EngineArgs,
+}
+
+#[derive(Debug, Args)]
+pub struct BenchBatchArgs {
+    #[command(flatten)]
+    pub model: ModelArg,
+    /// Concurrent streams to measure.
+    #[arg(long, value_delimiter = ',', default_values_t = [1, 2, 4, 8])]
+    pub streams: Vec<u32>,
+    /// Prompt tokens of each stream.
+    #[arg(long, default_value_t = 128)]
+    pub prompt_tokens: u32,
+    /// Tokens each stream generates.
+    #[arg(long, default_value_t = 64)]
+    pub decode_tokens: u32,
     #[command(flatten)]
     pub engine: EngineArgs,
 }

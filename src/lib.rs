@@ -9,6 +9,8 @@
 //! - [`gguf`]: GGUF validation (before llama.cpp sees a file) and a writer for test models.
 //! - [`pull`]: model downloads.
 //! - [`settings`], [`config`], [`paths`], [`models`]: what to run with, and where things live.
+//! - [`service`]: the engine as a service (one thread owns the context, batches every
+//!   conversation's decode, and serves any number of front ends over its protocol).
 //! - [`ui`]: progress bars and terminal output for the CLI; [`tui`]: the full-screen chat.
 
 pub mod chat;

@@ -67,6 +67,17 @@ impl Service {
     }
 
     fn start_with(home: &Path, model: &Path, parallel: usize, ctx_size: u32) -> Self {
+        Self::start_full(home, model, parallel, ctx_size, Default::default(), 16)
+    }
+
+    fn start_full(
+        home: &Path,
+        model: &Path,
+        parallel: usize,
+        ctx_size: u32,
+        tiers: kvrun::chat::TierSettings,
+        max_queue: usize,
+    ) -> Self {
         let options = ServiceOptions {
             paths: kvrun::paths::Paths::under(home),
             model: ModelChoice {
@@ -81,9 +92,9 @@ impl Service {
                 kv_type: KvType::F16,
                 flash_attn: FlashAttn::Auto,
             },
-            tiers: Default::default(),
+            tiers,
             parallel,
-            max_queue: 16,
+            max_queue,
             chat_template: None,
             alias: None,
         };
@@ -570,4 +581,92 @@ impl Service {
             .block_on(self.handle.stats())
             .unwrap()
     }
+}
+
+#[test]
+fn a_full_queue_refuses_and_shutdown_cancels_what_runs() {
+    let model = tiny_model();
+    let home = Home::new();
+    let service = Service::start_full(home.path(), &model, 1, 4096, Default::default(), 1);
+    let prompt = service.tokenize("Go on and on");
+    let (first, mut running) = request(named("long"), prompt.clone(), 100_000);
+    let (second, waiting) = request(named("next"), prompt.clone(), 100_000);
+    let (third, _) = request(named("third"), prompt.clone(), 4);
+    service.handle.submit(first).unwrap();
+    service.handle.submit(second).unwrap();
+    assert!(matches!(
+        service.handle.submit(third),
+        Err(ServiceError::QueueFull(2))
+    ));
+    loop {
+        if let Reply::Token(_) = running.replies.blocking_recv().unwrap() {
+            break;
+        }
+    }
+    service.handle.shutdown();
+    let rest = Pending {
+        replies: running.replies,
+        cancel: running.cancel,
+    }
+    .collect();
+    assert_eq!(rest.usage().finish, FinishReason::Cancelled);
+    let waited = waiting.collect();
+    assert!(
+        waited.failed == Some(ServiceError::ShuttingDown)
+            || waited.done.as_ref().map(|u| u.finish) == Some(FinishReason::Cancelled),
+        "{waited:?}"
+    );
+    service.stop();
+    // The cancelled conversation was saved, with its tokens so far.
+    let manifest = manifest_json(&home, "long");
+    let saved = manifest["tokens"].as_array().unwrap().len();
+    assert_eq!(saved, prompt.len() + rest.usage().generated);
+    assert_eq!(manifest["interrupted"], true);
+}
+
+#[test]
+fn the_cold_budget_collects_unnamed_sessions_and_keeps_named_and_pinned_ones() {
+    let model = tiny_model();
+    let home = Home::new();
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .build()
+        .unwrap();
+    // Without a budget: an unnamed session, then pinned.
+    let service = Service::start(home.path(), &model, 1);
+    let pinned = generate(
+        &service,
+        ConversationKey::Anonymous,
+        service.tokenize("Pin me"),
+        4,
+    );
+    let pinned_name = pinned.usage().session.clone();
+    rt.block_on(service.handle.pin_session(&pinned_name, true))
+        .unwrap();
+    service.stop();
+    assert_eq!(manifest_json(&home, &pinned_name)["pinned"], true);
+
+    // Over a 1-byte budget, every unnamed session that is not pinned goes after its reply.
+    let tiers = kvrun::chat::TierSettings {
+        cold_budget: Some(1),
+        ..Default::default()
+    };
+    let service = Service::start_full(home.path(), &model, 1, 4096, tiers, 4);
+    generate(&service, named("kept"), service.tokenize(&long_text(1)), 4);
+    let anon = generate(
+        &service,
+        ConversationKey::Anonymous,
+        service.tokenize("Drop me"),
+        4,
+    );
+    let stats = service.handle_stats();
+    let mut names: Vec<&str> = stats.sessions.iter().map(|s| s.name.as_str()).collect();
+    names.sort();
+    assert_eq!(names, vec![pinned_name.as_str(), "kept"], "{names:?}");
+    assert!(!names.contains(&anon.usage().session.as_str()));
+    assert!(stats.cold.used > 1 && stats.cold.budget == Some(1));
+    // Removing a named session is explicit.
+    rt.block_on(service.handle.remove_session("kept")).unwrap();
+    assert_eq!(service.handle_stats().sessions.len(), 1);
+    service.stop();
+    assert!(!home.path().join("sessions").join("kept").exists());
 }

@@ -2,6 +2,7 @@
 //! its work, and returns the exit code; errors bubble up as `anyhow` with context.
 
 mod bench;
+mod bench_batch;
 mod bench_restore;
 mod bench_serve;
 mod bench_switch;
@@ -71,6 +72,7 @@ pub fn dispatch(cli: Cli) -> Result<ExitCode> {
         Command::Bench(crate::cli::BenchCommand::Restore(args)) => bench_restore::run(&env, args),
         Command::Bench(crate::cli::BenchCommand::Switch(args)) => bench_switch::run(&env, args),
         Command::Bench(crate::cli::BenchCommand::Serve(args)) => bench_serve::run(&env, args),
+        Command::Bench(crate::cli::BenchCommand::Batch(args)) => bench_batch::run(&env, args),
         Command::Completions(args) => completions::run(args),
         Command::Man(args) => man::run(args),
     }

@@ -127,7 +127,7 @@ impl<'c, 'm> Engine<'c, 'm> {
                 (i, index, range.start, n, logits && n == range.len())
             })
             .collect();
-        if planned.is_empty() {
+        if planned.is_empty() || !self.make_room(ctx, planned.iter().map(|p| p.3).sum()) {
             return;
         }
         let entries: Vec<BatchEntry<'_>> = planned
@@ -180,6 +180,30 @@ impl<'c, 'm> Engine<'c, 'm> {
                 let _ = observer.page_filled(ctx, end - page..end);
             }
         }
+    }
+
+    /// Frees cells for a step of `needed` tokens: idle sequences leave the context first;
+    /// when only decoding ones are left, the request admitted last ends (ContextFull) and
+    /// the step is planned again. Returns whether the step can run.
+    fn make_room(&mut self, ctx: &mut Context<'m>, needed: usize) -> bool {
+        let n_ctx = ctx.info().n_ctx as usize;
+        while self.hot_cells() + needed > n_ctx {
+            match self.coolest(usize::MAX) {
+                Some(victim) => self.cool(ctx, victim),
+                None => {
+                    if let Some(last) = self
+                        .active
+                        .iter_mut()
+                        .filter(|a| a.finish.is_none())
+                        .max_by_key(|a| a.admitted)
+                    {
+                        last.finish = Some(FinishReason::ContextFull);
+                    }
+                    return false;
+                }
+            }
+        }
+        true
     }
 
     /// Appends a sampled token to the log and sends its text (minus any stop string).

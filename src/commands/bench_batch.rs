@@ -1,0 +1,273 @@
+//! `kvrun bench batch`: aggregate decode throughput of N concurrent streams through the
+//! service engine (continuous batching), against llama.cpp's own multi-sequence batched
+//! decode through the same bindings; and the time to first token of a request that arrives
+//! while the others decode.
+
+use std::process::ExitCode;
+use std::time::{Duration, Instant};
+
+use anyhow::{bail, Context as _, Result};
+
+use super::bench::bench_tokens;
+use super::{load_model, Env};
+use crate::cli::BenchBatchArgs;
+use crate::engine::{BatchEntry, Context, Model, Sampler, TokenId};
+use crate::paths::Paths;
+use crate::service::protocol::{CancelToken, ConversationKey, Reply, Request, Usage};
+use crate::service::{ServiceHandle, ServiceOptions};
+use crate::settings::{EngineSettings, SamplingSettings, DEFAULT_PAGE_TOKENS};
+
+pub fn run(env: &Env, args: BenchBatchArgs) -> Result<ExitCode> {
+    let mut engine = EngineSettings::resolve(&args.engine, &env.config);
+    let choice = crate::models::choose(args.model.model.as_deref(), &env.config, &env.paths);
+    let (model, _) = load_model(&choice, engine.gpu_layers)?;
+    let most = args.streams.iter().copied().max().unwrap_or(0) as usize;
+    if most == 0 || args.decode_tokens < 2 || args.prompt_tokens == 0 {
+        bail!(
+            "give stream counts above 0, --prompt-tokens above 0 and --decode-tokens of 2 or more"
+        );
+    }
+    let (prompt, decode) = (args.prompt_tokens as usize, args.decode_tokens as usize);
+    // Room for every stream and one late arrival, each with its prompt and reply.
+    engine.ctx_size = ((most + 1) * (prompt + decode + 8)) as u32;
+    if engine.ctx_size > model.facts().n_ctx_train {
+        bail!("{} tokens do not fit the model's context", engine.ctx_size);
+    }
+    let prompts: Vec<Vec<TokenId>> = (0..=most)
+        .map(|i| {
+            // A distinct start per stream: no stream reuses another's cells.
+            let mut t = model.tokenize_prompt(&format!("Stream {i}.\n"));
+            t.extend(bench_tokens(&model, prompt.saturating_sub(t.len()).max(1)));
+            t.truncate(prompt.max(2));
+            t
+        })
+        .collect();
+    env.ui.note(format!(
+        "{}: {} threads, prompts of {prompt} tokens, {decode} generated per stream",
+        model.facts().description,
+        engine.threads
+    ));
+    let mut rows = Vec::new();
+    for &n in &args.streams {
+        let n = n.max(1) as usize;
+        let work = tempfile::Builder::new().prefix("kvrun-bench-").tempdir()?;
+        let service = Service::start(&choice, &engine, Paths::under(work.path()), n + 1)?;
+        let served = service.streams(&prompts[..n], decode)?;
+        // The late arrival: one more request while n streams decode.
+        let late = service.late_arrival(&prompts[..n], &prompts[n], decode)?;
+        service.stop()?;
+        let llama = llama_batched(&model, &engine, &prompts[..n], decode)?;
+        rows.push((n, served, llama, late));
+    }
+    println!("| streams | service decode tok/s | llama.cpp batched tok/s | service / llama.cpp | TTFT of a request arriving while they decode, ms |");
+    println!("|---:|---:|---:|---:|---:|");
+    for (n, served, llama, late) in rows {
+        println!(
+            "| {n} | {served:.1} | {llama:.1} | {:.2} | {:.0} |",
+            served / llama.max(1e-9),
+            late.as_secs_f64() * 1e3
+        );
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+struct Service {
+    handle: ServiceHandle,
+    thread: crate::service::EngineThread,
+}
+
+impl Service {
+    fn start(
+        choice: &crate::models::ModelChoice,
+        engine: &EngineSettings,
+        paths: Paths,
+        parallel: usize,
+    ) -> Result<Self> {
+        let options = ServiceOptions {
+            paths,
+            model: choice.clone(),
+            engine: engine.clone(),
+            tiers: Default::default(),
+            parallel,
+            max_queue: parallel,
+            chat_template: None,
+            alias: None,
+        };
+        let (handle, thread) = crate::service::start(options)?;
+        while handle.info().is_none() {
+            if thread.is_finished() {
+                thread.join()?;
+                bail!("the engine ended while loading");
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        Ok(Self { handle, thread })
+    }
+
+    fn submit(&self, prompt: &[TokenId], max_tokens: usize) -> Result<Stream> {
+        let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
+        let cancel = CancelToken::new();
+        self.handle
+            .submit(Request {
+                id: 0,
+                conversation: ConversationKey::Anonymous,
+                prompt: prompt.to_vec(),
+                sampling: SamplingSettings::greedy(),
+                max_tokens,
+                stop: Vec::new(),
+                grammar: None,
+                logprobs: None,
+                cancel: cancel.clone(),
+                replies: tx,
+                received: Instant::now(),
+            })
+            .map_err(anyhow::Error::from)?;
+        Ok(Stream {
+            replies: rx,
+            cancel,
+        })
+    }
+
+    /// Aggregate tokens/s while all `prompts` generate at once: tokens that arrived between
+    /// the moment the last stream started generating and the moment the first one ended.
+    fn streams(&self, prompts: &[Vec<TokenId>], decode: usize) -> Result<f64> {
+        let streams = prompts
+            .iter()
+            .map(|p| self.submit(p, decode))
+            .collect::<Result<Vec<_>>>()?;
+        let arrivals: Vec<Vec<Instant>> = std::thread::scope(|s| {
+            let joins: Vec<_> = streams
+                .into_iter()
+                .map(|stream| s.spawn(move || stream.arrivals()))
+                .collect();
+            joins
+                .into_iter()
+                .map(|j| j.join().expect("collector thread"))
+                .collect::<Result<Vec<_>>>()
+        })?;
+        let start = arrivals.iter().filter_map(|a| a.first()).max().copied();
+        let end = arrivals.iter().filter_map(|a| a.last()).min().copied();
+        let (Some(start), Some(end)) = (start, end) else {
+            bail!("a stream generated nothing");
+        };
+        let tokens = arrivals
+            .iter()
+            .flatten()
+            .filter(|&&t| t > start && t <= end)
+            .count();
+        Ok(tokens as f64 / end.saturating_duration_since(start).as_secs_f64().max(1e-9))
+    }
+
+    /// Time to first token of `late` submitted once every one of `others` generates.
+    fn late_arrival(
+        &self,
+        others: &[Vec<TokenId>],
+        late: &[TokenId],
+        decode: usize,
+    ) -> Result<Duration> {
+        let mut streams = others
+            .iter()
+            .map(|p| self.submit(p, decode))
+            .collect::<Result<Vec<_>>>()?;
+        for s in &mut streams {
+            s.first_token()?;
+        }
+        let usage = self.submit(late, 1)?.usage()?;
+        for s in streams {
+            s.cancel.cancel();
+            s.usage()?;
+        }
+        Ok(usage.queued + usage.time_to_first_token)
+    }
+
+    fn stop(self) -> Result<()> {
+        self.handle.shutdown();
+        self.thread.join()
+    }
+}
+
+struct Stream {
+    replies: tokio::sync::mpsc::UnboundedReceiver<Reply>,
+    cancel: CancelToken,
+}
+
+impl Stream {
+    fn next(&mut self) -> Result<Reply> {
+        let reply = self
+            .replies
+            .blocking_recv()
+            .context("the engine dropped a request")?;
+        if let Reply::Failed(e) = &reply {
+            bail!("a benchmark request failed: {e}");
+        }
+        Ok(reply)
+    }
+
+    fn first_token(&mut self) -> Result<()> {
+        while !matches!(self.next()?, Reply::Token(_)) {}
+        Ok(())
+    }
+
+    fn arrivals(mut self) -> Result<Vec<Instant>> {
+        let mut at = Vec::new();
+        loop {
+            match self.next()? {
+                Reply::Token(_) => at.push(Instant::now()),
+                Reply::Done(_) => return Ok(at),
+                _ => {}
+            }
+        }
+    }
+
+    fn usage(mut self) -> Result<Usage> {
+        loop {
+            if let Reply::Done(u) = self.next()? {
+                return Ok(u);
+            }
+        }
+    }
+}
+
+/// llama.cpp's multi-sequence decode without the engine: prefill each prompt into its own
+/// sequence, then `decode` steps of one batch holding every sequence's last token.
+fn llama_batched(
+    model: &Model,
+    engine: &EngineSettings,
+    prompts: &[Vec<TokenId>],
+    decode: usize,
+) -> Result<f64> {
+    let n = prompts.len();
+    let mut ctx = Context::new(model, engine, DEFAULT_PAGE_TOKENS, n as u32 + 1)?;
+    let greedy = SamplingSettings::greedy();
+    let mut samplers: Vec<Sampler> = prompts
+        .iter()
+        .map(|p| Sampler::new(model, &greedy, p))
+        .collect();
+    let mut last = Vec::with_capacity(n);
+    for (seq, p) in prompts.iter().enumerate() {
+        ctx.decode(seq as i32, &p[..p.len() - 1], 0, false, |_| {
+            std::ops::ControlFlow::Continue(())
+        })?;
+        last.push(p[p.len() - 1]);
+    }
+    let started = Instant::now();
+    for step in 0..decode {
+        let entries: Vec<BatchEntry<'_>> = last
+            .iter()
+            .enumerate()
+            .map(|(seq, t)| BatchEntry {
+                seq: seq as i32,
+                tokens: std::slice::from_ref(t),
+                start_pos: prompts[seq].len() - 1 + step,
+                logits: true,
+            })
+            .collect();
+        let indices = ctx.decode_many(&entries)?;
+        drop(entries);
+        for (seq, idx) in indices.into_iter().enumerate() {
+            let idx = idx.context("a batch entry without logits")?;
+            last[seq] = ctx.sample_at(&mut samplers[seq], idx);
+        }
+    }
+    Ok((decode * n) as f64 / started.elapsed().as_secs_f64().max(1e-9))
+}
