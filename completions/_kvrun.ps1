@@ -32,6 +32,7 @@ Register-ArgumentCompleter -Native -CommandName 'kvrun' -ScriptBlock {
             [CompletionResult]::new('chat', 'chat', [CompletionResultType]::ParameterValue, 'Chat interactively with a model (line mode; streams tokens as they come)')
             [CompletionResult]::new('run', 'run', [CompletionResultType]::ParameterValue, 'Run one prompt and print only the generated text (for scripts and agents)')
             [CompletionResult]::new('serve', 'serve', [CompletionResultType]::ParameterValue, 'Serve OpenAI- and Anthropic-compatible HTTP; every conversation is a persistent session')
+            [CompletionResult]::new('top', 'top', [CompletionResultType]::ParameterValue, 'Watch a running `kvrun serve`: the TUI''s memory panel and sessions list, live')
             [CompletionResult]::new('pull', 'pull', [CompletionResultType]::ParameterValue, 'Download a model: the default model, a URL, or hf:OWNER/REPO/FILE.gguf')
             [CompletionResult]::new('models', 'models', [CompletionResultType]::ParameterValue, 'List the models in kvrun''s models folder')
             [CompletionResult]::new('session', 'session', [CompletionResultType]::ParameterValue, 'Save, restore, list, fork, export and import persistent sessions')
@@ -153,6 +154,18 @@ Register-ArgumentCompleter -Native -CommandName 'kvrun' -ScriptBlock {
             [CompletionResult]::new('--cold-budget', '--cold-budget', [CompletionResultType]::ParameterName, 'Disk for the page store; past it, pages no session uses go first [default: none]')
             [CompletionResult]::new('--hot-idle', '--hot-idle', [CompletionResultType]::ParameterName, 'A session idle this long leaves the context, e.g. 10m [default: never]')
             [CompletionResult]::new('--warm-idle', '--warm-idle', [CompletionResultType]::ParameterName, 'Pages unused this long leave RAM, e.g. 1h [default: never]')
+            [CompletionResult]::new('-v', '-v', [CompletionResultType]::ParameterName, 'Show more diagnostics on stderr (-v: info and llama.cpp''s log, -vv: debug). KVRUN_LOG takes a tracing filter instead (e.g. KVRUN_LOG=kvrun=debug)')
+            [CompletionResult]::new('--verbose', '--verbose', [CompletionResultType]::ParameterName, 'Show more diagnostics on stderr (-v: info and llama.cpp''s log, -vv: debug). KVRUN_LOG takes a tracing filter instead (e.g. KVRUN_LOG=kvrun=debug)')
+            [CompletionResult]::new('-q', '-q', [CompletionResultType]::ParameterName, 'Hide progress bars and notes; errors still print')
+            [CompletionResult]::new('--quiet', '--quiet', [CompletionResultType]::ParameterName, 'Hide progress bars and notes; errors still print')
+            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help')
+            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help')
+            [CompletionResult]::new('-V', '-V ', [CompletionResultType]::ParameterName, 'Print version')
+            [CompletionResult]::new('--version', '--version', [CompletionResultType]::ParameterName, 'Print version')
+            break
+        }
+        'kvrun;top' {
+            [CompletionResult]::new('--api-key', '--api-key', [CompletionResultType]::ParameterName, 'The server''s API key (sent as a bearer token)')
             [CompletionResult]::new('-v', '-v', [CompletionResultType]::ParameterName, 'Show more diagnostics on stderr (-v: info and llama.cpp''s log, -vv: debug). KVRUN_LOG takes a tracing filter instead (e.g. KVRUN_LOG=kvrun=debug)')
             [CompletionResult]::new('--verbose', '--verbose', [CompletionResultType]::ParameterName, 'Show more diagnostics on stderr (-v: info and llama.cpp''s log, -vv: debug). KVRUN_LOG takes a tracing filter instead (e.g. KVRUN_LOG=kvrun=debug)')
             [CompletionResult]::new('-q', '-q', [CompletionResultType]::ParameterName, 'Hide progress bars and notes; errors still print')
@@ -565,6 +578,7 @@ Register-ArgumentCompleter -Native -CommandName 'kvrun' -ScriptBlock {
             [CompletionResult]::new('chat', 'chat', [CompletionResultType]::ParameterValue, 'Chat interactively with a model (line mode; streams tokens as they come)')
             [CompletionResult]::new('run', 'run', [CompletionResultType]::ParameterValue, 'Run one prompt and print only the generated text (for scripts and agents)')
             [CompletionResult]::new('serve', 'serve', [CompletionResultType]::ParameterValue, 'Serve OpenAI- and Anthropic-compatible HTTP; every conversation is a persistent session')
+            [CompletionResult]::new('top', 'top', [CompletionResultType]::ParameterValue, 'Watch a running `kvrun serve`: the TUI''s memory panel and sessions list, live')
             [CompletionResult]::new('pull', 'pull', [CompletionResultType]::ParameterValue, 'Download a model: the default model, a URL, or hf:OWNER/REPO/FILE.gguf')
             [CompletionResult]::new('models', 'models', [CompletionResultType]::ParameterValue, 'List the models in kvrun''s models folder')
             [CompletionResult]::new('session', 'session', [CompletionResultType]::ParameterValue, 'Save, restore, list, fork, export and import persistent sessions')
@@ -583,6 +597,9 @@ Register-ArgumentCompleter -Native -CommandName 'kvrun' -ScriptBlock {
             break
         }
         'kvrun;help;serve' {
+            break
+        }
+        'kvrun;help;top' {
             break
         }
         'kvrun;help;pull' {

@@ -52,6 +52,9 @@ _kvrun() {
             kvrun,stats)
                 cmd="kvrun__subcmd__stats"
                 ;;
+            kvrun,top)
+                cmd="kvrun__subcmd__top"
+                ;;
             kvrun__subcmd__bench,help)
                 cmd="kvrun__subcmd__bench__subcmd__help"
                 ;;
@@ -117,6 +120,9 @@ _kvrun() {
                 ;;
             kvrun__subcmd__help,stats)
                 cmd="kvrun__subcmd__help__subcmd__stats"
+                ;;
+            kvrun__subcmd__help,top)
+                cmd="kvrun__subcmd__help__subcmd__top"
                 ;;
             kvrun__subcmd__help__subcmd__bench,restore)
                 cmd="kvrun__subcmd__help__subcmd__bench__subcmd__restore"
@@ -215,7 +221,7 @@ _kvrun() {
 
     case "${cmd}" in
         kvrun)
-            opts="-v -q -h -V --verbose --quiet --help --version chat run serve pull models session gc stats bench completions man help"
+            opts="-v -q -h -V --verbose --quiet --help --version chat run serve top pull models session gc stats bench completions man help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -737,7 +743,7 @@ _kvrun() {
             return 0
             ;;
         kvrun__subcmd__help)
-            opts="chat run serve pull models session gc stats bench completions man help"
+            opts="chat run serve top pull models session gc stats bench completions man help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -1073,6 +1079,20 @@ _kvrun() {
             return 0
             ;;
         kvrun__subcmd__help__subcmd__stats)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        kvrun__subcmd__help__subcmd__top)
             opts=""
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
@@ -1818,6 +1838,24 @@ _kvrun() {
                     return 0
                     ;;
                 --warm-idle)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        kvrun__subcmd__top)
+            opts="-v -q -h -V --api-key --verbose --quiet --help --version"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --api-key)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;

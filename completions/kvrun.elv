@@ -29,6 +29,7 @@ set edit:completion:arg-completer[kvrun] = {|@words|
             cand chat 'Chat interactively with a model (line mode; streams tokens as they come)'
             cand run 'Run one prompt and print only the generated text (for scripts and agents)'
             cand serve 'Serve OpenAI- and Anthropic-compatible HTTP; every conversation is a persistent session'
+            cand top 'Watch a running `kvrun serve`: the TUI''s memory panel and sessions list, live'
             cand pull 'Download a model: the default model, a URL, or hf:OWNER/REPO/FILE.gguf'
             cand models 'List the models in kvrun''s models folder'
             cand session 'Save, restore, list, fork, export and import persistent sessions'
@@ -147,6 +148,17 @@ set edit:completion:arg-completer[kvrun] = {|@words|
             cand --cold-budget 'Disk for the page store; past it, pages no session uses go first [default: none]'
             cand --hot-idle 'A session idle this long leaves the context, e.g. 10m [default: never]'
             cand --warm-idle 'Pages unused this long leave RAM, e.g. 1h [default: never]'
+            cand -v 'Show more diagnostics on stderr (-v: info and llama.cpp''s log, -vv: debug). KVRUN_LOG takes a tracing filter instead (e.g. KVRUN_LOG=kvrun=debug)'
+            cand --verbose 'Show more diagnostics on stderr (-v: info and llama.cpp''s log, -vv: debug). KVRUN_LOG takes a tracing filter instead (e.g. KVRUN_LOG=kvrun=debug)'
+            cand -q 'Hide progress bars and notes; errors still print'
+            cand --quiet 'Hide progress bars and notes; errors still print'
+            cand -h 'Print help'
+            cand --help 'Print help'
+            cand -V 'Print version'
+            cand --version 'Print version'
+        }
+        &'kvrun;top'= {
+            cand --api-key 'The server''s API key (sent as a bearer token)'
             cand -v 'Show more diagnostics on stderr (-v: info and llama.cpp''s log, -vv: debug). KVRUN_LOG takes a tracing filter instead (e.g. KVRUN_LOG=kvrun=debug)'
             cand --verbose 'Show more diagnostics on stderr (-v: info and llama.cpp''s log, -vv: debug). KVRUN_LOG takes a tracing filter instead (e.g. KVRUN_LOG=kvrun=debug)'
             cand -q 'Hide progress bars and notes; errors still print'
@@ -522,6 +534,7 @@ set edit:completion:arg-completer[kvrun] = {|@words|
             cand chat 'Chat interactively with a model (line mode; streams tokens as they come)'
             cand run 'Run one prompt and print only the generated text (for scripts and agents)'
             cand serve 'Serve OpenAI- and Anthropic-compatible HTTP; every conversation is a persistent session'
+            cand top 'Watch a running `kvrun serve`: the TUI''s memory panel and sessions list, live'
             cand pull 'Download a model: the default model, a URL, or hf:OWNER/REPO/FILE.gguf'
             cand models 'List the models in kvrun''s models folder'
             cand session 'Save, restore, list, fork, export and import persistent sessions'
@@ -537,6 +550,8 @@ set edit:completion:arg-completer[kvrun] = {|@words|
         &'kvrun;help;run'= {
         }
         &'kvrun;help;serve'= {
+        }
+        &'kvrun;help;top'= {
         }
         &'kvrun;help;pull'= {
         }

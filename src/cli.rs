@@ -39,6 +39,8 @@ pub enum Command {
     Run(RunArgs),
     /// Serve OpenAI- and Anthropic-compatible HTTP; every conversation is a persistent session.
     Serve(ServeArgs),
+    /// Watch a running `kvrun serve`: the TUI's memory panel and sessions list, live.
+    Top(TopArgs),
     /// Download a model: the default model, a URL, or hf:OWNER/REPO/FILE.gguf.
     Pull(PullArgs),
     /// List the models in kvrun's models folder.
@@ -300,6 +302,21 @@ pub struct ConnectArgs {
         env = "KVRUN_API_KEY",
         hide_env_values = true,
         requires = "connect"
+    )]
+    pub api_key: Option<String>,
+}
+
+#[derive(Debug, Args)]
+pub struct TopArgs {
+    /// The server's URL, e.g. http://127.0.0.1:8080
+    #[arg(value_name = "URL")]
+    pub url: String,
+    /// The server's API key (sent as a bearer token)
+    #[arg(
+        long,
+        value_name = "KEY",
+        env = "KVRUN_API_KEY",
+        hide_env_values = true
     )]
     pub api_key: Option<String>,
 }

@@ -157,14 +157,17 @@ impl Sequence {
         }
         let start = self.kv_len;
         let page = ctx.info().page_tokens as usize;
+        let cap = ctx.info().n_batch as usize;
         let total = n - start;
-        while self.kv_len + 1 < n {
-            let pos = self.kv_len;
-            let page_end = (pos / page + 1) * page;
-            let end = (n - 1).min(page_end).min(pos + ctx.info().n_batch as usize);
-            ctx.decode(self.seq_id, &self.tokens[pos..end], pos, false, |_| {
-                ControlFlow::Continue(())
-            })?;
+        while let Some((range, false)) = self.next_chunk(page, cap) {
+            let end = range.end;
+            ctx.decode(
+                self.seq_id,
+                &self.tokens[range.clone()],
+                range.start,
+                false,
+                |_| ControlFlow::Continue(()),
+            )?;
             self.kv_len = end;
             observer.decoded(ctx, self.seq_id, end);
             if end % page == 0 {
@@ -187,6 +190,29 @@ impl Sequence {
             let _ = observer.progress(total, total);
         }
         Ok(self.kv_len - start)
+    }
+
+    /// The next batch of the canonical schedule: prompt tokens up to (not across) the next
+    /// page boundary, at most `cap` of them, without logits; then the last token alone,
+    /// with logits (`true`). None when the cache holds the whole log.
+    pub fn next_chunk(&self, page: usize, cap: usize) -> Option<(Range<usize>, bool)> {
+        let n = self.tokens.len();
+        let pos = self.kv_len;
+        if pos + 1 < n {
+            let page_end = (pos / page.max(1) + 1) * page.max(1);
+            let end = (n - 1).min(page_end).min(pos + cap.max(1));
+            Some((pos..end, false))
+        } else if pos + 1 == n {
+            Some((pos..n, true))
+        } else {
+            None
+        }
+    }
+
+    /// Records that the caller decoded this log's tokens up to `kv_len` (a batch of
+    /// several sequences, planned with [`Self::next_chunk`]).
+    pub fn mark_decoded(&mut self, kv_len: usize) {
+        self.kv_len = kv_len.min(self.tokens.len());
     }
 
     /// Samples up to `max_tokens` tokens, streaming each piece of text to `on_text`

@@ -143,9 +143,13 @@ fn the_key_guards_every_endpoint_but_health_in_each_apis_shape() {
 }
 
 #[test]
-fn a_body_over_the_limit_gets_413_in_the_apis_shape() {
+fn a_body_over_the_limit_gets_413_and_a_slow_request_408_in_the_apis_shape() {
     let home = Home::new();
-    let server = Server::start(&home, &tiny_model(), &["--max-body-bytes", "4KiB"]);
+    let server = Server::start(
+        &home,
+        &tiny_model(),
+        &["--max-body-bytes", "4KiB", "--request-timeout", "1s"],
+    );
     let big = chat(&"word ".repeat(2000), 4);
     let r = server.post("/v1/chat/completions", &big, &[]);
     assert_eq!(r.status, 413, "{}", r.body);
@@ -157,6 +161,19 @@ fn a_body_over_the_limit_gets_413_in_the_apis_shape() {
     assert_eq!(r.status, 413);
     assert_eq!(r.json()["error"]["type"], "request_too_large");
     // Under the limit, the same server answers.
+    let r = server.post("/v1/chat/completions", &chat("hi", 2), &[]);
+    assert_eq!(r.status, 200, "{}", r.body);
+    // A whole reply of thousands of tokens takes longer than a second.
+    let slow =
+        json!({"model": "m", "max_tokens": 3500, "messages": [{"role": "user", "content": "go"}]});
+    let r = server.post("/v1/messages", &slow, &[]);
+    assert_eq!(r.status, 408, "{}", r.body);
+    assert_eq!(r.json()["error"]["type"], "timeout_error", "{}", r.body);
+    assert!(r.json()["error"]["message"]
+        .as_str()
+        .unwrap()
+        .contains("--request-timeout"));
+    // The timed-out request was cancelled: the engine is free for the next one.
     let r = server.post("/v1/chat/completions", &chat("hi", 2), &[]);
     assert_eq!(r.status, 200, "{}", r.body);
 }
@@ -206,6 +223,10 @@ fn sigterm_exits_0_having_saved_and_the_cli_sees_the_server_meanwhile() {
         metrics.contains(
             "kvrun_http_requests_total{endpoint=\"/v1/chat/completions\",status=\"200\"} 1"
         ),
+        "{metrics}"
+    );
+    assert!(
+        metrics.contains("kvrun_time_to_first_token_seconds_count 1\n"),
         "{metrics}"
     );
     let status = server.terminate(Duration::from_secs(15));
@@ -340,4 +361,83 @@ fn past_the_queue_requests_get_503_with_retry_after() {
         metrics.contains("endpoint=\"/v1/chat/completions\",status=\"503\"}"),
         "{metrics}"
     );
+}
+
+#[test]
+fn the_sessions_api_lists_shows_pins_and_removes() {
+    let home = Home::new();
+    let server = Server::start(&home, &tiny_model(), &[]);
+    let r = server.post(
+        "/v1/chat/completions",
+        &chat("keep me", 4),
+        &[("x-session-id", "notes")],
+    );
+    assert_eq!(r.status, 200, "{}", r.body);
+    let list = server.get("/v1/kvrun/sessions", &[]).json();
+    let row = list["data"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["name"] == "notes")
+        .unwrap_or_else(|| panic!("{list}"))
+        .clone();
+    assert_eq!(row["served"], true, "{row}");
+    assert_eq!(row["named"], true, "{row}");
+    assert!(
+        ["hot", "warm", "cold"].contains(&row["tier"].as_str().unwrap()),
+        "{row}"
+    );
+    assert!(row["tokens"].as_u64().unwrap() > 0, "{row}");
+
+    let shown = server.get("/v1/kvrun/sessions/notes", &[]);
+    assert_eq!(shown.status, 200, "{}", shown.body);
+    assert!(
+        shown.json()["tokens"].as_u64().unwrap() > 0,
+        "{}",
+        shown.body
+    );
+    assert_eq!(
+        server
+            .post("/v1/kvrun/sessions/notes/pin", &json!({}), &[])
+            .status,
+        200
+    );
+    assert_eq!(
+        server.get("/v1/kvrun/sessions/notes", &[]).json()["pinned"],
+        true
+    );
+    assert_eq!(
+        server
+            .post("/v1/kvrun/sessions/notes/unpin", &json!({}), &[])
+            .status,
+        200
+    );
+    assert_eq!(
+        server.get("/v1/kvrun/sessions/notes", &[]).json()["pinned"],
+        false
+    );
+
+    for (path, status) in [
+        ("/v1/kvrun/sessions/nobody", 404),
+        ("/v1/kvrun/sessions/..bad", 400),
+    ] {
+        let r = server.get(path, &[]);
+        assert_eq!(r.status, status, "{path}: {}", r.body);
+        assert!(r.json()["error"]["message"].is_string(), "{path}");
+    }
+    let gone = server.post("/v1/kvrun/sessions/nobody/pin", &json!({}), &[]);
+    assert_eq!(gone.status, 404, "{}", gone.body);
+
+    let deleted = server.delete("/v1/kvrun/sessions/notes");
+    assert_eq!(deleted.status, 200, "{}", deleted.body);
+    let list = server.get("/v1/kvrun/sessions", &[]).json();
+    assert!(
+        !list["data"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|s| s["name"] == "notes"),
+        "{list}"
+    );
+    assert!(!home.path().join("sessions/notes").exists());
 }

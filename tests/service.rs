@@ -17,18 +17,39 @@ use kvrun::service::{EngineThread, ServiceHandle, ServiceOptions};
 use kvrun::settings::{EngineSettings, FlashAttn, KvType, SamplingSettings};
 
 const THREADS: u32 = 2;
-/// Restores on a sliding-window model may differ from an uninterrupted run by this much in
-/// log-probability (the bound tests/sessions.rs uses).
-const SWA_TOLERANCE: f32 = 0.1;
 /// A prefix kept in the context and the rest prefilled from inside a page: the batches have
 /// other shapes than from scratch, so sums round differently (a chat's next turn does the
 /// same). Whole pages restored and prefill from a page boundary must be exact (0).
 const ROUNDING: f32 = 0.01;
+/// Decoded in one batch with another sequence: the batch's matmuls (and the activation
+/// quantization of the quantized weights' dot products) round differently. Measured on
+/// Gemma 3: up to 0.116 before the first flip; choices 0.04 and 0.23 apart flipped.
+const BATCHED: f32 = 0.25;
+/// Two candidates closer than this in log-probability are a tie that rounding may flip
+/// (twice the largest rounding allowed: each side may move by it).
+const NEAR_TIE: f32 = 2.0 * BATCHED;
+/// The same on Gemma 3 (measured: 0.083 cut inside the reply, 0.155 cut 1000 tokens back,
+/// where the rest prefills as [601, 768) instead of [512, 768)); greedy tokens agree.
+const SWA_BATCH_SHAPES: f32 = 0.2;
 
-/// The same greedy tokens, and log-probabilities within `bound`.
+/// The same greedy tokens, and log-probabilities within `bound`. Where `bound` allows
+/// rounding, the tokens may part only at a near tie of the reference (its two best
+/// candidates closer than [`NEAR_TIE`]): rounding may flip such a choice, and after it the
+/// texts are different continuations.
 fn assert_close(out: &Outcome, reference: &Outcome, bound: f32) {
-    assert_eq!(out.tokens(), reference.tokens());
-    let diff = max_diff(&out.logprobs(), &reference.logprobs());
+    let (ours, theirs) = (out.tokens(), reference.tokens());
+    assert_eq!(ours.len(), theirs.len());
+    let agree = ours.iter().zip(&theirs).take_while(|(a, b)| a == b).count();
+    if agree < ours.len() {
+        let top = &reference.pieces[agree].logprob.as_ref().unwrap().top;
+        let gap = top[0].1 - top[1].1;
+        assert!(
+            bound > 0.0 && gap < NEAR_TIE,
+            "greedy tokens part at {agree} where the reference's choice was clear (gap \
+             {gap}): {ours:?} vs {theirs:?}"
+        );
+    }
+    let diff = max_diff(&out.logprobs()[..agree], &reference.logprobs()[..agree]);
     assert!(
         diff <= bound,
         "log-probabilities differ by {diff} (bound {bound})"
@@ -143,7 +164,7 @@ fn request(key: ConversationKey, prompt: Vec<TokenId>, max_tokens: usize) -> (Re
         max_tokens,
         stop: Vec::new(),
         grammar: None,
-        logprobs: Some(0),
+        logprobs: Some(3),
         cancel: cancel.clone(),
         replies: tx,
         received: Instant::now(),
@@ -472,7 +493,7 @@ fn stop_strings_end_the_reply_and_are_never_sent() {
 fn sliding_window_continuations_inside_the_reply_and_far_back_are_correct() {
     let model = default_model();
     let home = Home::new();
-    let service = Service::start(home.path(), &model, 2);
+    let service = Service::start(home.path(), &model, 1);
     let first = service.tokenize(&long_text(4));
     assert!(first.len() > 1100, "{}", first.len());
     let a = generate(&service, named("swa"), first.clone(), 16);
@@ -486,14 +507,67 @@ fn sliding_window_continuations_inside_the_reply_and_far_back_are_correct() {
         "{:?}",
         b.usage().cached
     );
-    // Cut back further than the window reaches: those cells are gone, so the prefix comes
-    // from pages (with their stored window rows) instead.
-    let far = second_turn(&first[..first.len() - 700], &[], 0, &more[1..]);
+    // Cut back further than the window reaches. llama.cpp keeps a full-size window cache
+    // (`swa_full`), so the cells are still there while the context has room, and the cut
+    // is valid (the engine checks `seq_pos_min` before it relies on that).
+    let far = second_turn(&first[..first.len() - 1000], &[], 0, &more[1..]);
     let c = generate(&service, named("swa"), far.clone(), 8);
-    let cached = c.usage().cached;
-    assert_eq!(cached.hot, 0, "{cached:?}");
-    assert!(cached.warm + cached.cold >= 256, "{cached:?}");
+    assert_eq!(
+        c.usage().cached.hot,
+        first.len() - 1000,
+        "{:?}",
+        c.usage().cached
+    );
     service.stop();
-    assert_close(&b, &from_scratch(&model, &near, 8), SWA_TOLERANCE);
-    assert_close(&c, &from_scratch(&model, &far, 8), SWA_TOLERANCE);
+    assert_close(&b, &from_scratch(&model, &near, 8), SWA_BATCH_SHAPES);
+    assert_close(&c, &from_scratch(&model, &far, 8), SWA_BATCH_SHAPES);
+}
+
+#[test]
+fn two_conversations_decoding_together_get_the_tokens_they_get_alone() {
+    // Gemma, not the tiny model: random weights leave near ties that any rounding flips.
+    let model = default_model();
+    let home = Home::new();
+    let service = Service::start(home.path(), &model, 2);
+    let a_prompt = service.tokenize(&long_text(1));
+    let b_prompt = service.tokenize("A short prompt of another conversation");
+    // Both in flight at once: b's prompt prefills while a generates, in the same batches.
+    let (req_a, pending_a) = request(named("a"), a_prompt.clone(), 24);
+    let (req_b, pending_b) = request(named("b"), b_prompt.clone(), 24);
+    service.handle.submit(req_a).unwrap();
+    service.handle.submit(req_b).unwrap();
+    let (a, b) = (pending_a.collect(), pending_b.collect());
+    // Second turns, interleaved the other way round.
+    let more = service.tokenize(" and more");
+    let a2_prompt = second_turn(&a_prompt, &a.tokens(), 24, &more[1..]);
+    let b2_prompt = second_turn(&b_prompt, &b.tokens(), 24, &more[1..]);
+    let (req_b2, pending_b2) = request(named("b"), b2_prompt.clone(), 16);
+    let (req_a2, pending_a2) = request(named("a"), a2_prompt.clone(), 16);
+    service.handle.submit(req_b2).unwrap();
+    service.handle.submit(req_a2).unwrap();
+    let (b2, a2) = (pending_b2.collect(), pending_a2.collect());
+    assert!(a2.usage().cached.hot > a_prompt.len(), "{:?}", a2.usage());
+    assert!(b2.usage().cached.hot > b_prompt.len(), "{:?}", b2.usage());
+    let stats = service.handle_stats();
+    assert_eq!(stats.requests, 4);
+    assert_eq!(stats.sessions.len(), 2);
+    service.stop();
+    for (out, prompt, n) in [
+        (&a, &a_prompt, 24),
+        (&b, &b_prompt, 24),
+        (&a2, &a2_prompt, 16),
+        (&b2, &b2_prompt, 16),
+    ] {
+        assert_close(out, &from_scratch(&model, prompt, n), BATCHED);
+    }
+}
+
+impl Service {
+    fn handle_stats(&self) -> kvrun::service::ServiceStats {
+        tokio::runtime::Builder::new_current_thread()
+            .build()
+            .unwrap()
+            .block_on(self.handle.stats())
+            .unwrap()
+    }
 }

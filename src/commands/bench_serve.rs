@@ -52,8 +52,18 @@ pub fn run(env: &Env, args: BenchServeArgs) -> Result<ExitCode> {
         .tempdir()?;
     let target = args.prompt_tokens.max(64) as usize;
     let ctx = (target + 2048).next_multiple_of(256) as u32;
-    let system = agent_system_text(target);
+    // Loaded here only to size the prompt with the model's own tokenizer.
+    let (model, _) = super::load_model(&choice, 0)?;
+    if ctx > model.facts().n_ctx_train {
+        bail!(
+            "--prompt-tokens {target} does not fit the model's context ({}) with room for replies",
+            model.facts().n_ctx_train
+        );
+    }
     let tools = agent_tools();
+    let tool_tokens = model.tokenize(&tools.to_string(), false).len();
+    let system = agent_system_text(&model, target.saturating_sub(tool_tokens));
+    drop(model);
     let turn = |n: usize| agent_messages(&system, n);
 
     env.ui.note(format!(
@@ -128,9 +138,9 @@ pub fn run(env: &Env, args: BenchServeArgs) -> Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-/// Prose of an agent's system blocks: rules, conventions, environment notes; about four
-/// characters a token, so `tokens * 4` characters (the first call reports the real count).
-fn agent_system_text(tokens: usize) -> String {
+/// Prose of an agent's system blocks (rules, conventions) of about `tokens` tokens on the
+/// model's tokenizer; the first call reports the rendered prompt's real count.
+fn agent_system_text(model: &crate::engine::Model, tokens: usize) -> String {
     const RULES: [&str; 6] = [
         "Prefer editing existing files to creating new ones, and keep changes minimal.",
         "Before running a command that changes the system, explain what it does and why.",
@@ -141,15 +151,13 @@ fn agent_system_text(tokens: usize) -> String {
     ];
     let mut text =
         String::from("You are an interactive agent that helps with software engineering tasks.\n");
+    let mut counted = model.tokenize(&text, false).len();
     let mut i = 0;
-    while text.len() < tokens * 7 / 2 {
+    while counted < tokens {
         let rule = RULES[i % RULES.len()];
-        text.push_str(&format!(
-            "{}. {rule} (section {}, rule {})\n",
-            i + 1,
-            i / 12,
-            i % 12
-        ));
+        let line = format!("{}. {rule} (section {}, rule {})\n", i + 1, i / 12, i % 12);
+        counted += model.tokenize(&line, false).len();
+        text.push_str(&line);
         i += 1;
     }
     text
@@ -396,7 +404,7 @@ fn in_process_call(
         }
         std::thread::sleep(Duration::from_millis(20));
     };
-    let mut prompt = model.tokenize_prompt(&agent_system_text(tokens as usize));
+    let mut prompt = model.tokenize_prompt(&agent_system_text(&model, tokens as usize));
     prompt.truncate(tokens.max(1) as usize);
     let (replies, mut rx) = tokio::sync::mpsc::unbounded_channel();
     let sent = Instant::now();

@@ -19,6 +19,7 @@ mod serve;
 mod session;
 mod session_setup;
 mod stats;
+mod top;
 
 use std::process::ExitCode;
 use std::time::Instant;
@@ -60,6 +61,7 @@ pub fn dispatch(cli: Cli) -> Result<ExitCode> {
         Command::Chat(args) => chat::run(&env, args),
         Command::Run(args) => run::run(&env, args),
         Command::Serve(args) => serve::run(&env, args),
+        Command::Top(args) => top::run(&env, args),
         Command::Pull(args) => pull::run(&env, args),
         Command::Models(args) => models::run(&env, args),
         Command::Session(command) => session::run(&env, command),

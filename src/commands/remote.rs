@@ -104,49 +104,57 @@ pub fn list_sessions(url: &str, key: Option<&str>, json: bool) -> Result<ExitCod
 /// What `/v1/kvrun/stats` answers: `{info, stats}` ([`crate::service::ServiceInfo`],
 /// [`crate::service::ServiceStats`]), read back with the fields printed here.
 #[derive(Deserialize)]
-struct RemoteStats {
-    info: Option<InfoView>,
-    stats: StatsView,
+pub(super) struct RemoteStats {
+    pub info: Option<InfoView>,
+    pub stats: StatsView,
 }
 
 #[derive(Deserialize)]
-struct InfoView {
-    model_name: String,
-    n_ctx: usize,
-    parallel: usize,
+pub(super) struct InfoView {
+    pub model_name: String,
+    pub n_ctx: usize,
+    pub parallel: usize,
 }
 
 #[derive(Deserialize)]
-struct StatsView {
-    requests: u64,
-    prompt_tokens: u64,
-    prefilled_tokens: u64,
-    restored_hot_tokens: u64,
-    restored_warm_tokens: u64,
-    restored_cold_tokens: u64,
-    generated_tokens: u64,
-    queued: usize,
-    active: usize,
-    hot_cells_used: u64,
-    hot_cells: u64,
-    hot: TierView,
-    warm: TierView,
-    cold: TierView,
-    sessions: Vec<SessionView>,
+pub(super) struct StatsView {
+    pub requests: u64,
+    pub prompt_tokens: u64,
+    pub prefilled_tokens: u64,
+    pub restored_hot_tokens: u64,
+    pub restored_warm_tokens: u64,
+    pub restored_cold_tokens: u64,
+    pub generated_tokens: u64,
+    pub queued: usize,
+    pub active: usize,
+    pub hot_cells_used: u64,
+    pub hot_cells: u64,
+    pub hot: TierView,
+    pub warm: TierView,
+    pub cold: TierView,
+    pub sessions: Vec<SessionView>,
 }
 
 #[derive(Deserialize)]
-struct TierView {
-    used: u64,
-    budget: Option<u64>,
+pub(super) struct TierView {
+    pub used: u64,
+    pub budget: Option<u64>,
 }
 
 #[derive(Deserialize)]
-struct SessionView {
-    name: String,
-    tokens: usize,
-    tier: String,
-    pinned: bool,
+pub(super) struct SessionView {
+    pub name: String,
+    pub tokens: usize,
+    pub tier: String,
+    pub pinned: bool,
+    pub last_used_unix: u64,
+}
+
+/// The server's `/v1/kvrun/stats`, parsed.
+pub(super) fn fetch_stats(url: &str, key: Option<&str>) -> Result<RemoteStats> {
+    let value: serde_json::Value = get_json(url, "/v1/kvrun/stats", key)?;
+    serde_json::from_value(value)
+        .map_err(|e| anyhow!("unexpected answer from {url}/v1/kvrun/stats: {e}"))
 }
 
 pub fn stats(url: &str, key: Option<&str>, json: bool) -> Result<ExitCode> {

@@ -26,6 +26,17 @@ pub struct ContextInfo {
     pub flash_attn: FlashAttn,
 }
 
+/// One sequence's part of a multi-sequence batch ([`Context::decode_many`]).
+#[derive(Debug, Clone, Copy)]
+pub struct BatchEntry<'t> {
+    pub seq: i32,
+    pub tokens: &'t [TokenId],
+    /// Position of `tokens[0]` in the sequence.
+    pub start_pos: usize,
+    /// Keep the logits of the last token (to sample from).
+    pub logits: bool,
+}
+
 /// Which part of a sequence's KV state to read or write.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum KvCapture {
@@ -207,6 +218,71 @@ impl<'m> Context<'m> {
             }
         }
         Ok(pos)
+    }
+
+    /// Decodes the tokens of several sequences in one llama.cpp batch (continuous batching:
+    /// each entry is one sequence's next chunk). Returns, for each entry that asked for
+    /// logits, the batch index of its last token, for [`Self::sample_at`].
+    pub fn decode_many(
+        &mut self,
+        entries: &[BatchEntry<'_>],
+    ) -> Result<Vec<Option<i32>>, EngineError> {
+        let n_ctx = self.info.n_ctx as usize;
+        let total: usize = entries.iter().map(|e| e.tokens.len()).sum();
+        let first_pos = entries.first().map_or(0, |e| e.start_pos);
+        if total == 0 || total > self.info.n_batch as usize {
+            return Err(EngineError::Decode {
+                pos: first_pos,
+                detail: format!(
+                    "a batch of {total} tokens (it must hold 1 to {})",
+                    self.info.n_batch
+                ),
+            });
+        }
+        for e in entries {
+            if e.start_pos + e.tokens.len() > n_ctx {
+                return Err(EngineError::ContextFull {
+                    needed: e.start_pos + e.tokens.len(),
+                    n_ctx,
+                });
+            }
+            if let Some(&bad) = e.tokens.iter().find(|&&t| !self.model.is_valid_token(t)) {
+                return Err(EngineError::BadToken(bad));
+            }
+        }
+        self.batch.clear();
+        let mut indices = Vec::with_capacity(entries.len());
+        for e in entries {
+            for (i, &token) in e.tokens.iter().enumerate() {
+                let p = e.start_pos + i;
+                let logits = e.logits && i + 1 == e.tokens.len();
+                self.batch
+                    .add(LlamaToken(token), p as i32, &[e.seq], logits)
+                    .map_err(|err| EngineError::Decode {
+                        pos: p,
+                        detail: err.to_string(),
+                    })?;
+            }
+            indices.push((e.logits && !e.tokens.is_empty()).then(|| self.batch.n_tokens() - 1));
+        }
+        self.logits_index = None;
+        self.ctx
+            .decode(&mut self.batch)
+            .map_err(|err| EngineError::Decode {
+                pos: first_pos,
+                detail: err.to_string(),
+            })?;
+        Ok(indices)
+    }
+
+    /// Logits at batch index `idx` of the last [`Self::decode_many`].
+    pub fn logits_at(&self, idx: i32) -> &[f32] {
+        self.ctx.get_logits_ith(idx)
+    }
+
+    /// Samples from the logits at batch index `idx` of the last [`Self::decode_many`].
+    pub fn sample_at(&mut self, sampler: &mut super::Sampler, idx: i32) -> TokenId {
+        sampler.sample(&self.ctx, idx)
     }
 
     /// Logits of the last token decoded with logits.

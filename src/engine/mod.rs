@@ -11,7 +11,7 @@ mod utf8;
 
 use std::sync::OnceLock;
 
-pub use context::{Context, ContextInfo, KvCapture};
+pub use context::{BatchEntry, Context, ContextInfo, KvCapture};
 pub use model::{ChatMessage, Model, ModelFacts};
 pub use sampler::{Sampler, TokenLogprob};
 pub use utf8::Utf8Stream;

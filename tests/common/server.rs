@@ -115,6 +115,10 @@ impl Server {
         reply(request.call())
     }
 
+    pub fn delete(&self, path: &str) -> Reply {
+        reply(self.agent.delete(format!("{}{path}", self.url)).call())
+    }
+
     pub fn post(&self, path: &str, body: &serde_json::Value, headers: &[(&str, &str)]) -> Reply {
         self.post_bytes(path, body.to_string().into_bytes(), headers)
     }

@@ -5,6 +5,8 @@ import anthropic
 
 from common import KEY, URL, check, expect_error
 
+# (Greedy through extra_body: this SDK's create() takes no temperature argument.)
+
 client = anthropic.Anthropic(base_url=URL, api_key=KEY, max_retries=0)
 SYSTEM = [{"type": "text", "text": "You are a careful assistant. " * 40}]
 messages = [{"role": "user", "content": [{"type": "text", "text": "Say hello."}]}]

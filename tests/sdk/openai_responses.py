@@ -36,9 +36,10 @@ else:
     # Stored on disk: still there after the restart.
     fetched = client.responses.retrieve(previous)
     check(fetched.id == previous, "GET /v1/responses/{id}")
-    # As at OpenAI, `instructions` are not carried over from the previous response.
+    # Instructions are not carried over from the previous response (OpenAI's rule), so
+    # they are given again; the shared prefix then comes from the store on disk.
     nxt = client.responses.create(
-        model="any", instructions=INSTRUCTIONS, previous_response_id=previous,
+        model="any", previous_response_id=previous, instructions=INSTRUCTIONS,
         input="And again.", max_output_tokens=4, temperature=0,
     )
     check(nxt.status in ("completed", "incomplete"), f"status {nxt.status}")

@@ -4,10 +4,11 @@
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
+use super::schedule::{plan_step, Demand};
 use super::stop::StopFilter;
 use super::Engine;
-use crate::engine::{Context, Sampler, TokenLogprob, Utf8Stream};
-use crate::sequence::SyncObserver;
+use crate::engine::{BatchEntry, Context, Sampler, TokenId, TokenLogprob, Utf8Stream};
+use crate::sequence::{NoObserver, SyncObserver};
 use crate::service::protocol::{
     CachedTokens, FinishReason, Reply, Request, ServiceError, TokenPiece, Usage,
 };
@@ -68,72 +69,130 @@ impl Active {
     }
 }
 
-/// Stops a prefill early when the request is cancelled.
-struct CancelObserver<'a>(&'a Request);
-
-impl SyncObserver for CancelObserver<'_> {
-    fn progress(&mut self, _done: usize, _total: usize) -> std::ops::ControlFlow<()> {
-        if self.0.cancel.is_cancelled() || self.0.replies.is_closed() {
-            std::ops::ControlFlow::Break(())
-        } else {
-            std::ops::ControlFlow::Continue(())
-        }
-    }
-}
-
 impl<'c, 'm> Engine<'c, 'm> {
-    /// One step: admit what fits, advance every active request by one token (its prompt
-    /// first), then finish and save what ended.
+    /// One step: admit what fits, decode one batch (a token of every generating sequence
+    /// and prompt chunks of the others), sample, then finish and save what ended.
     pub(super) fn step(&mut self, ctx: &mut Context<'m>) {
         self.admit(ctx);
+        for active in self.active.iter_mut().filter(|a| a.finish.is_none()) {
+            if active.cancelled() {
+                active.finish = Some(FinishReason::Cancelled);
+            }
+        }
+        self.decode_step(ctx);
+        self.finish_ended(ctx);
+    }
+
+    fn decode_step(&mut self, ctx: &mut Context<'m>) {
+        let page = ctx.info().page_tokens as usize;
+        let cap = ctx.info().n_batch as usize;
+        // (active, conversation, next chunk, logits) of every request still decoding.
+        let mut plans = Vec::new();
         for i in 0..self.active.len() {
             if self.active[i].finish.is_some() {
                 continue;
             }
-            if self.active[i].cancelled() {
-                self.active[i].finish = Some(FinishReason::Cancelled);
+            let Some(index) = self.find(&self.active[i].conversation) else {
+                self.fail_active(
+                    i,
+                    ServiceError::Internal("the conversation vanished".into()),
+                );
                 continue;
+            };
+            let seq = &mut self.conversations[index].seq;
+            if seq.kv_len() == seq.len() {
+                // Not after a restore (the last prompt token is always decoded), but a log
+                // whose cache is complete has no logits left: decode its last token again.
+                let seq_id = seq.seq_id();
+                ctx.truncate_seq(seq_id, seq.len() - 1);
+                seq.mark_decoded(seq.len() - 1);
             }
-            if let Err(e) = self.advance(ctx, i) {
-                let active = &mut self.active[i];
-                let _ = active.request.replies.send(Reply::Failed(e));
-                active.finish = Some(FinishReason::Cancelled);
-                active.failed = true;
+            if let Some((range, logits)) = seq.next_chunk(page, cap) {
+                plans.push((i, index, range, logits));
             }
         }
-        self.finish_ended(ctx);
+        let demands: Vec<Demand> = plans
+            .iter()
+            .map(|(_, _, range, logits)| Demand {
+                len: range.len(),
+                logits: *logits,
+            })
+            .collect();
+        let take = plan_step(&demands, cap);
+        let planned: Vec<_> = plans
+            .into_iter()
+            .zip(take)
+            .filter(|(_, n)| *n > 0)
+            .map(|((i, index, range, logits), n)| {
+                (i, index, range.start, n, logits && n == range.len())
+            })
+            .collect();
+        if planned.is_empty() {
+            return;
+        }
+        let entries: Vec<BatchEntry<'_>> = planned
+            .iter()
+            .map(|&(_, index, start, n, logits)| {
+                let open = &self.conversations[index];
+                BatchEntry {
+                    seq: open.seq.seq_id(),
+                    tokens: &open.seq.tokens()[start..start + n],
+                    start_pos: start,
+                    logits,
+                }
+            })
+            .collect();
+        let decoded = ctx.decode_many(&entries);
+        drop(entries);
+        let indices = match decoded {
+            Ok(indices) => indices,
+            Err(e) => {
+                // What the cache holds for these sequences is unknown now: they leave the
+                // context (their logs stay) and their requests fail.
+                for &(i, index, ..) in &planned {
+                    self.fail_active(i, ServiceError::Internal(e.to_string()));
+                    self.cool(ctx, index);
+                }
+                return;
+            }
+        };
+        for (&(i, index, start, n, _), idx) in planned.iter().zip(indices) {
+            let end = start + n;
+            self.conversations[index].seq.mark_decoded(end);
+            let active = &mut self.active[i];
+            if active.first_token.is_none() {
+                active.add_prefilled(n);
+            }
+            if let Some(idx) = idx {
+                let token = ctx.sample_at(&mut active.sampler, idx);
+                let logprob = active
+                    .request
+                    .logprobs
+                    .map(|top_n| TokenLogprob::from_logits(ctx.logits_at(idx), token, top_n));
+                self.accept(ctx, i, index, token, logprob);
+            }
+            if end % page == 0 {
+                // The page's sliding-window rows, while they are still in the window.
+                let mut observer = SessionObserver {
+                    session: &mut self.conversations[index].live,
+                    inner: &mut NoObserver,
+                };
+                let _ = observer.page_filled(ctx, end - page..end);
+            }
+        }
     }
 
-    /// Catches the KV up with the log (the prompt, or the last sampled token) and samples.
-    fn advance(&mut self, ctx: &mut Context<'m>, i: usize) -> Result<(), ServiceError> {
-        let index = self
-            .find(&self.active[i].conversation)
-            .ok_or_else(|| ServiceError::Internal("the conversation vanished".into()))?;
+    /// Appends a sampled token to the log and sends its text (minus any stop string).
+    fn accept(
+        &mut self,
+        ctx: &Context<'m>,
+        i: usize,
+        index: usize,
+        token: TokenId,
+        logprob: Option<TokenLogprob>,
+    ) {
         let active = &mut self.active[i];
         let open = &mut self.conversations[index];
-        let mut cancel = CancelObserver(&active.request);
-        let mut observer = SessionObserver {
-            session: &mut open.live,
-            inner: &mut cancel,
-        };
-        let decoded = open
-            .seq
-            .sync(ctx, true, &mut observer)
-            .map_err(|e| ServiceError::Internal(e.to_string()))?;
-        if active.first_token.is_none() {
-            active.add_prefilled(decoded);
-        }
-        if open.seq.kv_len() < open.seq.len() {
-            active.finish = Some(FinishReason::Cancelled);
-            return Ok(());
-        }
-        let token = ctx
-            .sample(&mut active.sampler)
-            .ok_or_else(|| ServiceError::Internal("no logits to sample from".into()))?;
-        let logprob = active.request.logprobs.and_then(|top_n| {
-            ctx.logits()
-                .map(|logits| TokenLogprob::from_logits(logits, token, top_n))
-        });
         active.first_token.get_or_insert_with(Instant::now);
         open.seq.append(&[token]);
         active.generated += 1;
@@ -166,7 +225,7 @@ impl<'c, 'm> Engine<'c, 'm> {
             }
         }
         if end_of_generation && text.is_empty() {
-            return Ok(());
+            return;
         }
         let piece = TokenPiece {
             id: token,
@@ -176,7 +235,13 @@ impl<'c, 'm> Engine<'c, 'm> {
         if active.request.replies.send(Reply::Token(piece)).is_err() {
             active.finish = Some(FinishReason::Cancelled);
         }
-        Ok(())
+    }
+
+    fn fail_active(&mut self, i: usize, error: ServiceError) {
+        let active = &mut self.active[i];
+        let _ = active.request.replies.send(Reply::Failed(error));
+        active.finish = Some(FinishReason::Cancelled);
+        active.failed = true;
     }
 
     /// Sends Done for every request that ended, saves its conversation and frees it.

@@ -14,6 +14,7 @@ mod generate;
 mod prefix;
 mod retention;
 
+mod schedule;
 mod stats;
 mod stop;
 

@@ -1,0 +1,183 @@
+//! `kvrun top URL`: the TUI's memory panel and sessions list, live, for a running
+//! `kvrun serve`. It polls `/v1/kvrun/stats` and feeds the same events a chat engine
+//! would; the conversation pane is read-only (clients talk to the server over HTTP).
+
+use std::io::IsTerminal;
+use std::process::ExitCode;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc::Sender;
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::{bail, Result};
+
+use super::remote::{fetch_stats, RemoteStats, TierView};
+use super::Env;
+use crate::cli::TopArgs;
+use crate::tiers::SystemMemory;
+use crate::tui::protocol::{EngineEvent, MemorySnapshot, SessionRow, Tier, TierUsage, UserCommand};
+
+/// How often the server is asked (the panel's own refresh rate is about this).
+const POLL: Duration = Duration::from_millis(500);
+
+pub fn run(env: &Env, args: TopArgs) -> Result<ExitCode> {
+    if !(std::io::stdin().is_terminal() && std::io::stdout().is_terminal()) {
+        bail!("kvrun top needs a terminal; `kvrun stats --connect URL` prints the same figures");
+    }
+    let key = args.api_key.clone();
+    // Fail fast, before the screen is taken, when the server cannot be reached.
+    let first = fetch_stats(&args.url, key.as_deref())?;
+    let (events_tx, events) = std::sync::mpsc::channel();
+    let (commands, from_tui) = std::sync::mpsc::channel::<UserCommand>();
+    let stop = Arc::new(AtomicBool::new(false));
+    let data = env.paths.data.clone();
+    let poller = {
+        let (stop, url, tx) = (stop.clone(), args.url.clone(), events_tx.clone());
+        std::thread::spawn(move || poll(&url, key.as_deref(), first, &data, &tx, &stop))
+    };
+    let answerer = std::thread::spawn(move || {
+        for command in from_tui {
+            let note = match command {
+                UserCommand::Quit => break,
+                UserCommand::ListSessions | UserCommand::Stop => continue,
+                _ => "kvrun top only watches the server; talk to it over HTTP",
+            };
+            let _ = events_tx.send(EngineEvent::Info(note.into()));
+        }
+        let _ = events_tx.send(EngineEvent::Exited);
+    });
+    let title = format!("kvrun top {}", args.url);
+    let result = crate::tui::run_terminal(
+        crate::tui::TuiOptions {
+            title,
+            session: None,
+        },
+        &events,
+        commands,
+    );
+    stop.store(true, Ordering::SeqCst);
+    let _ = poller.join();
+    let _ = answerer.join();
+    result.map(|_| ExitCode::SUCCESS)
+}
+
+fn poll(
+    url: &str,
+    key: Option<&str>,
+    first: RemoteStats,
+    data: &std::path::Path,
+    events: &Sender<EngineEvent>,
+    stop: &AtomicBool,
+) {
+    let mut latest = Ok(first);
+    let mut announced = false;
+    while !stop.load(Ordering::SeqCst) {
+        match latest {
+            Ok(remote) => {
+                if let (false, Some(info)) = (announced, &remote.info) {
+                    announced = true;
+                    let _ = events.send(EngineEvent::Ready {
+                        model: info.model_name.clone(),
+                        n_ctx: u32::try_from(info.n_ctx).unwrap_or(u32::MAX),
+                        gpu: false,
+                    });
+                }
+                let (memory, sessions) = snapshot(&remote, &SystemMemory::read(data));
+                let _ = events.send(EngineEvent::Memory(Box::new(memory)));
+                let _ = events.send(EngineEvent::Sessions(sessions));
+            }
+            Err(e) => {
+                let _ = events.send(EngineEvent::Error(format!("{e:#}")));
+            }
+        }
+        std::thread::sleep(POLL);
+        latest = fetch_stats(url, key);
+    }
+}
+
+/// The server's figures as the memory panel and the sessions list show them.
+fn snapshot(remote: &RemoteStats, system: &SystemMemory) -> (MemorySnapshot, Vec<SessionRow>) {
+    let s = &remote.stats;
+    let in_tier = |tier: &str| -> Vec<String> {
+        s.sessions
+            .iter()
+            .filter(|x| x.tier == tier)
+            .map(|x| x.name.clone())
+            .collect()
+    };
+    let usage = |t: &TierView, tier: &str, hits: u64| TierUsage {
+        used_bytes: t.used,
+        budget_bytes: t.budget,
+        pages: 0,
+        sessions: in_tier(tier),
+        hit_tokens: hits,
+    };
+    let memory = MemorySnapshot {
+        gpus: Vec::new(),
+        hot: usage(&s.hot, "hot", s.restored_hot_tokens),
+        hot_cells: s.hot_cells,
+        hot_cells_used: s.hot_cells_used,
+        warm: usage(&s.warm, "warm", s.restored_warm_tokens),
+        cold: usage(&s.cold, "cold", s.restored_cold_tokens),
+        prefill_tokens: s.prefilled_tokens,
+        process_rss_bytes: 0,
+        ram_total_bytes: system.ram_total,
+        ram_available_bytes: system.ram_available,
+        disk_total_bytes: system.disk_total,
+        disk_free_bytes: system.disk_free,
+        last_move: Some(format!(
+            "{} decoding, {} waiting; {} requests, {} tokens generated",
+            s.active, s.queued, s.requests, s.generated_tokens
+        )),
+    };
+    let sessions = s
+        .sessions
+        .iter()
+        .map(|x| SessionRow {
+            name: x.name.clone(),
+            tokens: x.tokens,
+            tier: match x.tier.as_str() {
+                "hot" => Tier::Hot,
+                "warm" => Tier::Warm,
+                _ => Tier::Cold,
+            },
+            last_used_unix: x.last_used_unix,
+            active: x.tier == "hot",
+        })
+        .collect();
+    (memory, sessions)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_servers_stats_become_the_panels_figures() {
+        let remote: RemoteStats = serde_json::from_value(serde_json::json!({
+            "info": {"model_name": "m", "n_ctx": 4096, "parallel": 2},
+            "stats": {
+                "requests": 3, "prompt_tokens": 900, "prefilled_tokens": 400,
+                "restored_hot_tokens": 0, "restored_warm_tokens": 256,
+                "restored_cold_tokens": 244, "generated_tokens": 30, "queued": 1, "active": 2,
+                "hot_cells_used": 700, "hot_cells": 4096,
+                "hot": {"used": 10, "budget": null}, "warm": {"used": 20, "budget": 100},
+                "cold": {"used": 30, "budget": null},
+                "sessions": [
+                    {"name": "a", "tokens": 5, "tier": "hot", "pinned": false, "last_used_unix": 1},
+                    {"name": "b", "tokens": 6, "tier": "cold", "pinned": true, "last_used_unix": 2}
+                ]
+            }
+        }))
+        .unwrap();
+        let (memory, rows) = snapshot(&remote, &SystemMemory::default());
+        assert_eq!(memory.hot_cells_used, 700);
+        assert_eq!(memory.warm.budget_bytes, Some(100));
+        assert_eq!(memory.warm.hit_tokens, 256);
+        assert_eq!(memory.cold.sessions, ["b"]);
+        assert_eq!(memory.prefill_tokens, 400);
+        assert_eq!(rows.len(), 2);
+        assert_eq!((rows[0].tier, rows[0].active), (Tier::Hot, true));
+        assert_eq!(rows[1].tier, Tier::Cold);
+    }
+}
