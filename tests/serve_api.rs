@@ -458,6 +458,26 @@ fn claude_code_shaped_request_reads_the_cache_despite_its_billing_block() {
         delta["usage"]["output_tokens"].as_u64().unwrap() <= 4,
         "{delta}"
     );
+
+    // What the agents also send: a system message among Claude Code's turns, and Codex's
+    // two developer and two user messages (rendered for Gemma's alternating template).
+    let mut with_system = request("ccf", "and now?");
+    with_system["messages"] = json!([
+        {"role": "user", "content": "hi"},
+        {"role": "system", "content": "Available agent types: general."},
+        {"role": "user", "content": "go"},
+    ]);
+    with_system["stream"] = json!(false);
+    with_system["max_tokens"] = json!(2);
+    assert_ok(&server.post("/v1/messages", &with_system, &headers));
+    let codex = json!({"model": "codex", "instructions": "", "store": false, "max_output_tokens": 2,
+    "input": [
+        {"type": "message", "role": "developer", "content": [{"type": "input_text", "text": "You are Codex."}]},
+        {"type": "message", "role": "developer", "content": [{"type": "input_text", "text": "Sandbox: none."}]},
+        {"type": "message", "role": "user", "content": [{"type": "input_text", "text": "<environment_context/>"}]},
+        {"type": "message", "role": "user", "content": [{"type": "input_text", "text": "list files"}]},
+    ]});
+    assert_ok(&server.post("/v1/responses", &codex, &[("session-id", "codex-run")]));
 }
 
 /// The value of a counter in `/metrics`.

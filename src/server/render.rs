@@ -105,8 +105,21 @@ pub fn render(
             describe_tools(&mut messages, tools);
         }
     }
+    // Agents send what strict templates refuse (Codex: two developer messages, then two
+    // user messages; Claude Code: a system message among the turns). Rendered as sent when
+    // the template accepts it, else with the roles folded as such templates expect.
     let rendered = model
         .render_chat(&messages, tools.as_ref(), true)
+        .or_else(|first| {
+            let folded = fold_roles(messages.clone());
+            if folded == messages {
+                return Err(first);
+            }
+            tracing::debug!("the template refused the turns as sent ({first}); folding roles");
+            model
+                .render_chat(&folded, tools.as_ref(), true)
+                .map_err(|_| first)
+        })
         .map_err(|e| match e {
             EngineError::NoChatTemplate => ApiError::bad_request(
                 "the model has no chat template; use /v1/completions for plain text",
@@ -178,6 +191,41 @@ fn calls_as_text(messages: Vec<Message>) -> Vec<Message> {
                 message.content = Some(Content::Text(text));
                 out.push(message);
             }
+        }
+    }
+    out
+}
+
+/// The turns as strict templates want them: every system and developer message folded,
+/// in order, into one leading system message, and consecutive user (or assistant) turns
+/// merged into one.
+fn fold_roles(messages: Vec<Message>) -> Vec<Message> {
+    let (system, turns): (Vec<Message>, Vec<Message>) = messages
+        .into_iter()
+        .partition(|m| matches!(m.role.as_str(), "system" | "developer"));
+    let mut out: Vec<Message> = Vec::with_capacity(turns.len() + 1);
+    if !system.is_empty() {
+        let mut text = String::new();
+        for message in &system {
+            push_line(&mut text, &plain_text(message));
+        }
+        out.push(text_message("system", text));
+    }
+    for message in turns {
+        match out.last_mut() {
+            Some(last)
+                if last.role == message.role
+                    && matches!(message.role.as_str(), "user" | "assistant") =>
+            {
+                let mut merged = plain_text(last);
+                push_line(&mut merged, &plain_text(&message));
+                last.content = Some(Content::Text(merged));
+                last.tool_calls.extend(message.tool_calls);
+                if last.reasoning_content.is_none() {
+                    last.reasoning_content = message.reasoning_content;
+                }
+            }
+            _ => out.push(message),
         }
     }
     out
@@ -331,6 +379,23 @@ mod tests {
             results.contains(r#""content":"42""#) && results.contains("43"),
             "{results}"
         );
+    }
+
+    #[test]
+    fn roles_fold_for_strict_templates() {
+        let sent = vec![
+            text_message("developer", "a".into()),
+            text_message("developer", "b".into()),
+            text_message("user", "c".into()),
+            text_message("system", "d".into()),
+            text_message("user", "e".into()),
+            text_message("assistant", "f".into()),
+        ];
+        let folded = fold_roles(sent);
+        let roles: Vec<&str> = folded.iter().map(|m| m.role.as_str()).collect();
+        assert_eq!(roles, ["system", "user", "assistant"]);
+        assert_eq!(plain_text(&folded[0]), "a\nb\nd");
+        assert_eq!(plain_text(&folded[1]), "c\ne");
     }
 
     #[test]

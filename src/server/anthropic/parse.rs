@@ -147,9 +147,10 @@ impl MessagesRequest {
 fn push_message(out: &mut Vec<Message>, i: usize, value: &Value) -> Result<(), ApiError> {
     let at = format!("messages[{i}]");
     let role = value.get("role").and_then(Value::as_str).unwrap_or("");
-    if !matches!(role, "user" | "assistant") {
+    // Claude Code also sends a system message among the turns.
+    if !matches!(role, "user" | "assistant" | "system") {
         return Err(ApiError::bad_request(format!(
-            "{at} has role '{role}'; expected user or assistant (the system prompt goes in \"system\")"
+            "{at} has role '{role}'; expected user, assistant or system"
         ))
         .param(&format!("{at}.role")));
     }
@@ -323,7 +324,8 @@ mod tests {
             {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": ""}}]}]}));
         let e = image.unwrap_err();
         assert!(e.message.contains("text only"), "{}", e.message);
-        assert!(parse(json!({"messages": [{"role": "system", "content": "x"}]})).is_err());
+        assert!(parse(json!({"messages": [{"role": "wizard", "content": "x"}]})).is_err());
+        assert!(parse(json!({"messages": [{"role": "system", "content": "x"}]})).is_ok());
         assert!(parse(json!({"messages": [{"role": "user", "content": 5}]})).is_err());
         let choice = parse(json!({"messages": [], "tool_choice": {"type": "sometimes"}}));
         assert!(choice.is_err());
