@@ -604,12 +604,15 @@ fn a_full_queue_refuses_and_shutdown_cancels_what_runs() {
         }
     }
     service.handle.shutdown();
-    let rest = Pending {
-        replies: running.replies,
-        cancel: running.cancel,
-    }
-    .collect();
-    assert_eq!(rest.usage().finish, FinishReason::Cancelled);
+    // More tokens may come before the shutdown lands; the reply ends with Done.
+    let usage = loop {
+        match running.replies.blocking_recv().unwrap() {
+            Reply::Token(_) => {}
+            Reply::Done(usage) => break usage,
+            other => panic!("unexpected reply after a token: {other:?}"),
+        }
+    };
+    assert_eq!(usage.finish, FinishReason::Cancelled);
     let waited = waiting.collect();
     assert!(
         waited.failed == Some(ServiceError::ShuttingDown)
@@ -620,7 +623,7 @@ fn a_full_queue_refuses_and_shutdown_cancels_what_runs() {
     // The cancelled conversation was saved, with its tokens so far.
     let manifest = manifest_json(&home, "long");
     let saved = manifest["tokens"].as_array().unwrap().len();
-    assert_eq!(saved, prompt.len() + rest.usage().generated);
+    assert_eq!(saved, prompt.len() + usage.generated);
     assert_eq!(manifest["interrupted"], true);
 }
 
@@ -669,4 +672,43 @@ fn the_cold_budget_collects_unnamed_sessions_and_keeps_named_and_pinned_ones() {
     assert_eq!(service.handle_stats().sessions.len(), 1);
     service.stop();
     assert!(!home.path().join("sessions").join("kept").exists());
+}
+
+/// An agent's second run shares its first run's system prompt and tools, then says
+/// something else; by then the first conversation has moved on far past the window. On a
+/// sliding-window model the shared prefix must still come back from pages (after a
+/// restart: from disk), which needs the window rows of the earlier pages too.
+#[test]
+fn a_shared_prefix_far_behind_another_conversations_end_is_restored_from_pages() {
+    let model = default_model();
+    let home = Home::new();
+    let service = Service::start(home.path(), &model, 1);
+    let shared = service.tokenize(&long_text(4));
+    assert!(shared.len() > 1100, "{}", shared.len());
+    let ask = |text: &str| {
+        let mut prompt = shared.clone();
+        prompt.extend_from_slice(&service.tokenize(text)[1..]);
+        prompt
+    };
+    let first = ask(" First question: what about the apples?");
+    let a = generate(&service, named("run-1"), first.clone(), 16);
+    // The first run goes on far past the window after the shared prefix.
+    let onward = second_turn(
+        &first,
+        &a.tokens(),
+        16,
+        &service.tokenize(&long_text(2))[1..],
+    );
+    let a2 = generate(&service, named("run-1"), onward.clone(), 4);
+    assert!(a2.usage().cached.hot > first.len(), "{:?}", a2.usage());
+    let second = ask(" Second question: and the pears?");
+    service.stop();
+
+    let service = Service::start(home.path(), &model, 1);
+    let b = generate(&service, named("run-2"), second.clone(), 8);
+    let cached = b.usage().cached;
+    let boundary = shared.len() / 256 * 256;
+    assert_eq!(cached.cold + cached.warm, boundary, "{cached:?}");
+    service.stop();
+    assert_close(&b, &from_scratch(&model, &second, 8), SWA_BATCH_SHAPES);
 }

@@ -131,7 +131,7 @@ fn run(
     // Prefetch: the named session's pages start loading into RAM while the model loads.
     if let Some(name) = &options.session {
         if let Ok(m) = catalog.read_manifest(name) {
-            warm.prefetch(catalog.store().clone(), m.referenced_objects().collect());
+            warm.prefetch(catalog.store().clone(), m.restore_objects().collect());
         }
     }
     crate::models::validate(&options.model)?;
@@ -413,10 +413,8 @@ impl<'c, 'm> Engine<'c, 'm, '_> {
             // Demotion writes only what the lower tier lacks: pages already on disk are read
             // back into RAM in the background, off the token path.
             if let Some(m) = live.saved() {
-                self.warm.prefetch(
-                    self.catalog.store().clone(),
-                    m.referenced_objects().collect(),
-                );
+                self.warm
+                    .prefetch(self.catalog.store().clone(), m.restore_objects().collect());
             }
         }
         ctx.clear_seq(open.seq);

@@ -218,7 +218,7 @@ fn measure_length(
     // kvrun's snapshot: its bytes, and how fast the disk reads them back.
     let manifest = catalog.read_manifest("bench")?;
     let files: Vec<PathBuf> = manifest
-        .referenced_objects()
+        .restore_objects()
         .map(|id| catalog.store().object_path(&id))
         .collect();
     let snapshot_bytes: u64 = files

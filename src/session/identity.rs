@@ -154,11 +154,18 @@ pub fn bind_snapshot(manifest: &SessionManifest) -> Option<Result<BoundSnapshot,
             "the tail: the manifest names {stored}, but the snapshot ends on a page boundary"
         )),
     }
+    // Only prefix reuse reads these, by the ids the log gives.
+    let prefix_swa_pages = snap
+        .prefix_swa_pages
+        .iter()
+        .filter_map(|(k, _)| pages.get(*k).map(|page| (*k, PageKey::swa_id(page))))
+        .collect();
     Some(Ok(BoundSnapshot {
         snapshot: KvSnapshot {
             kv_len: snap.kv_len,
             pages,
             swa_pages,
+            prefix_swa_pages,
             // A snapshot saved without its tail stays without one (recomputed by prefill).
             tail: snap.tail.and(tail),
         },

@@ -27,6 +27,10 @@ use crate::sequence::{Sequence, SyncObserver};
 use crate::settings::{EngineSettings, SamplingSettings};
 use crate::store::{ObjectId, ObjectKind, SessionLock};
 
+/// The most sliding-window rows held in RAM between saves (they are written at the next
+/// save). A 256-token page of the default model's window rows is about 4 MB.
+const SWA_RING_MAX_BYTES: usize = 512 << 20;
+
 /// What a restore did.
 #[derive(Debug, Clone, Default)]
 pub struct RestoreReport {
@@ -533,11 +537,20 @@ impl<'c> LiveSession<'c> {
             },
             Err(e) => self.capture_error = Some(format!("{e:#}")),
         }
-        // Only the pages a future restore point can need stay in memory.
-        let keep = (self.n_swa as usize).div_ceil(self.page_tokens) + 2;
-        while self.swa_ring.len() > keep {
+        // Rows wait here until the next save writes them (every page's window rows are
+        // stored, for prefix reuse), within a memory bound; past it the oldest go, and
+        // their boundaries can then only be restored by this session at its end.
+        let keep = self.swa_window_pages();
+        while self.swa_ring.len() > keep
+            && self.swa_ring.values().map(Vec::len).sum::<usize>() > SWA_RING_MAX_BYTES
+        {
             self.swa_ring.pop_first();
         }
+    }
+
+    /// Pages of window rows a restore at the end of the log can need.
+    fn swa_window_pages(&self) -> usize {
+        (self.n_swa as usize).div_ceil(self.page_tokens) + 2
     }
 
     /// Puts an object, replacing it when a read found it damaged (a payload flip leaves a
@@ -671,6 +684,33 @@ impl<'c> LiveSession<'c> {
                 None => swa_complete = false,
             }
         }
+        // Window rows of the earlier pages, for another conversation that shares a prefix
+        // of this log: written when the ring still has them, kept once stored.
+        let mut prefix_swa_pages = Vec::new();
+        for (k, page_id) in ids.iter().enumerate().take(swa_first.min(full)) {
+            let id = PageKey::swa_id(page_id);
+            if !self.damaged.contains(&id) && (self.present.contains(&id) || store.contains(&id)?) {
+                self.present.insert(id);
+                prefix_swa_pages.push((k, id));
+                continue;
+            }
+            let rows = self
+                .swa_ring
+                .get(&k)
+                .cloned()
+                .or_else(|| swa_capture.and_then(|s| s.slice(k * p..(k + 1) * p)));
+            if let Some(rows) = rows {
+                let put = self.write_object(&id, ObjectKind::Page, &rows)?;
+                report.objects_written += 1;
+                report.bytes_written += put.written_bytes;
+                self.present.insert(id);
+                prefix_swa_pages.push((k, id));
+            }
+        }
+        let keep = self.swa_window_pages();
+        while self.swa_ring.len() > keep {
+            self.swa_ring.pop_first();
+        }
         // The tail: rows after the last full page.
         let mut tail = None;
         if kv_len > boundary {
@@ -737,6 +777,7 @@ impl<'c> LiveSession<'c> {
                 kv_len,
                 pages: ids.clone(),
                 swa_pages,
+                prefix_swa_pages,
                 tail,
             }),
         };

@@ -91,6 +91,11 @@ pub struct KvSnapshot {
     /// Sliding-window rows of the pages a restore point needs (the last window before the
     /// end and before the last page boundary), as (page index, object).
     pub swa_pages: Vec<(usize, ObjectId)>,
+    /// Sliding-window rows of earlier pages (iSWA only), kept so that another conversation
+    /// sharing a prefix of this log (an agent's system prompt and tools) can restore up to
+    /// any page boundary, not only this session at its end. Only prefix reuse reads them.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub prefix_swa_pages: Vec<(usize, ObjectId)>,
     /// Rows of the tokens after the last full page (`kv_len % page_tokens` of them).
     pub tail: Option<ObjectId>,
 }
@@ -98,6 +103,19 @@ pub struct KvSnapshot {
 impl SessionManifest {
     /// Every object this session keeps alive.
     pub fn referenced_objects(&self) -> impl Iterator<Item = ObjectId> + '_ {
+        self.snapshot.iter().flat_map(|s| {
+            s.pages
+                .iter()
+                .copied()
+                .chain(s.swa_pages.iter().map(|(_, id)| *id))
+                .chain(s.prefix_swa_pages.iter().map(|(_, id)| *id))
+                .chain(s.tail)
+        })
+    }
+
+    /// The objects a restore of this session reads (what prefetching warms): everything
+    /// referenced but the earlier pages' window rows, which only prefix reuse needs.
+    pub fn restore_objects(&self) -> impl Iterator<Item = ObjectId> + '_ {
         self.snapshot.iter().flat_map(|s| {
             s.pages
                 .iter()

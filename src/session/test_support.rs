@@ -131,6 +131,7 @@ pub(crate) fn manifest(
             kv_len: pages.len() * 16 + 4,
             pages: pages.to_vec(),
             swa_pages: swa.to_vec(),
+            prefix_swa_pages: Vec::new(),
             tail,
         }),
     }

@@ -48,6 +48,7 @@ impl LiveSession<'_> {
             } else {
                 Vec::new()
             },
+            prefix_swa_pages: Vec::new(),
             tail: None,
         };
         let restored = self.load_pages(ctx, &snap, &mut report)?;
