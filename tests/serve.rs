@@ -148,7 +148,15 @@ fn a_body_over_the_limit_gets_413_and_a_slow_request_408_in_the_apis_shape() {
     let server = Server::start(
         &home,
         &tiny_model(),
-        &["--max-body-bytes", "4KiB", "--request-timeout", "1s"],
+        // Greedy: a sampled reply on the tiny model may end (an end token) within a second.
+        &[
+            "--max-body-bytes",
+            "4KiB",
+            "--request-timeout",
+            "3s",
+            "--temp",
+            "0",
+        ],
     );
     let big = chat(&"word ".repeat(2000), 4);
     let r = server.post("/v1/chat/completions", &big, &[]);
@@ -163,7 +171,8 @@ fn a_body_over_the_limit_gets_413_and_a_slow_request_408_in_the_apis_shape() {
     // Under the limit, the same server answers.
     let r = server.post("/v1/chat/completions", &chat("hi", 2), &[]);
     assert_eq!(r.status, 200, "{}", r.body);
-    // A whole reply of thousands of tokens takes longer than a second.
+    // A greedy reply of 3,500 tokens takes several seconds (about 300 tokens/s on the tiny
+    // model here), well past the limit; the short replies above stay far under it.
     let slow =
         json!({"model": "m", "max_tokens": 3500, "messages": [{"role": "user", "content": "go"}]});
     let r = server.post("/v1/messages", &slow, &[]);

@@ -6,39 +6,18 @@ mod common;
 #[path = "common/server.rs"]
 mod server;
 
-use std::path::PathBuf;
 use std::process::Command;
 use std::time::Duration;
 
-use common::{tiny_model, Home};
+use common::{project_root, test_python, tiny_model, Home};
 use server::Server;
 
 const KEY: &str = "sdk-suite-key";
 
-fn root() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-}
-
-/// KVRUN_TEST_PYTHON, else `.venv/bin/python`; missing is a failure, never a skip.
-fn python() -> PathBuf {
-    let path = match std::env::var_os("KVRUN_TEST_PYTHON") {
-        Some(p) => PathBuf::from(p),
-        None => root().join(".venv/bin/python"),
-    };
-    assert!(
-        path.exists(),
-        "the SDK suite needs Python with the openai and anthropic packages at {}: run \
-         `.ci/setup --tests` (or `python3 -m venv .venv && .venv/bin/pip install openai \
-         anthropic`), or set KVRUN_TEST_PYTHON",
-        path.display()
-    );
-    path
-}
-
 /// Runs one script against `server`; returns its stdout, failing with everything it said.
 fn script(server: &Server, name: &str, args: &[&str]) -> String {
-    let out = Command::new(python())
-        .arg(root().join("tests/sdk").join(name))
+    let out = Command::new(test_python("openai anthropic"))
+        .arg(project_root().join("tests/sdk").join(name))
         .args(args)
         .env("KVRUN_URL", &server.url)
         .env("KVRUN_KEY", KEY)

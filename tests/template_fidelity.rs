@@ -6,9 +6,13 @@
 //! The reference needs jinja2: `.ci/setup --tests` installs it into `.venv`; `KVRUN_TEST_PYTHON`
 //! names another interpreter. Without one the test fails: it never skips.
 
+mod common;
+
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Command;
+
+use common::{project_root, test_python};
 
 use kvrun::template::{ChatTemplate, Message, RenderInput};
 use serde::Deserialize;
@@ -40,34 +44,16 @@ struct Reference {
     error: Option<String>,
 }
 
-fn root() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-}
-
-fn python() -> PathBuf {
-    let path = match std::env::var_os("KVRUN_TEST_PYTHON") {
-        Some(p) => PathBuf::from(p),
-        None => root().join(".venv/bin/python"),
-    };
-    assert!(
-        path.exists(),
-        "the reference renderer needs Python with jinja2 at {}: run `python3 -m venv .venv && \
-         .venv/bin/pip install jinja2` (as .ci/setup --tests does) or set KVRUN_TEST_PYTHON",
-        path.display()
-    );
-    path
-}
-
 fn read(path: &Path) -> String {
     std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
 }
 
 fn reference(corpus: &Path, conversations: &Path) -> BTreeMap<String, Reference> {
-    let out = Command::new(python())
-        .arg(root().join("tests/templates/render.py"))
+    let out = Command::new(test_python("jinja2"))
+        .arg(project_root().join("tests/templates/render.py"))
         .arg(corpus)
         .arg(conversations)
-        .arg(root())
+        .arg(project_root())
         .output()
         .unwrap();
     assert!(
@@ -80,8 +66,8 @@ fn reference(corpus: &Path, conversations: &Path) -> BTreeMap<String, Reference>
 
 #[test]
 fn corpus_renders_byte_identical_to_jinja2() {
-    let corpus_path = root().join("tests/templates/corpus.json");
-    let conversations_path = root().join("tests/templates/conversations.json");
+    let corpus_path = project_root().join("tests/templates/corpus.json");
+    let conversations_path = project_root().join("tests/templates/conversations.json");
     let corpus: Vec<CorpusEntry> = serde_json::from_str(&read(&corpus_path)).unwrap();
     // Parsed from the text so that JSON key order (tool schemas, arguments) is kept.
     let conversations: Vec<Conversation> =
@@ -91,7 +77,8 @@ fn corpus_renders_byte_identical_to_jinja2() {
     let mut failures = Vec::new();
     let mut rendered = 0;
     for entry in &corpus {
-        let template = ChatTemplate::new(&entry.file, &read(&root().join(&entry.file))).unwrap();
+        let template =
+            ChatTemplate::new(&entry.file, &read(&project_root().join(&entry.file))).unwrap();
         let mut family_ok = 0;
         for conversation in &conversations {
             if entry.tools_only && conversation.tools.is_none() {

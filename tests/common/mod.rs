@@ -205,3 +205,24 @@ pub fn manifest_json(home: &Home, name: &str) -> serde_json::Value {
         .unwrap();
     serde_json::from_str(text.split_once('\n').unwrap().1).unwrap()
 }
+
+/// The project's root (where `.venv`, `tests/sdk` and `tests/templates` are).
+pub fn project_root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// The Python the cross-checks run: KVRUN_TEST_PYTHON, else `.venv/bin/python` (which
+/// `.ci/setup --tests` creates). Missing is a failure naming `needs`, never a skip.
+pub fn test_python(needs: &str) -> PathBuf {
+    let path = match std::env::var_os("KVRUN_TEST_PYTHON") {
+        Some(p) => PathBuf::from(p),
+        None => project_root().join(".venv/bin/python"),
+    };
+    assert!(
+        path.exists(),
+        "this test needs Python with {needs} at {}: run `.ci/setup --tests` (or `python3 -m \
+         venv .venv && .venv/bin/pip install {needs}`), or set KVRUN_TEST_PYTHON",
+        path.display()
+    );
+    path
+}
