@@ -657,54 +657,42 @@ impl<'c> LiveSession<'c> {
                 warm.insert(*id, rows);
             }
         }
-        // Sliding-window rows of the pages a restore point needs.
+        // Sliding-window rows: of the pages a restore point needs (the window before the
+        // last page boundary), and of the earlier pages, for another conversation that
+        // shares a prefix of this log. Written while the ring (or the capture) has them,
+        // kept once stored; only a gap in the window makes the snapshot incomplete.
         let swa_capture = captured.as_ref().and_then(|c| c.swa.as_ref());
         let mut swa_pages = Vec::new();
-        let mut swa_complete = true;
-        for (k, page_id) in ids.iter().enumerate().take(full).skip(swa_first) {
-            let id = PageKey::swa_id(page_id);
-            if !self.damaged.contains(&id) && (self.present.contains(&id) || store.contains(&id)?) {
-                self.present.insert(id);
-                swa_pages.push((k, id));
-                continue;
-            }
-            let rows = self
-                .swa_ring
-                .get(&k)
-                .cloned()
-                .or_else(|| swa_capture.and_then(|s| s.slice(k * p..(k + 1) * p)));
-            match rows {
-                Some(rows) => {
-                    let put = self.write_object(&id, ObjectKind::Page, &rows)?;
-                    report.objects_written += 1;
-                    report.bytes_written += put.written_bytes;
-                    self.present.insert(id);
-                    swa_pages.push((k, id));
-                }
-                None => swa_complete = false,
-            }
-        }
-        // Window rows of the earlier pages, for another conversation that shares a prefix
-        // of this log: written when the ring still has them, kept once stored.
         let mut prefix_swa_pages = Vec::new();
-        for (k, page_id) in ids.iter().enumerate().take(swa_first.min(full)) {
+        let mut swa_complete = true;
+        let swa_start = if self.n_swa > 0 { 0 } else { full };
+        for (k, page_id) in ids.iter().enumerate().take(full).skip(swa_start) {
             let id = PageKey::swa_id(page_id);
-            if !self.damaged.contains(&id) && (self.present.contains(&id) || store.contains(&id)?) {
-                self.present.insert(id);
-                prefix_swa_pages.push((k, id));
-                continue;
-            }
-            let rows = self
+            let stored = if !self.damaged.contains(&id)
+                && (self.present.contains(&id) || store.contains(&id)?)
+            {
+                true
+            } else if let Some(rows) = self
                 .swa_ring
-                .get(&k)
-                .cloned()
-                .or_else(|| swa_capture.and_then(|s| s.slice(k * p..(k + 1) * p)));
-            if let Some(rows) = rows {
+                .remove(&k)
+                .or_else(|| swa_capture.and_then(|s| s.slice(k * p..(k + 1) * p)))
+            {
                 let put = self.write_object(&id, ObjectKind::Page, &rows)?;
                 report.objects_written += 1;
                 report.bytes_written += put.written_bytes;
+                true
+            } else {
+                false
+            };
+            let in_window = k >= swa_first;
+            match (stored, in_window) {
+                (true, true) => swa_pages.push((k, id)),
+                (true, false) => prefix_swa_pages.push((k, id)),
+                (false, true) => swa_complete = false,
+                (false, false) => {}
+            }
+            if stored {
                 self.present.insert(id);
-                prefix_swa_pages.push((k, id));
             }
         }
         let keep = self.swa_window_pages();
