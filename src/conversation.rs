@@ -8,8 +8,9 @@ use anyhow::{bail, Result};
 use crate::engine::{ChatMessage, Context, EngineError, Model, TokenId};
 use crate::sequence::Sequence;
 use crate::session::live::ConversationState;
+use crate::session::SessionManifest;
 use crate::settings::ContextOverflow;
-use crate::template::{to_python_json, Message, Rendered};
+use crate::template::{to_python_json, Message, Rendered, TemplateIdentity};
 use crate::tools::{ToolFormat, GENERIC_TOOL_PROMPT};
 
 /// For a template that ignores `tools`: the tools described in the system turn, in
@@ -46,6 +47,9 @@ pub struct Conversation<'m> {
     pub opens_reasoning: bool,
     /// Where the last turn's rendering stopped extending the previous one.
     pub cache_miss: Option<CacheMiss>,
+    /// The chat template the log's turns were rendered with (`None`: this conversation's
+    /// own, or unknown for a session saved before kvrun recorded it).
+    rendered_with: Option<TemplateIdentity>,
 }
 
 /// The template re-rendered earlier turns differently (some drop reasoning from history):
@@ -55,7 +59,7 @@ pub struct Conversation<'m> {
 pub struct CacheMiss {
     /// The first diverging token of the log (tokens before it match).
     pub position: usize,
-    /// Byte offset of the divergence in the rendered prompt.
+    /// Byte offset of the divergence in the prompt text.
     pub byte: usize,
     /// The previous rendering around the divergence, and the new one.
     pub before: String,
@@ -64,6 +68,39 @@ pub struct CacheMiss {
 
 /// Characters of context shown on each side of a divergence.
 const MISS_CONTEXT: usize = 24;
+
+impl CacheMiss {
+    /// The miss at token `position` and byte `byte`, where `previous` and `now` (texts that
+    /// agree before `byte`, a char boundary of both) part.
+    fn at(position: usize, byte: usize, previous: &str, now: &str) -> Self {
+        let around = |text: &str| {
+            let start = text[..byte]
+                .char_indices()
+                .rev()
+                .nth(MISS_CONTEXT - 1)
+                .map_or(0, |(i, _)| i);
+            text[start..]
+                .chars()
+                .take(2 * MISS_CONTEXT)
+                .collect::<String>()
+        };
+        Self {
+            position,
+            byte,
+            before: around(previous),
+            after: around(now),
+        }
+    }
+}
+
+/// The length of the longest common prefix of `a` and `b`, on a char boundary.
+fn common_prefix_bytes(a: &str, b: &str) -> usize {
+    let mut byte = a.bytes().zip(b.bytes()).take_while(|(x, y)| x == y).count();
+    while !a.is_char_boundary(byte) || !b.is_char_boundary(byte) {
+        byte -= 1;
+    }
+    byte
+}
 
 impl<'m> Conversation<'m> {
     pub fn new(model: &'m Model, raw: bool, system: Option<&str>) -> Self {
@@ -83,27 +120,43 @@ impl<'m> Conversation<'m> {
             tools: None,
             opens_reasoning: false,
             cache_miss: None,
+            rendered_with: None,
         }
     }
 
-    /// A conversation resumed from a saved session.
-    pub fn resumed(
-        model: &'m Model,
-        raw: bool,
-        messages: Vec<ChatMessage>,
-        rendered_len: usize,
-        seq: Sequence,
-    ) -> Self {
+    /// A conversation resumed from a saved session whose token log is `seq`.
+    pub fn resumed(model: &'m Model, saved: &SessionManifest, seq: Sequence) -> Self {
         Self {
             model,
-            messages,
+            messages: saved.messages.clone(),
             seq,
-            rendered_len,
-            raw,
+            rendered_len: saved.rendered_len,
+            raw: saved.raw,
             tools: None,
             opens_reasoning: false,
             cache_miss: None,
+            rendered_with: saved.chat_template.clone(),
         }
+    }
+
+    /// The chat template that renders this conversation's turns (`None` for raw text).
+    pub fn template(&self) -> Option<TemplateIdentity> {
+        if self.raw {
+            return None;
+        }
+        self.model
+            .chat_template_for(self.tools.is_some())
+            .map(|t| t.identity())
+    }
+
+    /// The template the log was rendered with, when this conversation renders with another.
+    fn changed_template(&self) -> Option<TemplateIdentity> {
+        if self.raw || self.seq.is_empty() {
+            return None;
+        }
+        let old = self.rendered_with.as_ref()?;
+        let new = self.template()?;
+        (old.hash != new.hash).then(|| old.clone())
     }
 
     /// Tokens appended but not yet in the KV cache.
@@ -128,17 +181,7 @@ impl<'m> Conversation<'m> {
                 self.model.tokenize(text, false)
             });
         }
-        self.messages.push(ChatMessage {
-            role: "user".into(),
-            content: text.into(),
-        });
-        let rendered = match self.render(true) {
-            Ok(r) => r,
-            Err(e) => {
-                self.messages.pop();
-                return Err(e.into());
-            }
-        };
+        let rendered = self.push_user(text)?;
         self.opens_reasoning = rendered.text.trim_end().ends_with("<think>");
         let previous = self.earlier_rendering();
         self.cache_miss = previous
@@ -150,6 +193,19 @@ impl<'m> Conversation<'m> {
             self.rendered_len = previous.len();
         }
         Ok(self.delta_tokens(&rendered))
+    }
+
+    /// Adds the user's message and renders the conversation up to the reply (the message
+    /// is taken back when that fails).
+    fn push_user(&mut self, text: &str) -> Result<Rendered> {
+        self.messages.push(ChatMessage {
+            role: "user".into(),
+            content: text.into(),
+        });
+        self.render(true).map_err(|e| {
+            self.messages.pop();
+            e.into()
+        })
     }
 
     /// The earlier turns (the reply included) as the template renders them now.
@@ -166,31 +222,23 @@ impl<'m> Conversation<'m> {
         if rendered.starts_with(previous) {
             return None;
         }
-        let mut byte = previous
-            .bytes()
-            .zip(rendered.bytes())
-            .take_while(|(a, b)| a == b)
-            .count();
-        while !previous.is_char_boundary(byte) || !rendered.is_char_boundary(byte) {
-            byte -= 1;
+        let byte = common_prefix_bytes(previous, rendered);
+        let position = self.model.tokenize(&rendered[..byte], true).len();
+        Some(CacheMiss::at(position, byte, previous, rendered))
+    }
+
+    /// Where the token log `now` stops extending `previous`, if it does.
+    fn token_divergence(&self, previous: &[TokenId], now: &[TokenId]) -> Option<CacheMiss> {
+        let position = previous.iter().zip(now).take_while(|(a, b)| a == b).count();
+        if position == previous.len() {
+            return None;
         }
-        let around = |text: &str| {
-            let start = text[..byte]
-                .char_indices()
-                .rev()
-                .nth(MISS_CONTEXT - 1)
-                .map_or(0, |(i, _)| i);
-            text[start..]
-                .chars()
-                .take(2 * MISS_CONTEXT)
-                .collect::<String>()
-        };
-        Some(CacheMiss {
-            position: self.model.tokenize(&rendered[..byte], true).len(),
-            byte,
-            before: around(previous),
-            after: around(rendered),
-        })
+        let (previous, now) = (
+            self.model.tokens_text(previous),
+            self.model.tokens_text(now),
+        );
+        let byte = common_prefix_bytes(&previous, &now);
+        Some(CacheMiss::at(position, byte, &previous, &now))
     }
 
     /// Adds a user turn, handling a context overflow as asked.
@@ -200,6 +248,9 @@ impl<'m> Conversation<'m> {
         text: &str,
         overflow: ContextOverflow,
     ) -> Result<Option<String>> {
+        if let Some(old) = self.changed_template() {
+            return self.rerender(ctx, text, overflow, &old);
+        }
         let new_tokens = self.user_turn_tokens(text)?;
         let n_ctx = ctx.info().n_ctx as usize;
         // Leave room for at least a short reply.
@@ -222,6 +273,53 @@ impl<'m> Conversation<'m> {
             }
             (ContextOverflow::Truncate, false) => self.truncate_to_fit(ctx, n_ctx - reserve),
         }
+    }
+
+    /// Adds a user turn to a log rendered with another chat template (`old`): the whole
+    /// conversation is rendered again with this one and the log rebuilt from it, so the model
+    /// never sees two templates' markup mixed. Prefix reuse then restores the stored pages
+    /// the two logs share; the cache misses from where they part.
+    fn rerender(
+        &mut self,
+        ctx: &mut Context<'_>,
+        text: &str,
+        overflow: ContextOverflow,
+        old: &TemplateIdentity,
+    ) -> Result<Option<String>> {
+        let previous = self.seq.tokens().to_vec();
+        let rendered = self.push_user(text)?;
+        let n_ctx = ctx.info().n_ctx as usize;
+        let budget = n_ctx - 16.min(n_ctx / 4);
+        let needed = self.model.tokenize_rendered(&rendered, 0, true).len();
+        if needed > budget && overflow == ContextOverflow::Error {
+            self.messages.pop();
+            bail!(
+                "this conversation, rendered again with another chat template, does not fit \
+                 the context ({needed} tokens > {n_ctx}); use a larger --ctx-size or \
+                 --context-overflow truncate"
+            );
+        }
+        let dropped = self.truncate_to_fit(ctx, budget)?;
+        self.opens_reasoning = rendered.text.trim_end().ends_with("<think>");
+        self.cache_miss = self.token_divergence(&previous, self.seq.tokens());
+        self.rendered_with = self.template();
+        let new = self
+            .rendered_with
+            .as_ref()
+            .map_or(String::new(), |t| t.to_string());
+        let kept = self
+            .cache_miss
+            .as_ref()
+            .map_or(previous.len(), |m| m.position);
+        let mut note = format!(
+            "its turns were rendered with chat template {old}; all {} messages are rendered \
+             again with {new} (the two renderings agree on the first {kept} tokens)",
+            self.messages.len()
+        );
+        if let Some(dropped) = dropped {
+            note = format!("{note}; {dropped}");
+        }
+        Ok(Some(note))
     }
 
     /// Drops the oldest turns (keeping the system prompt) until the conversation fits, then
@@ -301,6 +399,7 @@ impl<'m> Conversation<'m> {
             messages: &self.messages,
             rendered_len: self.rendered_len,
             raw: self.raw,
+            template: self.template(),
         }
     }
 

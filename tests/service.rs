@@ -176,6 +176,7 @@ fn request(key: ConversationKey, prompt: Vec<TokenId>, max_tokens: usize) -> (Re
         stop: Vec::new(),
         grammar: None,
         logprobs: Some(3),
+        template: None,
         cancel: cancel.clone(),
         replies: tx,
         received: Instant::now(),

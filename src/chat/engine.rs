@@ -361,13 +361,7 @@ impl<'c, 'm> Engine<'c, 'm, '_> {
                     ms,
                     from,
                 });
-                Conversation::resumed(
-                    self.model,
-                    m.raw,
-                    m.messages.clone(),
-                    m.rendered_len,
-                    seq_log,
-                )
+                Conversation::resumed(self.model, m, seq_log)
             }
             None => Conversation::new(self.model, false, self.options.system.as_deref()),
         };

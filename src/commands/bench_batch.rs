@@ -117,6 +117,7 @@ impl Service {
                 stop: Vec::new(),
                 grammar: None,
                 logprobs: None,
+                template: None,
                 cancel: cancel.clone(),
                 replies: tx,
                 received: Instant::now(),

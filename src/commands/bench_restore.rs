@@ -177,6 +177,7 @@ pub(super) fn prefill_session(
             messages: &[],
             rendered_len: 0,
             raw: true,
+            template: None,
         },
     )?;
     Ok((prefill_s, saved.save_ms))

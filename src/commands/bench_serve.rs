@@ -418,6 +418,7 @@ fn in_process_call(
             stop: Vec::new(),
             grammar: None,
             logprobs: None,
+            template: None,
             cancel: CancelToken::new(),
             replies,
             received: sent,

@@ -148,15 +148,21 @@ fn run_session(env: &Env, args: &RunArgs, name: &str) -> Result<ExitCode> {
     let tools = ToolRequest::load(args)?;
     conversation.tools = tools.as_ref().map(|t| t.template_value.clone());
 
+    // A log rendered again with another template is a new prompt from its first token.
+    let mut rendered_again = false;
     let added = match &prompt {
         Some(text) => {
             let before = conversation.seq.len();
             check_text_may_fit(text, before, &ctx, &model)
                 .with_context(|| format!("session '{name}'"))?;
-            conversation
+            let note = conversation
                 .add_user(&mut ctx, text, ContextOverflow::Error)
                 .with_context(|| format!("session '{name}'"))?;
-            conversation.seq.len() - before
+            if let Some(note) = note {
+                env.ui.note(format!("session '{name}': {note}"));
+                rendered_again = true;
+            }
+            conversation.seq.len() - if rendered_again { 0 } else { before }
         }
         None if conversation.seq.is_empty() => {
             return Err(usage(format!(
@@ -165,7 +171,7 @@ fn run_session(env: &Env, args: &RunArgs, name: &str) -> Result<ExitCode> {
         }
         None => 0,
     };
-    if let Some(miss) = &conversation.cache_miss {
+    if let Some(miss) = conversation.cache_miss.as_ref().filter(|_| !rendered_again) {
         env.ui.note(format!(
             "the chat template re-rendered session '{name}' differently from token {} \
              ({:?} became {:?}); kvrun keeps the earlier turns as first rendered",

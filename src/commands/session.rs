@@ -299,6 +299,11 @@ fn show(env: &Env, args: SessionShowArgs) -> Result<ExitCode> {
             ""
         }
     )?;
+    match (&manifest.chat_template, manifest.raw) {
+        (Some(t), _) => writeln!(out, "template  {t}")?,
+        (None, false) => writeln!(out, "template  unknown (saved before kvrun recorded it)")?,
+        (None, true) => {}
+    }
     match &manifest.snapshot {
         Some(s) => {
             let shared = s

@@ -149,10 +149,7 @@ pub fn resume<'m>(
     for w in &report.warnings {
         env.ui.warn(w);
     }
-    Ok((
-        Conversation::resumed(model, saved.raw, saved.messages, saved.rendered_len, seq),
-        report,
-    ))
+    Ok((Conversation::resumed(model, &saved, seq), report))
 }
 
 /// For a log whose cache is empty, restores the longest stored page chain it begins with.

@@ -156,6 +156,17 @@ impl Model {
             .token_to_piece_into(LlamaToken(token), out, special, None);
     }
 
+    /// The text of `tokens`, special tokens included, invalid UTF-8 replaced (for excerpts
+    /// in diagnostics).
+    pub fn tokens_text(&self, tokens: &[TokenId]) -> String {
+        let (mut bytes, mut piece) = (Vec::new(), Vec::new());
+        for &t in tokens {
+            self.token_bytes(t, true, &mut piece);
+            bytes.extend_from_slice(&piece);
+        }
+        String::from_utf8_lossy(&bytes).into_owned()
+    }
+
     /// End of generation (EOS, end-of-turn, ...).
     pub fn is_end_of_generation(&self, token: TokenId) -> bool {
         self.inner.vocab().is_eog(LlamaToken(token))

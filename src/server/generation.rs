@@ -16,6 +16,7 @@ use crate::service::protocol::{
     CancelToken, ConversationKey, Reply, Request, RequestId, Started, TokenPiece, Usage,
 };
 use crate::settings::SamplingSettings;
+use crate::template::TemplateIdentity;
 
 static NEXT_ID: AtomicU64 = AtomicU64::new(1);
 
@@ -29,6 +30,8 @@ pub struct Job {
     pub stop: Vec<String>,
     pub grammar: Option<String>,
     pub logprobs: Option<usize>,
+    /// The chat template that rendered `prompt` (`None` for plain text).
+    pub template: Option<TemplateIdentity>,
 }
 
 /// A generation the engine has taken.
@@ -75,6 +78,7 @@ pub async fn start(state: &AppState, job: Job) -> Result<Generation, ApiError> {
         stop: job.stop,
         grammar: job.grammar,
         logprobs: job.logprobs,
+        template: job.template,
         cancel: cancel.clone(),
         replies: replies_tx,
         received: Instant::now(),

@@ -70,12 +70,7 @@ impl PromptHistory {
         let excerpt = |tokens: &[TokenId]| {
             let from = miss.position.saturating_sub(EXCERPT_TOKENS);
             let to = (miss.position + EXCERPT_TOKENS).min(tokens.len());
-            let (mut bytes, mut piece) = (Vec::new(), Vec::new());
-            for &t in &tokens[from..to] {
-                model.token_bytes(t, true, &mut piece);
-                bytes.extend_from_slice(&piece);
-            }
-            String::from_utf8_lossy(&bytes).into_owned()
+            model.tokens_text(&tokens[from..to])
         };
         tracing::info!(
             session,

@@ -8,7 +8,7 @@
 
 use crate::conversation::describe_tools;
 use crate::engine::{EngineError, Model, TokenId};
-use crate::template::{Content, Message};
+use crate::template::{Content, Message, TemplateIdentity};
 use crate::tools::{parse_reply, ParsedReply, ReplyParser, ToolFormat};
 
 use super::errors::ApiError;
@@ -31,6 +31,8 @@ pub struct Prompt {
     pub format: ToolFormat,
     /// The prompt ends inside an open `<think>`: the reply starts as reasoning.
     pub opens_reasoning: bool,
+    /// The chat template that rendered it (the session records it).
+    pub template: Option<TemplateIdentity>,
 }
 
 /// How to read a reply to a prompt: tool calls in the template's format (when the
@@ -132,6 +134,9 @@ pub fn render(
         tokens,
         format: model.tool_format(tools.is_some()),
         opens_reasoning: rendered.text.trim_end().ends_with("<think>"),
+        template: model
+            .chat_template_for(tools.is_some())
+            .map(|t| t.identity()),
     })
 }
 

@@ -26,7 +26,8 @@ pub struct ServiceInfo {
 /// What the engine thread is asked to do.
 #[derive(Debug)]
 pub enum Command {
-    Generate(Request),
+    /// Boxed: a request is far larger than the other commands.
+    Generate(Box<Request>),
     /// Counters and tier use, for `/metrics`, `/v1/kvrun/sessions` and `kvrun stats`.
     Stats(oneshot::Sender<ServiceStats>),
     /// Releases a session the server holds (its sequence and lock), then removes it.
@@ -122,10 +123,12 @@ impl ServiceHandle {
             self.pending.fetch_sub(1, Ordering::SeqCst);
             return Err(ServiceError::QueueFull(before));
         }
-        self.commands.send(Command::Generate(request)).map_err(|_| {
-            self.pending.fetch_sub(1, Ordering::SeqCst);
-            ServiceError::ShuttingDown
-        })
+        self.commands
+            .send(Command::Generate(Box::new(request)))
+            .map_err(|_| {
+                self.pending.fetch_sub(1, Ordering::SeqCst);
+                ServiceError::ShuttingDown
+            })
     }
 
     pub async fn stats(&self) -> Result<ServiceStats, ServiceError> {

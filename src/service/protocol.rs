@@ -60,6 +60,9 @@ pub struct Request {
     pub grammar: Option<String>,
     /// Report log-probabilities with this many alternatives.
     pub logprobs: Option<usize>,
+    /// The chat template that rendered `prompt` (`None` for plain text): the session
+    /// records it.
+    pub template: Option<crate::template::TemplateIdentity>,
     pub cancel: CancelToken,
     pub replies: UnboundedSender<Reply>,
     /// When the front end received the request (queue time counts from here).

@@ -33,6 +33,32 @@ fn with_header(format: &str, json: &[u8]) -> Vec<u8> {
     out
 }
 
+/// Sessions saved before kvrun recorded the chat template (or the last cache miss) load,
+/// with both unknown; recorded ones come back as written.
+#[test]
+fn manifests_without_the_later_fields_load() {
+    let (_tmp, cat) = catalog();
+    let m = manifest("old", &[], &[], None);
+    let mut json = serde_json::to_value(&m).unwrap();
+    let fields = json.as_object_mut().unwrap();
+    assert!(
+        fields.remove("chat_template").is_none(),
+        "written when unknown"
+    );
+    plant(&cat, "old", &with_header("1", json.to_string().as_bytes()));
+    let read = cat.read_manifest("old").unwrap();
+    assert_eq!(read.chat_template, None);
+
+    let mut recorded = m.clone();
+    recorded.name = "new".into();
+    recorded.chat_template = Some(crate::template::TemplateIdentity {
+        name: "tokenizer.chat_template".into(),
+        hash: "0123456789abcdef".into(),
+    });
+    cat.write_manifest(&recorded).unwrap();
+    assert_eq!(cat.read_manifest("new").unwrap(), recorded);
+}
+
 #[test]
 fn manifest_round_trip_layout_and_permissions() {
     let (_tmp, cat) = catalog();

@@ -26,6 +26,7 @@ use crate::kv::{KvLayout, PageKey, TailRecord};
 use crate::sequence::{Sequence, SyncObserver};
 use crate::settings::{EngineSettings, SamplingSettings};
 use crate::store::{ObjectId, ObjectKind, SessionLock};
+use crate::template::TemplateIdentity;
 
 /// The most sliding-window rows held in RAM between saves (they are written at the next
 /// save). A 256-token page of the default model's window rows is about 4 MB.
@@ -56,6 +57,8 @@ pub struct ConversationState<'a> {
     pub messages: &'a [ChatMessage],
     pub rendered_len: usize,
     pub raw: bool,
+    /// The chat template that rendered the turns (`None` for raw text).
+    pub template: Option<TemplateIdentity>,
 }
 
 pub struct LiveSession<'c> {
@@ -757,6 +760,7 @@ impl<'c> LiveSession<'c> {
             messages: conversation.messages.to_vec(),
             rendered_len: conversation.rendered_len,
             raw: conversation.raw,
+            chat_template: conversation.template,
             interrupted: self.interrupted,
             unnamed: self.saved.as_ref().map_or(self.unnamed, |m| m.unnamed),
             prompt_tokens: self.prompt_tokens,

@@ -6,6 +6,7 @@ use serde::{Deserialize, Serialize};
 use crate::engine::{ChatMessage, TokenId};
 use crate::settings::{EngineSettings, SamplingSettings};
 use crate::store::ObjectId;
+use crate::template::TemplateIdentity;
 
 /// Bumped when the manifest's meaning changes incompatibly.
 pub const MANIFEST_FORMAT: u32 = 1;
@@ -33,6 +34,10 @@ pub struct SessionManifest {
     pub rendered_len: usize,
     /// Whether this is a raw (no chat template) session.
     pub raw: bool,
+    /// The chat template the last turn was rendered with; `None` for raw text (`--raw`, the
+    /// server's /v1/completions) and for sessions saved before kvrun recorded it (unknown).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub chat_template: Option<TemplateIdentity>,
     /// The last reply was cut short (Ctrl-C, quit, a signal, a lost terminal): its text and
     /// tokens so far are kept, and the next turn starts after them.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]

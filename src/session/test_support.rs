@@ -126,6 +126,7 @@ pub(crate) fn manifest(
         }],
         rendered_len: 21,
         raw: false,
+        chat_template: None,
         interrupted: false,
         snapshot: Some(KvSnapshot {
             kv_len: pages.len() * 16 + 4,

@@ -56,6 +56,22 @@ pub struct RenderInput<'a> {
     pub extra: BTreeMap<String, Value>,
 }
 
+/// Which chat template rendered a conversation, as a session's manifest records it: a
+/// session continued under another template can then say so.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct TemplateIdentity {
+    /// Where it came from: a GGUF key, a file, a shipped name.
+    pub name: String,
+    /// [`ChatTemplate::hash`] of its source.
+    pub hash: String,
+}
+
+impl std::fmt::Display for TemplateIdentity {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "'{}' ({})", self.name, self.hash)
+    }
+}
+
 /// A compiled chat template and where it came from.
 pub struct ChatTemplate {
     name: String,
@@ -107,6 +123,14 @@ impl ChatTemplate {
     /// A short content hash of the template text, recorded with sessions.
     pub fn hash(&self) -> String {
         blake3::hash(self.source.as_bytes()).to_hex()[..16].to_string()
+    }
+
+    /// What a session records of the template its turns were rendered with.
+    pub fn identity(&self) -> TemplateIdentity {
+        TemplateIdentity {
+            name: self.name.clone(),
+            hash: self.hash(),
+        }
     }
 
     /// Renders the conversation to the prompt text.

@@ -93,6 +93,7 @@ async fn messages_inner(
         max_tokens: max_reply_tokens(Some(requested), prompt.tokens.len(), info.n_ctx),
         grammar: tools.grammar(prompt.format)?,
         prompt: prompt.tokens,
+        template: prompt.template,
         sampling,
         stop,
         logprobs: None,

@@ -61,6 +61,7 @@ pub async fn handle(
         conversation: key,
         max_tokens: max_reply_tokens(request.max_tokens(), prompt.tokens.len(), info.n_ctx),
         prompt: prompt.tokens,
+        template: prompt.template,
         sampling,
         stop,
         grammar,

@@ -113,6 +113,7 @@ pub async fn handle(
         stop,
         grammar: None,
         logprobs: request.logprobs.map(|n| n as usize),
+        template: None,
     };
     let generation = start(&state, job).await?;
     let shape = Shape {

@@ -184,6 +184,7 @@ async fn create(
         max_tokens: max_reply_tokens(request.max_output_tokens, prompt.tokens.len(), info.n_ctx),
         grammar: tools.grammar(prompt.format)?.or(format_grammar),
         prompt: prompt.tokens,
+        template: prompt.template,
         sampling,
         stop: Vec::new(),
         logprobs: None,

@@ -13,6 +13,7 @@ use crate::service::protocol::{
     CachedTokens, FinishReason, Reply, Request, ServiceError, TokenPiece, Usage,
 };
 use crate::session::live::{ConversationState, SessionObserver};
+use crate::template::TemplateIdentity;
 
 pub struct Active {
     pub request: Request,
@@ -308,7 +309,9 @@ impl<'c, 'm> Engine<'c, 'm> {
         }
         self.pending.fetch_sub(1, Ordering::SeqCst);
         if let Some(index) = self.find(&active.conversation) {
-            self.save(ctx, index, prompt_len, finish == FinishReason::Cancelled);
+            let interrupted = finish == FinishReason::Cancelled;
+            let template = active.request.template.clone();
+            self.save(ctx, index, prompt_len, interrupted, template);
         }
         self.enforce_cold_budget(ctx);
     }
@@ -320,6 +323,7 @@ impl<'c, 'm> Engine<'c, 'm> {
         index: usize,
         prompt_len: usize,
         interrupted: bool,
+        template: Option<TemplateIdentity>,
     ) {
         let open = &mut self.conversations[index];
         open.busy = false;
@@ -332,6 +336,7 @@ impl<'c, 'm> Engine<'c, 'm> {
             messages: &[],
             rendered_len: 0,
             raw: true,
+            template,
         };
         if let Err(e) = open.live.save(ctx, &open.seq, state) {
             tracing::error!(

@@ -204,9 +204,9 @@ impl<'c, 'm> Engine<'c, 'm> {
         match command {
             Command::Generate(request) => {
                 if self.shutting_down {
-                    self.fail(request, ServiceError::ShuttingDown);
+                    self.fail(*request, ServiceError::ShuttingDown);
                 } else {
-                    self.queue.push_back(request);
+                    self.queue.push_back(*request);
                 }
             }
             Command::Stats(reply) => {

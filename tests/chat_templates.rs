@@ -1,0 +1,109 @@
+//! Chat templates and sessions on the tiny model, through the CLI: a session records the
+//! template its turns were rendered with, and one continued under another template is
+//! rendered again with it (with a note naming both), never a mix of the two.
+
+mod common;
+
+use common::*;
+use kvrun::engine::Model;
+use kvrun::template::{builtin_named, ChatTemplate, Message};
+use serde_json::Value;
+
+fn turn(home: &Home, session: &str, prompt: &str, extra: &[&str]) -> (Value, String) {
+    let model = tiny_model();
+    let mut args = vec![
+        "run",
+        path_str(&model),
+        "--session",
+        session,
+        "-p",
+        prompt,
+        "-n",
+        "4",
+        "--temp",
+        "0",
+        "--json",
+    ];
+    args.extend_from_slice(extra);
+    let out = home.run(&args);
+    assert!(out.status.success(), "kvrun {args:?}: {}", stderr(&out));
+    (serde_json::from_slice(&out.stdout).unwrap(), stderr(&out))
+}
+
+fn hash_of(source: &str) -> String {
+    ChatTemplate::new("t", source).unwrap().hash()
+}
+
+#[test]
+fn a_session_continued_under_another_template_is_rendered_again_with_it() {
+    let home = Home::new();
+    let (first, _) = turn(&home, "t", "hello there", &[]);
+    let manifest = manifest_json(&home, "t");
+    assert_eq!(
+        manifest["chat_template"]["name"], "tokenizer.chat_template",
+        "{manifest}"
+    );
+    let chatml_hash = hash_of(kvrun::gguf::CHATML_TEMPLATE);
+    assert_eq!(manifest["chat_template"]["hash"], chatml_hash.as_str());
+    assert!(first.get("cache_miss").is_none(), "{first}");
+
+    let (second, note) = turn(&home, "t", "and again", &["--chat-template", "gemma3"]);
+    let gemma_hash = hash_of(builtin_named("gemma3").unwrap());
+    assert!(
+        note.contains(&chatml_hash) && note.contains(&gemma_hash) && note.contains("'gemma3'"),
+        "the note must name both templates: {note}"
+    );
+    assert_eq!(note.trim().lines().count(), 1, "{note}");
+    // The log is gemma3's rendering of the whole conversation, then the reply: no ChatML
+    // markup from the first turn is left in it.
+    let manifest = manifest_json(&home, "t");
+    assert_eq!(manifest["chat_template"]["name"], "gemma3", "{manifest}");
+    assert_eq!(manifest["chat_template"]["hash"], gemma_hash.as_str());
+    let messages: Vec<Message> = manifest["messages"].as_array().unwrap()[..3]
+        .iter()
+        .map(|m| Message::text(m["role"].as_str().unwrap(), m["content"].as_str().unwrap()))
+        .collect();
+    let mut model = Model::load(&tiny_model(), 0).unwrap();
+    model.set_chat_template("gemma3").unwrap();
+    let rendered = model.render_chat(&messages, None, true).unwrap();
+    assert!(rendered.text.contains("<start_of_turn>user\nhello there"));
+    let mut expected = model.tokenize_rendered(&rendered, 0, true);
+    assert_eq!(second["prompt_tokens"], expected.len(), "{second}");
+    expected.extend(tokens(&second).iter().map(|&t| t as i32));
+    let log: Vec<i32> = manifest["tokens"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t.as_i64().unwrap() as i32)
+        .collect();
+    assert_eq!(log, expected);
+    // The miss is where the two renderings part (after the BOS they share).
+    let miss = &second["cache_miss"];
+    assert!(miss["position"].as_u64().unwrap() >= 1, "{second}");
+    assert!(
+        miss["before"].as_str().unwrap().contains("<|im_start|>"),
+        "{second}"
+    );
+    assert!(
+        miss["after"].as_str().unwrap().contains("<start_of_turn>"),
+        "{second}"
+    );
+
+    // Continued under the template it now records: no note, the turn just extends the log.
+    let (third, note) = turn(&home, "t", "once more", &["--chat-template", "gemma3"]);
+    assert!(!note.contains("rendered"), "{note}");
+    assert!(third.get("cache_miss").is_none(), "{third}");
+    assert_eq!(
+        third["session_tokens"].as_u64().unwrap(),
+        (log.len() + tokens(&third).len()) as u64 + third["prompt_tokens"].as_u64().unwrap(),
+        "{third}"
+    );
+
+    let shown = home.run(&["session", "show", "t"]);
+    assert!(shown.status.success(), "{}", stderr(&shown));
+    assert!(
+        stdout(&shown).contains(&format!("template  'gemma3' ({gemma_hash})")),
+        "{}",
+        stdout(&shown)
+    );
+}
