@@ -400,6 +400,13 @@ fn the_sessions_api_lists_shows_pins_and_removes() {
 
     let shown = server.get("/v1/kvrun/sessions/notes", &[]);
     assert_eq!(shown.status, 200, "{}", shown.body);
+    // The session records the template its chat request was rendered with.
+    assert_eq!(
+        shown.json()["chat_template"]["name"],
+        "tokenizer.chat_template",
+        "{}",
+        shown.body
+    );
     assert!(
         shown.json()["tokens"].as_u64().unwrap() > 0,
         "{}",
