@@ -52,10 +52,9 @@ pub struct Conversation<'m> {
     rendered_with: Option<TemplateIdentity>,
 }
 
-/// The template re-rendered earlier turns differently (some drop reasoning from history):
-/// a server that re-renders each request would miss its cache from here. kvrun keeps the
-/// earlier turns as first rendered (the token log is the truth), so its KV still hits.
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+/// Where a turn's prompt stopped extending the previous one, and why (the "why did this
+/// miss" diagnostic; sessions keep the last one).
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct CacheMiss {
     /// The first diverging token of the log (tokens before it match).
     pub position: usize,
@@ -64,6 +63,31 @@ pub struct CacheMiss {
     /// The previous rendering around the divergence, and the new one.
     pub before: String,
     pub after: String,
+    pub reason: MissReason,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum MissReason {
+    /// The template renders earlier turns differently once another follows (some drop
+    /// reasoning from history): a server that re-renders each request misses its cache
+    /// from here. kvrun keeps the earlier turns as first rendered (the token log is the
+    /// truth), so its KV still hits.
+    HistoryRewritten,
+    /// The session was rendered again with another chat template: its cache holds only
+    /// the pages before this point.
+    TemplateChanged,
+}
+
+impl std::fmt::Display for MissReason {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Self::HistoryRewritten => {
+                "the chat template renders earlier turns differently once another follows"
+            }
+            Self::TemplateChanged => "the session was rendered again with another chat template",
+        })
+    }
 }
 
 /// Characters of context shown on each side of a divergence.
@@ -72,7 +96,7 @@ const MISS_CONTEXT: usize = 24;
 impl CacheMiss {
     /// The miss at token `position` and byte `byte`, where `previous` and `now` (texts that
     /// agree before `byte`, a char boundary of both) part.
-    fn at(position: usize, byte: usize, previous: &str, now: &str) -> Self {
+    fn at(position: usize, byte: usize, (previous, now): (&str, &str), reason: MissReason) -> Self {
         let around = |text: &str| {
             let start = text[..byte]
                 .char_indices()
@@ -89,6 +113,7 @@ impl CacheMiss {
             byte,
             before: around(previous),
             after: around(now),
+            reason,
         }
     }
 }
@@ -224,7 +249,13 @@ impl<'m> Conversation<'m> {
         }
         let byte = common_prefix_bytes(previous, rendered);
         let position = self.model.tokenize(&rendered[..byte], true).len();
-        Some(CacheMiss::at(position, byte, previous, rendered))
+        let texts = (previous, rendered);
+        Some(CacheMiss::at(
+            position,
+            byte,
+            texts,
+            MissReason::HistoryRewritten,
+        ))
     }
 
     /// Where the token log `now` stops extending `previous`, if it does.
@@ -238,7 +269,13 @@ impl<'m> Conversation<'m> {
             self.model.tokens_text(now),
         );
         let byte = common_prefix_bytes(&previous, &now);
-        Some(CacheMiss::at(position, byte, &previous, &now))
+        let texts = (previous.as_str(), now.as_str());
+        Some(CacheMiss::at(
+            position,
+            byte,
+            texts,
+            MissReason::TemplateChanged,
+        ))
     }
 
     /// Adds a user turn, handling a context overflow as asked.
@@ -400,6 +437,7 @@ impl<'m> Conversation<'m> {
             rendered_len: self.rendered_len,
             raw: self.raw,
             template: self.template(),
+            cache_miss: self.cache_miss.as_ref(),
         }
     }
 

@@ -88,6 +88,8 @@ fn a_session_continued_under_another_template_is_rendered_again_with_it() {
         miss["after"].as_str().unwrap().contains("<start_of_turn>"),
         "{second}"
     );
+    assert_eq!(miss["reason"], "template_changed", "{second}");
+    assert_eq!(&manifest["cache_miss"], miss, "{manifest}");
 
     // Continued under the template it now records: no note, the turn just extends the log.
     let (third, note) = turn(&home, "t", "once more", &["--chat-template", "gemma3"]);
@@ -101,9 +103,17 @@ fn a_session_continued_under_another_template_is_rendered_again_with_it() {
 
     let shown = home.run(&["session", "show", "t"]);
     assert!(shown.status.success(), "{}", stderr(&shown));
+    let text = stdout(&shown);
     assert!(
-        stdout(&shown).contains(&format!("template  'gemma3' ({gemma_hash})")),
-        "{}",
-        stdout(&shown)
+        text.contains(&format!("template  'gemma3' ({gemma_hash})")),
+        "{text}"
+    );
+    // The third turn missed nothing: the last miss shown is still the template change.
+    assert!(
+        text.contains(&format!(
+            "miss      at token {}: the session was rendered again with another chat template",
+            miss["position"]
+        )),
+        "{text}"
     );
 }

@@ -215,8 +215,25 @@ fn a_template_that_rewrites_history_is_reported_as_a_cache_miss() {
         !miss["before"].as_str().unwrap().contains("(dropped)"),
         "{second}"
     );
+    assert_eq!(miss["reason"], "history_rewritten", "{second}");
+    // `session show` reports the session's last miss, in text and in --json.
+    let shown = home.run(&["session", "show", "f"]);
+    let text = String::from_utf8_lossy(&shown.stdout);
+    assert!(
+        text.contains(&format!(
+            "miss      at token {}: the chat template renders earlier turns differently",
+            miss["position"]
+        )),
+        "{text}"
+    );
+    let shown = home.run(&["session", "show", "f", "--json"]);
+    let shown: Value = serde_json::from_slice(&shown.stdout).unwrap();
+    assert_eq!(&shown["cache_miss"], miss, "{shown}");
     // The tiny model's own (ChatML) template extends each turn: no miss.
     turn(None, "hello there", "s");
     let stable = turn(None, "and again", "s");
     assert!(stable.get("cache_miss").is_none(), "{stable}");
+    let shown = home.run(&["session", "show", "s", "--json"]);
+    let shown: Value = serde_json::from_slice(&shown.stdout).unwrap();
+    assert!(shown.get("cache_miss").is_none(), "{shown}");
 }

@@ -178,6 +178,7 @@ pub(super) fn prefill_session(
             rendered_len: 0,
             raw: true,
             template: None,
+            cache_miss: None,
         },
     )?;
     Ok((prefill_s, saved.save_ms))

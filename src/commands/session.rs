@@ -304,6 +304,13 @@ fn show(env: &Env, args: SessionShowArgs) -> Result<ExitCode> {
         (None, false) => writeln!(out, "template  unknown (saved before kvrun recorded it)")?,
         (None, true) => {}
     }
+    if let Some(miss) = &manifest.cache_miss {
+        writeln!(
+            out,
+            "miss      at token {}: {} ({:?} became {:?})",
+            miss.position, miss.reason, miss.before, miss.after
+        )?;
+    }
     match &manifest.snapshot {
         Some(s) => {
             let shared = s

@@ -41,19 +41,28 @@ fn manifests_without_the_later_fields_load() {
     let m = manifest("old", &[], &[], None);
     let mut json = serde_json::to_value(&m).unwrap();
     let fields = json.as_object_mut().unwrap();
-    assert!(
-        fields.remove("chat_template").is_none(),
-        "written when unknown"
-    );
+    for key in ["chat_template", "cache_miss"] {
+        assert!(
+            fields.remove(key).is_none(),
+            "{key} is written when unknown"
+        );
+    }
     plant(&cat, "old", &with_header("1", json.to_string().as_bytes()));
     let read = cat.read_manifest("old").unwrap();
-    assert_eq!(read.chat_template, None);
+    assert_eq!((read.chat_template, read.cache_miss), (None, None));
 
     let mut recorded = m.clone();
     recorded.name = "new".into();
     recorded.chat_template = Some(crate::template::TemplateIdentity {
         name: "tokenizer.chat_template".into(),
         hash: "0123456789abcdef".into(),
+    });
+    recorded.cache_miss = Some(crate::conversation::CacheMiss {
+        position: 7,
+        byte: 30,
+        before: "<|im_start|>assistant\n<think>".into(),
+        after: "<|im_start|>assistant\nok".into(),
+        reason: crate::conversation::MissReason::HistoryRewritten,
     });
     cat.write_manifest(&recorded).unwrap();
     assert_eq!(cat.read_manifest("new").unwrap(), recorded);

@@ -20,6 +20,7 @@ use super::capture::{self, RestoreSection};
 use super::catalog::SessionCatalog;
 use super::identity::{bind_snapshot, page_key};
 use super::manifest::{KvIdentity, KvSnapshot, ModelIdentity, SessionManifest, MANIFEST_FORMAT};
+use crate::conversation::CacheMiss;
 use crate::engine::{ChatMessage, Context, EngineError};
 use crate::kv::layout::{BASE, SWA};
 use crate::kv::{KvLayout, PageKey, TailRecord};
@@ -59,6 +60,8 @@ pub struct ConversationState<'a> {
     pub raw: bool,
     /// The chat template that rendered the turns (`None` for raw text).
     pub template: Option<TemplateIdentity>,
+    /// Where the last turn's prompt stopped extending the log, if it did.
+    pub cache_miss: Option<&'a CacheMiss>,
 }
 
 pub struct LiveSession<'c> {
@@ -761,6 +764,12 @@ impl<'c> LiveSession<'c> {
             rendered_len: conversation.rendered_len,
             raw: conversation.raw,
             chat_template: conversation.template,
+            // The last miss stays until another replaces it, as long as the log reaches it.
+            cache_miss: conversation
+                .cache_miss
+                .or(self.saved.as_ref().and_then(|m| m.cache_miss.as_ref()))
+                .filter(|miss| miss.position <= tokens.len())
+                .cloned(),
             interrupted: self.interrupted,
             unnamed: self.saved.as_ref().map_or(self.unnamed, |m| m.unnamed),
             prompt_tokens: self.prompt_tokens,

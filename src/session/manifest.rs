@@ -3,6 +3,7 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::conversation::CacheMiss;
 use crate::engine::{ChatMessage, TokenId};
 use crate::settings::{EngineSettings, SamplingSettings};
 use crate::store::ObjectId;
@@ -38,6 +39,9 @@ pub struct SessionManifest {
     /// server's /v1/completions) and for sessions saved before kvrun recorded it (unknown).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub chat_template: Option<TemplateIdentity>,
+    /// The last turn whose prompt stopped extending the earlier rendering: where, and why.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cache_miss: Option<CacheMiss>,
     /// The last reply was cut short (Ctrl-C, quit, a signal, a lost terminal): its text and
     /// tokens so far are kept, and the next turn starts after them.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]

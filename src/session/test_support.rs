@@ -127,6 +127,7 @@ pub(crate) fn manifest(
         rendered_len: 21,
         raw: false,
         chat_template: None,
+        cache_miss: None,
         interrupted: false,
         snapshot: Some(KvSnapshot {
             kv_len: pages.len() * 16 + 4,

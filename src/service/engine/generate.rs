@@ -337,6 +337,7 @@ impl<'c, 'm> Engine<'c, 'm> {
             rendered_len: 0,
             raw: true,
             template,
+            cache_miss: None,
         };
         if let Err(e) = open.live.save(ctx, &open.seq, state) {
             tracing::error!(
