@@ -117,3 +117,63 @@ fn a_session_continued_under_another_template_is_rendered_again_with_it() {
         "{text}"
     );
 }
+
+/// The motivating case: a template that inserts a default system prompt when the
+/// conversation has none (SmolLM2's, from the fidelity corpus). The model is fed exactly
+/// the tokens of Python jinja2's rendering of it, system turn included.
+#[test]
+fn a_default_system_prompt_reaches_the_model_as_jinja2_renders_it() {
+    let home = Home::new();
+    let template_file = "tests/templates/smollm2.jinja";
+    let source = std::fs::read_to_string(project_root().join(template_file)).unwrap();
+    let model = home.path().join("tiny-smollm2.gguf");
+    let spec = kvrun::gguf::TinyLlamaSpec {
+        chat_template: source,
+        ..Default::default()
+    };
+    kvrun::gguf::write_tiny_llama(&model, &spec).unwrap();
+    let question = "What is the capital of France? Answer in one word.";
+
+    // jinja2's rendering, through the fidelity test's reference renderer.
+    let corpus = home.path().join("corpus.json");
+    let conversations = home.path().join("conversations.json");
+    let entry =
+        serde_json::json!([{"file": template_file, "bos_token": "<s>", "eos_token": "</s>"}]);
+    std::fs::write(&corpus, entry.to_string()).unwrap();
+    let conversation = serde_json::json!([{"name": "capital", "messages": [{"role": "user", "content": question}]}]);
+    std::fs::write(&conversations, conversation.to_string()).unwrap();
+    let rendered = jinja2_renderings(&corpus, &conversations);
+    let reference = rendered[format!("{template_file}|capital|true")]["ok"]
+        .as_str()
+        .unwrap_or_else(|| panic!("{rendered}"))
+        .to_string();
+    assert!(
+        reference.contains("<|im_start|>system\nYou are a helpful AI assistant named SmolLM"),
+        "{reference}"
+    );
+
+    // The chat prompt kvrun builds, and jinja2's text fed as it is (--raw): one token log.
+    let m = path_str(&model);
+    let chat = run_json(
+        &home,
+        &["run", m, "--session", "chat", "-p", question, "-n", "0"],
+    );
+    let raw = run_json(
+        &home,
+        &[
+            "run",
+            m,
+            "--session",
+            "raw",
+            "--raw",
+            "-p",
+            &reference,
+            "-n",
+            "0",
+        ],
+    );
+    let chat_log = &manifest_json(&home, "chat")["tokens"];
+    assert_eq!(chat_log, &manifest_json(&home, "raw")["tokens"]);
+    assert_eq!(chat["prompt_tokens"], raw["prompt_tokens"]);
+    assert_eq!(chat["prompt_tokens"], chat_log.as_array().unwrap().len());
+}

@@ -10,9 +10,8 @@ mod common;
 
 use std::collections::BTreeMap;
 use std::path::Path;
-use std::process::Command;
 
-use common::{project_root, test_python};
+use common::{jinja2_renderings, project_root};
 
 use kvrun::template::{ChatTemplate, Message, RenderInput};
 use serde::Deserialize;
@@ -49,19 +48,7 @@ fn read(path: &Path) -> String {
 }
 
 fn reference(corpus: &Path, conversations: &Path) -> BTreeMap<String, Reference> {
-    let out = Command::new(test_python("jinja2"))
-        .arg(project_root().join("tests/templates/render.py"))
-        .arg(corpus)
-        .arg(conversations)
-        .arg(project_root())
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "the jinja2 reference renderer failed: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    serde_json::from_slice(&out.stdout).unwrap()
+    serde_json::from_value(jinja2_renderings(corpus, conversations)).unwrap()
 }
 
 #[test]

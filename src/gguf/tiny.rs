@@ -29,6 +29,9 @@ pub struct TinyLlamaSpec {
     pub add_space_prefix: bool,
     /// Seeds the weight generator; the same spec always gives a byte-identical file.
     pub seed: u64,
+    /// `tokenizer.chat_template` (ChatML by default; tests give others, such as one that
+    /// inserts a default system prompt).
+    pub chat_template: String,
 }
 
 impl Default for TinyLlamaSpec {
@@ -42,6 +45,7 @@ impl Default for TinyLlamaSpec {
             context_length: 4096,
             add_space_prefix: false,
             seed: 0x6b76_7275_6e00_0001,
+            chat_template: CHATML_TEMPLATE.to_string(),
         }
     }
 }
@@ -218,7 +222,7 @@ pub fn tiny_llama_writer(spec: &TinyLlamaSpec) -> io::Result<GgufWriter> {
         .add_bool("tokenizer.ggml.add_bos_token", true)
         .add_bool("tokenizer.ggml.add_eos_token", false)
         .add_bool("tokenizer.ggml.add_space_prefix", spec.add_space_prefix)
-        .add_str("tokenizer.chat_template", CHATML_TEMPLATE);
+        .add_str("tokenizer.chat_template", &spec.chat_template);
 
     // Tensors, dims in ggml order [ne0, ne1]: 2-D weights F16, norm weights F32 (as
     // convert_hf_to_gguf writes them). All are required by the llama loader except

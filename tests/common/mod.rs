@@ -226,3 +226,21 @@ pub fn test_python(needs: &str) -> PathBuf {
     );
     path
 }
+
+/// Python jinja2's renderings of every corpus template over every conversation
+/// (tests/templates/render.py: "template|conversation|agp" -> {"ok": text} or {"error": ...}).
+pub fn jinja2_renderings(corpus: &Path, conversations: &Path) -> serde_json::Value {
+    let out = Command::new(test_python("jinja2"))
+        .arg(project_root().join("tests/templates/render.py"))
+        .arg(corpus)
+        .arg(conversations)
+        .arg(project_root())
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "the jinja2 reference renderer failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).unwrap()
+}
