@@ -237,3 +237,80 @@ fn a_template_that_rewrites_history_is_reported_as_a_cache_miss() {
     let shown: Value = serde_json::from_slice(&shown.stdout).unwrap();
     assert!(shown.get("cache_miss").is_none(), "{shown}");
 }
+
+/// A Hermes-style template that renders tools, for a tiny model whose vocabulary holds
+/// `<tool_call>` and `</tool_call>` as tokens (as real Hermes and Qwen models do).
+const HERMES_STYLE: &str = "{% if tools %}<|im_start|>system\nTools: {{ tools | tojson }}\nCall one as <tool_call>{\"name\": NAME, \"arguments\": ARGS}</tool_call><|im_end|>\n{% endif %}{% for m in messages %}<|im_start|>{{ m.role }}\n{{ m.content }}<|im_end|>\n{% endfor %}{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}";
+
+/// `tool_choice: auto` leaves the reply free until it opens a call, then llama.cpp's lazy
+/// grammar holds: every reply of a sampled spread that opens a call holds one complete,
+/// schema-valid call (the random model opens them by chance, so the spread must hit some).
+#[test]
+fn auto_tool_choice_constrains_a_call_once_the_reply_opens_one() {
+    let home = common::Home::new();
+    let model = home.path().join("tiny-hermes.gguf");
+    let spec = kvrun::gguf::TinyLlamaSpec {
+        chat_template: HERMES_STYLE.into(),
+        extra_tokens: vec!["<tool_call>".into(), "</tool_call>".into()],
+        ..Default::default()
+    };
+    kvrun::gguf::write_tiny_llama(&model, &spec).unwrap();
+    let tools = write(&home, "tools.json", TOOLS);
+    let (mut completed, mut free) = (0, 0);
+    for seed in 1..=SEEDS {
+        let seed = seed.to_string();
+        let args = [
+            "run",
+            model.to_str().unwrap(),
+            "-p",
+            "weather?",
+            "--json",
+            "--tools",
+            &tools,
+            // Near-uniform sampling over the whole vocabulary, so that the call-opening
+            // token turns up by chance.
+            "--temp",
+            "3",
+            "--top-k",
+            "0",
+            "--top-p",
+            "1",
+            "--min-p",
+            "0",
+            "--seed",
+            &seed,
+            "-n",
+            "200",
+        ];
+        let out = home.run(&args);
+        assert!(out.status.success(), "{}", common::stderr(&out));
+        let report: Value = serde_json::from_slice(&out.stdout).unwrap();
+        let text = report["text"].as_str().unwrap();
+        let Some((_, call)) = text.split_once("<tool_call>") else {
+            free += 1;
+            continue;
+        };
+        if report["stop_reason"] == "max_tokens" {
+            // Opened too late to finish: the grammar still held when -n ran out.
+            assert!(!call.contains("</tool_call>"), "{report}");
+            continue;
+        }
+        completed += 1;
+        assert_eq!(report["stop_reason"], "end_of_generation", "{report}");
+        assert!(call.trim_end().ends_with("</tool_call>"), "{report}");
+        let calls = report["tool_calls"].as_array().unwrap();
+        assert_eq!(calls.len(), 1, "{report}");
+        check_call(&calls[0]);
+    }
+    assert!(
+        completed > 0,
+        "no reply of {SEEDS} made a call: raise SEEDS"
+    );
+    assert!(
+        free > 0,
+        "every reply opened a call: the grammar is not lazy"
+    );
+}
+
+/// Sampled replies in the auto test.
+const SEEDS: u32 = 4;

@@ -252,12 +252,12 @@ fn generate(
 ) -> Result<Generated> {
     let max_tokens = args.max_tokens.unwrap_or(DEFAULT_MAX_TOKENS) as usize;
     let mut sampler = Sampler::new(model, sampling, conversation.seq.tokens());
-    let grammar = match tools {
-        Some(tools) => tools.grammar(conversation.tool_format())?,
+    let constraint = match tools {
+        Some(tools) => tools.constraint(conversation.tool_format())?,
         None => run_tools::schema_file_grammar(args)?,
     };
-    if let Some(grammar) = grammar {
-        sampler.constrain(model, &grammar)?;
+    if let Some(constraint) = constraint {
+        constraint.apply(model, &mut sampler)?;
     }
     let stdout = std::io::stdout();
     let json = args.json;

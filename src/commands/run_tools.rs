@@ -9,6 +9,7 @@ use serde::Serialize;
 use serde_json::Value;
 
 use crate::cli::RunArgs;
+use crate::engine::{Model, Sampler};
 use crate::exit::usage;
 use crate::tools::{schema_grammar, tool_call_grammar, ParsedReply, ToolFormat};
 
@@ -73,25 +74,48 @@ impl ToolRequest {
         !matches!(self.choice, ToolChoice::None)
     }
 
-    /// The grammar that forces a call, for `required` and a named tool.
-    pub fn grammar(&self, format: ToolFormat) -> Result<Option<String>> {
-        let tools: Vec<&Value> = match &self.choice {
-            ToolChoice::Auto | ToolChoice::None => return Ok(None),
-            ToolChoice::Required => self.definitions.iter().collect(),
-            ToolChoice::Named(name) => self
-                .definitions
-                .iter()
-                .filter(|t| tool_name(t) == Some(name.as_str()))
-                .collect(),
+    /// The grammar of the call: forced for `required` and a named tool; for `auto`, lazy
+    /// (from the format's call opening on), where the format has a distinctive one.
+    pub fn constraint(&self, format: ToolFormat) -> Result<Option<Constraint>> {
+        let (tools, after): (Vec<&Value>, _) = match &self.choice {
+            ToolChoice::None => return Ok(None),
+            ToolChoice::Auto => match format.call_opening() {
+                Some(opening) => (self.definitions.iter().collect(), Some(opening)),
+                None => return Ok(None),
+            },
+            ToolChoice::Required => (self.definitions.iter().collect(), None),
+            ToolChoice::Named(name) => (
+                self.definitions
+                    .iter()
+                    .filter(|t| tool_name(t) == Some(name.as_str()))
+                    .collect(),
+                None,
+            ),
         };
-        Ok(Some(
-            tool_call_grammar(format, &tools).map_err(|e| usage(e.to_string()))?,
-        ))
+        let grammar = tool_call_grammar(format, &tools).map_err(|e| usage(e.to_string()))?;
+        Ok(Some(Constraint { grammar, after }))
+    }
+}
+
+/// A grammar the reply must match.
+pub(super) struct Constraint {
+    pub grammar: String,
+    /// Lazy: the grammar holds from this text on (before it the reply is free).
+    pub after: Option<&'static str>,
+}
+
+impl Constraint {
+    pub fn apply(&self, model: &Model, sampler: &mut Sampler) -> Result<()> {
+        match self.after {
+            Some(opening) => sampler.constrain_after(model, &self.grammar, opening)?,
+            None => sampler.constrain(model, &self.grammar)?,
+        }
+        Ok(())
     }
 }
 
 /// The grammar of `--json-schema FILE`.
-pub(super) fn schema_file_grammar(args: &RunArgs) -> Result<Option<String>> {
+pub(super) fn schema_file_grammar(args: &RunArgs) -> Result<Option<Constraint>> {
     let Some(path) = &args.json_schema else {
         return Ok(None);
     };
@@ -100,7 +124,10 @@ pub(super) fn schema_file_grammar(args: &RunArgs) -> Result<Option<String>> {
         .map_err(|e| usage(format!("--json-schema {}: not JSON: {e}", path.display())))?;
     let grammar = schema_grammar(&schema)
         .map_err(|e| usage(format!("--json-schema {}: {e}", path.display())))?;
-    Ok(Some(grammar))
+    Ok(Some(Constraint {
+        grammar,
+        after: None,
+    }))
 }
 
 /// What --json adds for a chat-mode reply: the reply split into content, reasoning and

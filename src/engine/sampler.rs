@@ -62,7 +62,32 @@ impl Sampler {
     /// Restricts sampling to text the GBNF `grammar` (root rule `root`) accepts; once it
     /// is complete only end-of-generation tokens remain.
     pub fn constrain(&mut self, model: &super::Model, grammar: &str) -> Result<(), EngineError> {
-        let sampler = LlamaSampler::grammar(model.llama(), grammar, "root")
+        let sampler = LlamaSampler::grammar(model.llama(), grammar, "root");
+        self.set_grammar(model, sampler)
+    }
+
+    /// Like [`Sampler::constrain`], but the grammar waits until the reply contains
+    /// `opening` (llama.cpp's lazy grammar, `tool_choice: auto`): text before it is free,
+    /// and the grammar, which must start with `opening`, holds from there.
+    pub fn constrain_after(
+        &mut self,
+        model: &super::Model,
+        grammar: &str,
+        opening: &str,
+    ) -> Result<(), EngineError> {
+        // llama.cpp feeds the grammar the reply from the pattern's first group on.
+        let pattern = format!("({})", regex_escape(opening));
+        let sampler =
+            LlamaSampler::grammar_lazy_patterns(model.llama(), grammar, "root", &[pattern], &[]);
+        self.set_grammar(model, sampler)
+    }
+
+    fn set_grammar(
+        &mut self,
+        model: &super::Model,
+        sampler: Result<LlamaSampler, llama_cpp_2::GrammarError>,
+    ) -> Result<(), EngineError> {
+        let sampler = sampler
             .map_err(|e| EngineError::Unsupported(format!("llama.cpp refused the grammar: {e}")))?;
         self.grammar = Some((sampler, model.llama().vocab().eos()));
         Ok(())
@@ -80,6 +105,19 @@ impl Sampler {
         self.chain.accept(token);
         token.0
     }
+}
+
+/// `text` as a regular expression (ECMAScript, llama.cpp's `std::regex`) that matches it
+/// literally.
+fn regex_escape(text: &str) -> String {
+    let mut out = String::with_capacity(text.len() * 2);
+    for c in text.chars() {
+        if "\\^$.|?*+()[]{}/".contains(c) {
+            out.push('\\');
+        }
+        out.push(c);
+    }
+    out
 }
 
 /// A generated token's log-probability under the model (before sampling transforms), with
@@ -117,5 +155,15 @@ impl TokenLogprob {
             logprob,
             top,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn call_openings_escape_to_literal_patterns() {
+        assert_eq!(super::regex_escape("<tool_call>"), "<tool_call>");
+        assert_eq!(super::regex_escape("[TOOL_CALLS]"), "\\[TOOL_CALLS\\]");
+        assert_eq!(super::regex_escape("{\"tool_call\""), "\\{\"tool_call\"");
     }
 }

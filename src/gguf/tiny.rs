@@ -32,6 +32,9 @@ pub struct TinyLlamaSpec {
     /// `tokenizer.chat_template` (ChatML by default; tests give others, such as one that
     /// inserts a default system prompt).
     pub chat_template: String,
+    /// User-defined tokens appended to the vocabulary (a family's tool-call markup, such
+    /// as `<tool_call>`, which its real models hold as one token each).
+    pub extra_tokens: Vec<String>,
 }
 
 impl Default for TinyLlamaSpec {
@@ -46,6 +49,7 @@ impl Default for TinyLlamaSpec {
             add_space_prefix: false,
             seed: 0x6b76_7275_6e00_0001,
             chat_template: CHATML_TEMPLATE.to_string(),
+            extra_tokens: Vec::new(),
         }
     }
 }
@@ -58,6 +62,7 @@ pub const CHATML_TEMPLATE: &str = "{% for message in messages %}{{'<|im_start|>'
 const TOKEN_NORMAL: i32 = 1;
 const TOKEN_UNKNOWN: i32 = 2;
 const TOKEN_CONTROL: i32 = 3;
+const TOKEN_USER_DEFINED: i32 = 4;
 const TOKEN_BYTE: i32 = 6;
 
 /// SPM's word-boundary marker (U+2581), which stands for a space in token texts.
@@ -191,7 +196,10 @@ pub fn write_tiny_llama(path: &Path, spec: &TinyLlamaSpec) -> io::Result<()> {
 /// The tiny model, ready to write; tests patch its metadata first to build malformed models.
 pub fn tiny_llama_writer(spec: &TinyLlamaSpec) -> io::Result<GgufWriter> {
     check_spec(spec)?;
-    let vocab = tiny_vocab();
+    let mut vocab = tiny_vocab();
+    for token in &spec.extra_tokens {
+        vocab.push(token.clone(), 0.0, TOKEN_USER_DEFINED);
+    }
     let n_vocab = vocab.tokens.len() as u32;
     let head_dim = spec.n_embd / spec.n_head;
     let n_embd_kv = head_dim * spec.n_head_kv;

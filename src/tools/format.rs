@@ -44,6 +44,19 @@ impl ToolFormat {
         }
     }
 
+    /// The text every call in this format starts with (and its call grammar too), when it
+    /// is distinctive enough for a lazy grammar to wait for. A Llama 3 call is bare JSON,
+    /// which plain replies may hold as well; DeepSeek's markup is not what its grammar
+    /// writes.
+    pub fn call_opening(self) -> Option<&'static str> {
+        match self {
+            Self::Hermes => Some("<tool_call>"),
+            Self::Mistral => Some("[TOOL_CALLS]"),
+            Self::Generic => Some("{\"tool_call\""),
+            Self::Llama3 | Self::DeepSeek => None,
+        }
+    }
+
     /// Whether the template itself renders `tools` (else kvrun adds the generic prompt).
     pub fn template_renders_tools(template: &str) -> bool {
         template.contains("tools")
