@@ -20,6 +20,7 @@ pub mod config;
 pub mod conversation;
 pub mod engine;
 pub mod exit;
+pub mod format;
 pub mod gguf;
 pub mod interrupt;
 pub mod kv;

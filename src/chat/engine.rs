@@ -13,8 +13,12 @@ mod reports;
 
 use super::progress::{OtherHot, TurnEvents};
 use super::tiers::{HotView, TierBook};
+use crate::chat::protocol::{
+    EngineEvent, ProgressKind, SessionRow, ShownMessage, Tier, UserCommand,
+};
 use crate::conversation::Conversation;
 use crate::engine::{Context, Model, Sampler};
+use crate::format::thousands;
 use crate::interrupt::Interrupt;
 use crate::models::ModelChoice;
 use crate::paths::Paths;
@@ -26,10 +30,6 @@ use crate::session::identity::{kv_identity, model_identity};
 use crate::session::live::{LiveSession, SessionObserver};
 use crate::settings::{ContextOverflow, EngineSettings, SamplingSettings, DEFAULT_PAGE_TOKENS};
 use crate::tiers::WarmPool;
-use crate::tui::protocol::{
-    EngineEvent, ProgressKind, SessionRow, ShownMessage, Tier, UserCommand,
-};
-use reports::group;
 
 /// Budgets and idle timeouts of the tiers.
 #[derive(Debug, Clone)]
@@ -351,7 +351,7 @@ impl<'c, 'm> Engine<'c, 'm, '_> {
                 let ms = started.elapsed().as_secs_f64() * 1e3;
                 self.book.last_move = Some(format!(
                     "{name}: {} tokens promoted {}→hot in {ms:.0} ms",
-                    group(report.restored_tokens),
+                    thousands(report.restored_tokens as u64),
                     from.as_str()
                 ));
                 self.book.warm_sessions.retain(|s| s != name);
@@ -422,7 +422,7 @@ impl<'c, 'm> Engine<'c, 'm, '_> {
             self.book.warm_sessions.push(name.clone());
             self.book.last_move = Some(format!(
                 "{name}: {} tokens demoted hot→warm in {:.0} ms",
-                group(tokens),
+                thousands(tokens as u64),
                 started.elapsed().as_secs_f64() * 1e3
             ));
         }
@@ -594,8 +594,8 @@ impl<'c, 'm> Engine<'c, 'm, '_> {
             self.send(EngineEvent::Error(format!(
                 "the cold tier holds {} of pages sessions still need, over its {} budget; raise \
                  --cold-budget or remove sessions (`kvrun session rm`)",
-                crate::ui::human_bytes(used),
-                crate::ui::human_bytes(budget)
+                crate::format::human_bytes(used),
+                crate::format::human_bytes(budget)
             )));
         }
         Ok(())

@@ -15,6 +15,7 @@ use std::time::{Duration, Instant};
 use anyhow::Result;
 
 use super::{chat_line, session_setup, Env};
+use crate::chat::protocol::{EngineEvent, UserCommand};
 use crate::chat::{self, ChatOptions};
 use crate::cli::ChatArgs;
 use crate::exit::usage;
@@ -22,7 +23,6 @@ use crate::interrupt::{signal_exit_code, signal_name, Interrupt};
 use crate::models::ModelChoice;
 use crate::session::catalog::SessionCatalog;
 use crate::settings::{resolve_tiers, ContextOverflow, EngineSettings, SamplingSettings};
-use crate::tui::protocol::{EngineEvent, UserCommand};
 
 /// After a signal, how long the engine may take to stop and save before the process ends
 /// anyway (saves are atomic: an unfinished one leaves the previous snapshot).

@@ -80,7 +80,7 @@ pub fn llama_build_info() -> String {
 pub const LLAMA_CPP_SYS_VERSION: &str = "0.1.161";
 
 /// A GPU (or other accelerator) as llama.cpp's backend reports it.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
 pub struct GpuDevice {
     pub name: String,
     pub total_bytes: u64,

@@ -7,9 +7,7 @@
 //! synthetic events, and [`run_terminal`] runs it on the real terminal.
 //!
 //! The engine is a worker thread elsewhere: it sends [`EngineEvent`]s and receives
-//! [`UserCommand`]s (see [`protocol`]). Nothing here blocks on it.
-
-pub mod protocol;
+//! [`UserCommand`]s (see [`crate::chat::protocol`]). Nothing here blocks on it.
 
 mod action;
 mod app;
@@ -29,9 +27,10 @@ use crossterm::event::Event;
 use ratatui::backend::Backend;
 use ratatui::Terminal;
 
+use crate::chat::protocol::{EngineEvent, UserCommand};
+
 pub use action::{Action, Effect};
 pub use app::{App, Focus};
-pub use protocol::{EngineEvent, UserCommand};
 pub use terminal::run_terminal;
 pub use view::draw;
 
