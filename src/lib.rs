@@ -28,6 +28,7 @@ pub mod logging;
 pub mod models;
 pub mod paths;
 pub mod pull;
+pub mod resolve;
 pub mod sequence;
 pub mod server;
 pub mod service;

@@ -28,33 +28,10 @@ use crate::session::catalog::SessionCatalog;
 use crate::session::error::SessionError;
 use crate::session::identity::{kv_identity, model_identity};
 use crate::session::live::{LiveSession, SessionObserver};
-use crate::settings::{ContextOverflow, EngineSettings, SamplingSettings, DEFAULT_PAGE_TOKENS};
+use crate::settings::{
+    ContextOverflow, EngineSettings, SamplingSettings, TierSettings, DEFAULT_PAGE_TOKENS,
+};
 use crate::tiers::WarmPool;
-
-/// Budgets and idle timeouts of the tiers.
-#[derive(Debug, Clone)]
-pub struct TierSettings {
-    /// Sessions kept resident in the context at once.
-    pub hot_sessions: u32,
-    pub warm_budget: u64,
-    pub cold_budget: Option<u64>,
-    /// A session idle this long leaves the context (its pages stay warm).
-    pub hot_idle: Option<Duration>,
-    /// Pages unused this long leave RAM (they stay on disk).
-    pub warm_idle: Option<Duration>,
-}
-
-impl Default for TierSettings {
-    fn default() -> Self {
-        Self {
-            hot_sessions: 4,
-            warm_budget: 2 << 30,
-            cold_budget: None,
-            hot_idle: None,
-            warm_idle: None,
-        }
-    }
-}
 
 /// The longest reply when `-n` is not given: a base model rarely emits an end token, and a
 /// reply nobody stops must not run on until the context is full.

@@ -7,4 +7,4 @@ mod progress;
 pub mod protocol;
 mod tiers;
 
-pub use engine::{spawn, ChatOptions, TierSettings, DEFAULT_CHAT_MAX_TOKENS};
+pub use engine::{spawn, ChatOptions, DEFAULT_CHAT_MAX_TOKENS};

@@ -15,7 +15,7 @@ use super::bench_restore::{child_json, drop_page_cache, prefill_session};
 use super::run::SESSION_SEQS;
 use super::{load_model, Env};
 use crate::chat::protocol::{EngineEvent, UserCommand};
-use crate::chat::{self, ChatOptions, TierSettings};
+use crate::chat::{self, ChatOptions};
 use crate::cli::BenchSwitchArgs;
 use crate::engine::Context;
 use crate::format::human_bytes;
@@ -23,7 +23,7 @@ use crate::models::{ModelChoice, ModelSource};
 use crate::paths::Paths;
 use crate::session::catalog::SessionCatalog;
 use crate::settings::{
-    ContextOverflow, EngineSettings, KvType, SamplingSettings, DEFAULT_PAGE_TOKENS,
+    ContextOverflow, EngineSettings, KvType, SamplingSettings, TierSettings, DEFAULT_PAGE_TOKENS,
 };
 
 pub fn run(env: &Env, args: BenchSwitchArgs) -> Result<ExitCode> {

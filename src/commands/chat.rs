@@ -22,7 +22,7 @@ use crate::exit::usage;
 use crate::interrupt::{signal_exit_code, signal_name, Interrupt};
 use crate::models::ModelChoice;
 use crate::session::catalog::SessionCatalog;
-use crate::settings::{resolve_tiers, ContextOverflow, EngineSettings, SamplingSettings};
+use crate::settings::{ContextOverflow, EngineSettings, SamplingSettings, TierSettings};
 
 /// After a signal, how long the engine may take to stop and save before the process ends
 /// anyway (saves are atomic: an unfinished one leaves the previous snapshot).
@@ -222,7 +222,7 @@ fn options(env: &Env, args: &ChatArgs) -> Result<ChatOptions> {
         .context_overflow
         .or(env.config.context_overflow)
         .unwrap_or(ContextOverflow::Truncate);
-    let tiers = resolve_tiers(&args.tiers, &env.config).map_err(usage)?;
+    let tiers = TierSettings::resolve(&args.tiers, &env.config).map_err(usage)?;
     let (engine, sampling, model) = match &args.session {
         Some(name) => {
             let catalog = SessionCatalog::open(&env.paths)?;

@@ -13,7 +13,7 @@ use crate::engine::{gpu_devices, GpuDevice};
 use crate::exit::usage;
 use crate::format::human_bytes;
 use crate::session::catalog::SessionCatalog;
-use crate::settings::resolve_tiers;
+use crate::settings::TierSettings;
 use crate::tiers::SystemMemory;
 
 #[derive(Serialize)]
@@ -50,7 +50,7 @@ pub fn run(env: &Env, args: StatsArgs) -> Result<ExitCode> {
     if let Some(url) = &args.connect.connect {
         return super::remote::stats(url, args.connect.api_key.as_deref(), args.json);
     }
-    let tiers = resolve_tiers(&args.tiers, &env.config).map_err(usage)?;
+    let tiers = TierSettings::resolve(&args.tiers, &env.config).map_err(usage)?;
     let catalog = SessionCatalog::open(&env.paths)?;
     let (objects, used) = catalog.store().usage()?;
     let system = SystemMemory::read(&env.paths.data);
