@@ -37,6 +37,7 @@ pub mod settings;
 pub mod store;
 pub mod template;
 pub mod tiers;
+pub mod token;
 pub mod tools;
 pub mod tui;
 pub mod ui;

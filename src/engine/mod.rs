@@ -11,13 +11,12 @@ mod utf8;
 
 use std::sync::OnceLock;
 
+/// Re-exported so that code talking to the engine names one token type.
+pub use crate::token::TokenId;
 pub use context::{BatchEntry, Context, ContextInfo, KvCapture};
 pub use model::{ChatMessage, Model, ModelFacts};
 pub use sampler::{Sampler, TokenLogprob};
 pub use utf8::Utf8Stream;
-
-/// A token id in the model's vocabulary.
-pub type TokenId = i32;
 
 #[derive(Debug, thiserror::Error)]
 pub enum EngineError {
