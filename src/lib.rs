@@ -13,11 +13,15 @@
 //!   conversation's decode, and serves any number of front ends over its protocol).
 //! - [`ui`]: progress bars and terminal output for the CLI; [`tui`]: the full-screen chat.
 
+#![deny(unsafe_code)]
+
 pub mod chat;
 pub mod cli;
 pub mod commands;
 pub mod config;
 pub mod conversation;
+// The FFI boundary: the only module allowed `unsafe` (the compiler refuses it elsewhere).
+#[allow(unsafe_code)]
 pub mod engine;
 pub mod exit;
 pub mod format;

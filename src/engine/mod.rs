@@ -40,6 +40,8 @@ pub enum EngineError {
     StateGet(String),
     #[error("llama.cpp refused the KV state (size {size} bytes); the sequence was cleared")]
     StateSet { size: usize },
+    #[error("sequence {seq} is not one of this context's {n_seq_max} sequences")]
+    NoSuchSequence { seq: i32, n_seq_max: u32 },
     #[error("{0}")]
     Unsupported(String),
 }
