@@ -63,7 +63,7 @@ impl ContextOverflow {
 }
 
 /// The valid values of a numeric setting. Flags (through `cli`'s value parsers), the config file
-/// ([`FileConfig::validate`]) and session manifests ([`EngineSettings::validate`],
+/// ([`crate::config::FileConfig::validate`]) and session manifests ([`EngineSettings::validate`],
 /// [`SamplingSettings::validate`]) are all checked against these, so a value means the same
 /// wherever it comes from.
 #[derive(Debug, Clone, Copy)]
@@ -255,13 +255,10 @@ impl SamplingSettings {
     }
 }
 
+/// The clock's fast-changing low bits folded with the process id.
 fn fresh_seed() -> u32 {
-    use std::time::{SystemTime, UNIX_EPOCH};
-    let nanos = SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map(|d| d.subsec_nanos() ^ (d.as_secs() as u32))
-        .unwrap_or(0);
-    nanos ^ std::process::id().rotate_left(16)
+    let nanos = crate::clock::unix_nanos();
+    (nanos as u32) ^ ((nanos >> 32) as u32) ^ std::process::id().rotate_left(16)
 }
 
 /// Budgets and idle timeouts of the tiers.

@@ -56,12 +56,13 @@ pub struct ChatOptions {
 /// Starts the engine thread. `interrupt` stops the reply being generated (Ctrl-C) or
 /// everything (a quit); it is a flag rather than a command because the engine is busy
 /// generating when it matters. After a quit the engine saves every session and exits,
-/// whether or not the front end still sends commands.
+/// whether or not the front end still sends commands. Fails only when the operating
+/// system refuses a new thread.
 pub fn spawn(
     options: ChatOptions,
     events: Sender<EngineEvent>,
     interrupt: Interrupt,
-) -> (Sender<UserCommand>, JoinHandle<()>) {
+) -> std::io::Result<(Sender<UserCommand>, JoinHandle<()>)> {
     let (tx, rx) = std::sync::mpsc::channel();
     let handle = std::thread::Builder::new()
         .name("kvrun-engine".into())
@@ -70,9 +71,8 @@ pub fn spawn(
                 let _ = events.send(EngineEvent::Error(crate::exit::one_line(&e)));
             }
             let _ = events.send(EngineEvent::Exited);
-        })
-        .expect("spawning the engine thread");
-    (tx, handle)
+        })?;
+    Ok((tx, handle))
 }
 
 /// A conversation resident in the context.

@@ -186,7 +186,7 @@ fn switch_rounds(
         options(paths, choice, engine, tiers, None),
         tx,
         crate::interrupt::Interrupt::new(),
-    );
+    )?;
     let mut stats = SwitchStats {
         ttft_ms: Vec::new(),
         hot_high: 0,
@@ -233,7 +233,7 @@ fn prefetch_effect(
             options(paths, choice, engine, tiers, start_in.clone()),
             tx,
             crate::interrupt::Interrupt::new(),
-        );
+        )?;
         let mut stats = SwitchStats {
             ttft_ms: Vec::new(),
             hot_high: 0,

@@ -12,7 +12,7 @@ use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use anyhow::Result;
+use anyhow::{Context as _, Result};
 
 use super::{chat_line, session_setup, Env};
 use crate::chat::protocol::{EngineEvent, UserCommand};
@@ -48,7 +48,8 @@ pub fn run(env: &Env, args: ChatArgs) -> Result<ExitCode> {
     } else {
         None
     };
-    let (commands, engine) = chat::spawn(options, events_tx, interrupt.clone());
+    let (commands, engine) =
+        chat::spawn(options, events_tx, interrupt.clone()).context("starting the engine thread")?;
     let leaving = Leaving::new(interrupt.clone(), engine);
     let result = if tui {
         run_tui(

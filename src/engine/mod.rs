@@ -1,6 +1,6 @@
 //! The llama.cpp adapter: the only module that names `llama_cpp_2` or holds `unsafe`.
 //!
-//! Everything above it speaks in kvrun's own terms: [`TokenId`]s, [`EngineSettings`],
+//! Everything above it speaks in kvrun's own terms: [`TokenId`]s, [`EngineSettings`](crate::settings::EngineSettings),
 //! byte blobs of KV state. That keeps the token log, the paged KV manager and the UI free of
 //! FFI details, and gives one place to audit when the pinned llama.cpp changes.
 

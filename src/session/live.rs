@@ -10,7 +10,7 @@
 
 use std::collections::{BTreeMap, HashSet};
 use std::ops::{ControlFlow, Range};
-use std::time::{Instant, SystemTime, UNIX_EPOCH};
+use std::time::Instant;
 
 use anyhow::{bail, Context as _, Result};
 
@@ -740,7 +740,7 @@ impl<'c> LiveSession<'c> {
             );
         }
 
-        let now = unix_now();
+        let now = crate::clock::unix_now();
         let mut kv = self.kv.clone();
         kv.layout = layout.as_ref().map(KvLayout::encode);
         let manifest = SessionManifest {
@@ -818,14 +818,6 @@ fn read_rows(
         );
     }
     Ok(rows)
-}
-
-/// Seconds since the Unix epoch (0 on a clock before it).
-pub fn unix_now() -> u64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map(|d| d.as_secs())
-        .unwrap_or(0)
 }
 
 /// Feeds prefill progress to an inner observer and filled pages to the session.

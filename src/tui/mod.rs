@@ -21,7 +21,7 @@ mod view;
 mod tests;
 
 use std::sync::mpsc::{Receiver, RecvTimeoutError, Sender, TryRecvError};
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant};
 
 use crossterm::event::Event;
 use ratatui::backend::Backend;
@@ -66,10 +66,7 @@ pub trait InputSource {
 
     /// Seconds since the Unix epoch, for the sessions list's "3m ago".
     fn now_unix(&self) -> u64 {
-        SystemTime::now()
-            .duration_since(UNIX_EPOCH)
-            .map(|d| d.as_secs())
-            .unwrap_or(0)
+        crate::clock::unix_now()
     }
 }
 

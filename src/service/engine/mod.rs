@@ -29,10 +29,10 @@ use anyhow::{Context as _, Result};
 
 use super::handle::{Command, ServiceHandle, ServiceInfo};
 use super::protocol::{Request, ServiceError};
+use crate::clock::unix_now;
 use crate::engine::{Context, Model};
 use crate::session::catalog::SessionCatalog;
 use crate::session::identity::model_identity;
-use crate::session::live::unix_now;
 use crate::settings::DEFAULT_PAGE_TOKENS;
 use crate::tiers::WarmPool;
 
