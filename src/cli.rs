@@ -4,7 +4,7 @@ use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand};
 
-use crate::settings::{self, in_range, ContextOverflow, FlashAttn, KvType};
+use crate::settings::{self, ContextOverflow, FlashAttn, KvType, Range};
 
 /// Local LLM inference on GGUF models, with a persistent, paged KV cache.
 ///
@@ -560,6 +560,39 @@ pub struct ManArgs {
     pub dir: Option<PathBuf>,
 }
 
+/// A clap value parser for a flag with a [`Range`].
+pub fn in_range<T>(range: &'static Range) -> impl Fn(&str) -> Result<T, String> + Clone
+where
+    T: std::str::FromStr + Into<f64> + Copy,
+    T::Err: std::fmt::Display,
+{
+    move |text| {
+        let value: T = text.trim().parse().map_err(|e| format!("{e}"))?;
+        range.check(value.into()).map_err(|e| e.to_string())?;
+        Ok(value)
+    }
+}
+
+/// The settings enums as clap values, spelled as their `as_str()` (the config file and the
+/// session manifests use the same names). Implemented here so that `settings` needs no clap.
+macro_rules! value_enum {
+    ($ty:ident: $($variant:ident),+) => {
+        impl clap::ValueEnum for $ty {
+            fn value_variants<'a>() -> &'a [Self] {
+                &[$($ty::$variant),+]
+            }
+
+            fn to_possible_value(&self) -> Option<clap::builder::PossibleValue> {
+                Some(clap::builder::PossibleValue::new(self.as_str()))
+            }
+        }
+    };
+}
+
+value_enum!(KvType: F16, Q8_0, Q4_0);
+value_enum!(FlashAttn: On, Off, Auto);
+value_enum!(ContextOverflow: Truncate, Error);
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -568,6 +601,21 @@ mod tests {
     #[test]
     fn cli_definition_is_consistent() {
         Cli::command().debug_assert();
+    }
+
+    #[test]
+    fn settings_values_are_spelled_as_in_the_config_file() {
+        use clap::ValueEnum;
+        for kv in KvType::value_variants() {
+            assert_eq!(KvType::from_str(kv.as_str(), false), Ok(*kv));
+        }
+        assert_eq!(KvType::from_str("q4_0", false), Ok(KvType::Q4_0));
+        assert_eq!(FlashAttn::from_str("auto", false), Ok(FlashAttn::Auto));
+        assert_eq!(
+            ContextOverflow::from_str("error", false),
+            Ok(ContextOverflow::Error)
+        );
+        assert!(KvType::from_str("q5_1", false).is_err());
     }
 
     #[test]

@@ -2,24 +2,41 @@
 //! cache. The binary (`main.rs`) is a thin shell around this library; the integration tests
 //! and benchmarks use the library directly where they need to.
 //!
-//! Map of the crate:
-//! - [`cli`]: clap definitions; [`commands`]: one module per subcommand.
-//! - [`engine`]: the llama.cpp adapter, the only place with FFI and `unsafe`.
-//! - [`sequence`]: the token log and the canonical decode schedule.
-//! - [`gguf`]: GGUF validation (before llama.cpp sees a file) and a writer for test models.
-//! - [`pull`]: model downloads.
-//! - [`settings`], [`config`], [`paths`], [`models`]: what to run with, and where things live.
-//! - [`service`]: the engine as a service (one thread owns the context, batches every
-//!   conversation's decode, and serves any number of front ends over its protocol).
-//! - [`ui`]: progress bars and terminal output for the CLI; [`tui`]: the full-screen chat.
+//! Map of the crate, from the front ends down to the llama.cpp adapter:
+//! - Front ends: [`cli`] (clap definitions only) and [`commands`] (one module per
+//!   subcommand); [`tui`] (the full-screen chat) and [`ui`] (progress bars and notes on
+//!   stderr); [`server`] (`kvrun serve`: OpenAI and Anthropic HTTP).
+//! - Engines: [`chat`] (the chat/TUI engine thread and its [`chat::protocol`]) and
+//!   [`service`] (the batching engine behind the server: requests with their own reply
+//!   channels, cancel tokens, a prefix index across tiers).
+//! - Conversations: [`conversation`] (messages and their token log), [`template`] (chat
+//!   templates), [`tools`] (tool calls and reasoning in replies), [`sequence`] (the token
+//!   log and the canonical decode schedule).
+//! - Persistence: [`session`] (manifests, save and restore through the pages), [`tiers`]
+//!   (the warm RAM pool, budgets, system memory), [`kv`] (pages and blob parsing, no model
+//!   needed), [`store`] (the content-addressed object store, atomic writes, locks).
+//! - The llama.cpp adapter: [`engine`], the only module with FFI and `unsafe` (the compiler
+//!   refuses `unsafe` anywhere else).
+//! - Setup: [`settings`] (domain types and defaults, no clap), [`config`] (the config file),
+//!   [`resolve`] (flag over config over default), [`paths`], [`models`] (which model),
+//!   [`gguf`] (GGUF validation before llama.cpp sees a file, and a writer for test models),
+//!   [`pull`] (model downloads).
+//! - Small shared pieces: [`token`] (the token id), [`clock`], [`format`](mod@format) (number formats),
+//!   [`interrupt`] (Ctrl-C and quit), [`logging`], [`exit`] (exit codes).
+
+#![deny(unsafe_code)]
 
 pub mod chat;
 pub mod cli;
+pub mod clock;
 pub mod commands;
 pub mod config;
 pub mod conversation;
+// The FFI boundary: the only module allowed `unsafe` (the compiler refuses it elsewhere).
+#[allow(unsafe_code)]
 pub mod engine;
 pub mod exit;
+pub mod format;
 pub mod gguf;
 pub mod interrupt;
 pub mod kv;
@@ -27,6 +44,7 @@ pub mod logging;
 pub mod models;
 pub mod paths;
 pub mod pull;
+pub mod resolve;
 pub mod sequence;
 pub mod server;
 pub mod service;
@@ -35,6 +53,7 @@ pub mod settings;
 pub mod store;
 pub mod template;
 pub mod tiers;
+pub mod token;
 pub mod tools;
 pub mod tui;
 pub mod ui;

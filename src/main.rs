@@ -1,5 +1,7 @@
 //! kvrun's entry point: parse, set up logging, dispatch, map the error to an exit code.
 
+#![forbid(unsafe_code)]
+
 use std::process::ExitCode;
 
 use clap::Parser;

@@ -1,20 +1,20 @@
-//! Engine and sampling settings: the domain types behind the flags, and how the flag, the
-//! config file and the built-in default combine (a flag wins, then the config file).
+//! Engine, sampling and tier settings: the domain types behind the flags, their valid
+//! ranges and kvrun's defaults. Nothing here knows the CLI or the config file: `cli` maps
+//! clap values onto these types, and [`crate::resolve`] layers a flag over the config file
+//! over the defaults. The llama.cpp adapter and the session manifest depend on this module
+//! alone.
+
+use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
-use crate::cli::{EngineArgs, SamplingArgs};
-use crate::config::FileConfig;
-
 /// KV cache element type. Quantized types shrink every tier's bytes; quantized V needs
 /// flash attention.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, clap::ValueEnum, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum KvType {
     F16,
-    #[value(name = "q8_0")]
     Q8_0,
-    #[value(name = "q4_0")]
     Q4_0,
 }
 
@@ -28,7 +28,7 @@ impl KvType {
     }
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, clap::ValueEnum, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum FlashAttn {
     On,
@@ -46,15 +46,24 @@ impl FlashAttn {
     }
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum ContextOverflow {
     Truncate,
     Error,
 }
 
-/// The valid values of a numeric setting. Flags (through [`in_range`]), the config file
-/// ([`FileConfig::validate`]) and session manifests ([`EngineSettings::validate`],
+impl ContextOverflow {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ContextOverflow::Truncate => "truncate",
+            ContextOverflow::Error => "error",
+        }
+    }
+}
+
+/// The valid values of a numeric setting. Flags (through `cli`'s value parsers), the config file
+/// ([`crate::config::FileConfig::validate`]) and session manifests ([`EngineSettings::validate`],
 /// [`SamplingSettings::validate`]) are all checked against these, so a value means the same
 /// wherever it comes from.
 #[derive(Debug, Clone, Copy)]
@@ -136,19 +145,6 @@ pub const THREADS: Range = Range::new("threads", 1.0, 512.0);
 /// Sequences `kvrun serve` decodes together; each needs its share of the context.
 pub const PARALLEL: Range = Range::new("parallel", 1.0, 64.0);
 
-/// A clap value parser for a flag with a [`Range`].
-pub fn in_range<T>(range: &'static Range) -> impl Fn(&str) -> Result<T, String> + Clone
-where
-    T: std::str::FromStr + Into<f64> + Copy,
-    T::Err: std::fmt::Display,
-{
-    move |text| {
-        let value: T = text.trim().parse().map_err(|e| format!("{e}"))?;
-        range.check(value.into()).map_err(|e| e.to_string())?;
-        Ok(value)
-    }
-}
-
 pub const DEFAULT_CTX_SIZE: u32 = 8192;
 /// Tokens per KV page. Batches never cross a page boundary, which keeps the decode schedule
 /// canonical: a restored context computes what the uninterrupted one would have.
@@ -167,58 +163,32 @@ pub struct EngineSettings {
 }
 
 impl EngineSettings {
-    /// Flag, then config file, then default.
-    pub fn resolve(args: &EngineArgs, config: &FileConfig) -> Self {
-        let default_threads = std::thread::available_parallelism()
+    /// kvrun's defaults: every core, every layer on the GPU when built with a GPU backend,
+    /// one page per batch.
+    pub fn defaults() -> Self {
+        let threads = std::thread::available_parallelism()
             .map(|n| n.get() as u32)
             .unwrap_or(4);
-        let default_gpu_layers =
-            if cfg!(any(feature = "cuda", feature = "vulkan", feature = "metal")) {
-                u32::MAX
-            } else {
-                0
-            };
+        let gpu_layers = if cfg!(any(feature = "cuda", feature = "vulkan", feature = "metal")) {
+            u32::MAX
+        } else {
+            0
+        };
         Self {
-            ctx_size: args
-                .ctx_size
-                .or(config.ctx_size)
-                .unwrap_or(DEFAULT_CTX_SIZE),
-            threads: args.threads.or(config.threads).unwrap_or(default_threads),
-            gpu_layers: args
-                .gpu_layers
-                .or(config.gpu_layers)
-                .unwrap_or(default_gpu_layers),
-            batch_size: args
-                .batch_size
-                .or(config.batch_size)
-                .unwrap_or(DEFAULT_PAGE_TOKENS),
-            kv_type: args.kv_type.or(config.kv_type).unwrap_or(KvType::F16),
-            flash_attn: args
-                .flash_attn
-                .or(config.flash_attn)
-                .unwrap_or(FlashAttn::Auto),
+            ctx_size: DEFAULT_CTX_SIZE,
+            threads,
+            gpu_layers,
+            batch_size: DEFAULT_PAGE_TOKENS,
+            kv_type: KvType::F16,
+            flash_attn: FlashAttn::Auto,
         }
     }
-}
 
-impl EngineSettings {
     /// Every numeric setting inside its [`Range`] (for settings read from a manifest).
     pub fn validate(&self) -> Result<(), SettingError> {
         CTX_SIZE.check(self.ctx_size.into())?;
         THREADS.check(self.threads.into())?;
         BATCH_SIZE.check(self.batch_size.into())
-    }
-
-    /// A session's recorded settings, with any flag given now taking precedence.
-    pub fn resolve_over(args: &EngineArgs, base: &EngineSettings) -> Self {
-        Self {
-            ctx_size: args.ctx_size.unwrap_or(base.ctx_size),
-            threads: args.threads.unwrap_or(base.threads),
-            gpu_layers: args.gpu_layers.unwrap_or(base.gpu_layers),
-            batch_size: args.batch_size.unwrap_or(base.batch_size),
-            kv_type: args.kv_type.unwrap_or(base.kv_type),
-            flash_attn: args.flash_attn.unwrap_or(base.flash_attn),
-        }
     }
 }
 
@@ -241,14 +211,15 @@ pub struct SamplingSettings {
 }
 
 impl SamplingSettings {
-    pub fn resolve(args: &SamplingArgs, config: &FileConfig) -> Self {
+    /// kvrun's defaults, with a fresh seed.
+    pub fn defaults() -> Self {
         Self {
-            temp: args.temp.or(config.temp).unwrap_or(0.8),
-            top_k: args.top_k.or(config.top_k).unwrap_or(40),
-            top_p: args.top_p.or(config.top_p).unwrap_or(0.95),
-            min_p: args.min_p.or(config.min_p).unwrap_or(0.05),
-            repeat_penalty: args.repeat_penalty.or(config.repeat_penalty).unwrap_or(1.0),
-            seed: args.seed.or(config.seed).unwrap_or_else(fresh_seed),
+            temp: 0.8,
+            top_k: 40,
+            top_p: 0.95,
+            min_p: 0.05,
+            repeat_penalty: 1.0,
+            seed: fresh_seed(),
             presence_penalty: 0.0,
             frequency_penalty: 0.0,
         }
@@ -268,19 +239,6 @@ impl SamplingSettings {
         }
     }
 
-    /// A session's recorded sampling, with any flag given now taking precedence.
-    pub fn resolve_over(args: &SamplingArgs, base: &SamplingSettings) -> Self {
-        Self {
-            temp: args.temp.unwrap_or(base.temp),
-            top_k: args.top_k.unwrap_or(base.top_k),
-            top_p: args.top_p.unwrap_or(base.top_p),
-            min_p: args.min_p.unwrap_or(base.min_p),
-            repeat_penalty: args.repeat_penalty.unwrap_or(base.repeat_penalty),
-            seed: args.seed.unwrap_or(base.seed),
-            ..base.clone()
-        }
-    }
-
     /// Every sampling value inside its [`Range`] (for settings read from a manifest).
     pub fn validate(&self) -> Result<(), SettingError> {
         TEMP.check(self.temp.into())?;
@@ -297,41 +255,33 @@ impl SamplingSettings {
     }
 }
 
+/// The clock's fast-changing low bits folded with the process id.
 fn fresh_seed() -> u32 {
-    use std::time::{SystemTime, UNIX_EPOCH};
-    let nanos = SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map(|d| d.subsec_nanos() ^ (d.as_secs() as u32))
-        .unwrap_or(0);
-    nanos ^ std::process::id().rotate_left(16)
+    let nanos = crate::clock::unix_nanos();
+    (nanos as u32) ^ ((nanos >> 32) as u32) ^ std::process::id().rotate_left(16)
 }
 
-/// The tier flags, then the config file, then defaults; sizes and durations parsed.
-pub fn resolve_tiers(
-    args: &crate::cli::TierArgs,
-    config: &FileConfig,
-) -> Result<crate::chat::TierSettings, String> {
-    use crate::tiers::{parse_bytes, parse_duration};
-    let defaults = crate::chat::TierSettings::default();
-    let pick = |a: &Option<String>, c: &Option<String>| a.clone().or_else(|| c.clone());
-    Ok(crate::chat::TierSettings {
-        hot_sessions: args
-            .hot_sessions
-            .or(config.hot_sessions)
-            .unwrap_or(defaults.hot_sessions)
-            .max(1),
-        warm_budget: match pick(&args.warm_budget, &config.warm_budget) {
-            Some(s) => parse_bytes(&s)?,
-            None => defaults.warm_budget,
-        },
-        cold_budget: pick(&args.cold_budget, &config.cold_budget)
-            .map(|s| parse_bytes(&s))
-            .transpose()?,
-        hot_idle: pick(&args.hot_idle, &config.hot_idle)
-            .map(|s| parse_duration(&s))
-            .transpose()?,
-        warm_idle: pick(&args.warm_idle, &config.warm_idle)
-            .map(|s| parse_duration(&s))
-            .transpose()?,
-    })
+/// Budgets and idle timeouts of the tiers.
+#[derive(Debug, Clone)]
+pub struct TierSettings {
+    /// Sessions kept resident in the context at once.
+    pub hot_sessions: u32,
+    pub warm_budget: u64,
+    pub cold_budget: Option<u64>,
+    /// A session idle this long leaves the context (its pages stay warm).
+    pub hot_idle: Option<Duration>,
+    /// Pages unused this long leave RAM (they stay on disk).
+    pub warm_idle: Option<Duration>,
+}
+
+impl Default for TierSettings {
+    fn default() -> Self {
+        Self {
+            hot_sessions: 4,
+            warm_budget: 2 << 30,
+            cold_budget: None,
+            hot_idle: None,
+            warm_idle: None,
+        }
+    }
 }

@@ -92,3 +92,58 @@ fn tiny_model_blob_round_trips() {
     round_trip(&tiny_model(), FlashAttn::Off, KvType::F16);
     round_trip(&tiny_model(), FlashAttn::On, KvType::Q8_0);
 }
+
+/// `Context::state_set` is a safe function, so no bytes may crash llama.cpp: a truncated
+/// blob, a blob whose counts lie, garbage and a sequence id outside the context are each an
+/// error, and the context still takes the good blob afterwards.
+#[test]
+fn state_set_refuses_bad_bytes_and_sequences_without_crashing() {
+    use kvrun::engine::EngineError;
+    for model_path in [tiny_model(), default_model()] {
+        let model = Model::load(&model_path, 0).unwrap();
+        let engine = EngineSettings {
+            ctx_size: 1024,
+            threads: 2,
+            gpu_layers: 0,
+            batch_size: 256,
+            kv_type: KvType::F16,
+            flash_attn: FlashAttn::Auto,
+        };
+        let mut ctx = Context::new(&model, &engine, 256, 2).unwrap();
+        let mut seq = Sequence::new();
+        seq.append(&model.tokenize_prompt(&long_text(1))[..300]);
+        seq.sync(&mut ctx, true, &mut NoObserver).unwrap();
+        let good = ctx.state_get(0, KvCapture::Full).unwrap();
+
+        let mut bad: Vec<Vec<u8>> = vec![Vec::new(), vec![0xAB; 4096]];
+        for cut in [1, 4, 8, 12, 16, 64, good.len() / 2, good.len() - 1] {
+            bad.push(good[..cut].to_vec());
+        }
+        // The cell count of the first stream (after magic, seq id and stream count) made huge.
+        let mut lying = good.clone();
+        lying[12..16].copy_from_slice(&u32::MAX.to_le_bytes());
+        bad.push(lying);
+        for (i, bytes) in bad.iter().enumerate() {
+            let result = ctx.state_set(1, bytes, KvCapture::Full);
+            assert!(
+                matches!(result, Err(EngineError::StateSet { .. })),
+                "{}: bad blob {i} ({} bytes) was accepted: {result:?}",
+                model_path.display(),
+                bytes.len()
+            );
+            assert_eq!(ctx.seq_len(1), 0, "a refused blob left cells behind");
+        }
+        for seq_id in [-1, 2, i32::MAX] {
+            assert!(matches!(
+                ctx.state_set(seq_id, &good, KvCapture::Full),
+                Err(EngineError::NoSuchSequence { .. })
+            ));
+            assert!(matches!(
+                ctx.state_get(seq_id, KvCapture::Full),
+                Err(EngineError::NoSuchSequence { .. })
+            ));
+        }
+        ctx.state_set(1, &good, KvCapture::Full).unwrap();
+        assert_eq!(ctx.seq_len(1), 300);
+    }
+}

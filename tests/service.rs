@@ -75,7 +75,7 @@ impl Service {
         model: &Path,
         parallel: usize,
         ctx_size: u32,
-        tiers: kvrun::chat::TierSettings,
+        tiers: kvrun::settings::TierSettings,
         max_queue: usize,
     ) -> Self {
         let options = ServiceOptions {
@@ -650,7 +650,7 @@ fn the_cold_budget_collects_unnamed_sessions_and_keeps_named_and_pinned_ones() {
     assert_eq!(manifest_json(&home, &pinned_name)["pinned"], true);
 
     // Over a 1-byte budget, every unnamed session that is not pinned goes after its reply.
-    let tiers = kvrun::chat::TierSettings {
+    let tiers = kvrun::settings::TierSettings {
         cold_budget: Some(1),
         ..Default::default()
     };

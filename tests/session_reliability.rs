@@ -3,11 +3,11 @@
 
 mod common;
 
-use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::time::Duration;
 
+use common::chat_child::ChatChild;
 use common::inproc::THREADS;
 use common::*;
 
@@ -256,10 +256,9 @@ fn mismatched_settings_are_refused_naming_the_mismatch() {
 fn a_session_in_use_is_refused() {
     let home = Home::new();
     let model = tiny_model();
-    let mut chat = home
-        .cmd()
-        .args([
-            "chat",
+    let mut chat = ChatChild::spawn(
+        &home,
+        &[
             "--session",
             "busy",
             path_str(&model),
@@ -267,23 +266,14 @@ fn a_session_in_use_is_refused() {
             "2",
             "--temp",
             "0",
-        ])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let mut stdin = chat.stdin.take().unwrap();
+        ],
+    );
     // Once the first reply is out, the chat holds the session and waits for input.
-    stdin.write_all(b"hello\n").unwrap();
-    let mut line = String::new();
-    BufReader::new(chat.stdout.take().unwrap())
-        .read_line(&mut line)
-        .unwrap();
+    chat.send("hello");
+    chat.next_line();
     let out = turn(&home, path_str(&model), "busy", "me too");
     assert_one_line_error(&out, 1, "in use");
-    drop(stdin);
-    assert!(chat.wait().unwrap().success());
+    assert!(chat.finish().success());
     assert!(turn(&home, path_str(&model), "busy", "now free")
         .status
         .success());

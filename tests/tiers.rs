@@ -3,9 +3,7 @@
 
 mod common;
 
-use std::io::{BufRead, BufReader, Write};
-use std::process::Stdio;
-
+use common::chat_child::ChatChild;
 use common::inproc::{uninterrupted_with, THREADS};
 use common::*;
 use kvrun::settings::KvType;
@@ -121,10 +119,9 @@ fn cycling_five_sessions_through_the_tiers_changes_nothing() {
 fn idle_sessions_leave_the_context() {
     let home = Home::new();
     let model = tiny_model();
-    let mut chat = home
-        .cmd()
-        .args([
-            "chat",
+    let mut chat = ChatChild::spawn(
+        &home,
+        &[
             path_str(&model),
             "--plain",
             "-n",
@@ -133,37 +130,19 @@ fn idle_sessions_leave_the_context() {
             "0",
             "--hot-idle",
             "1s",
-        ])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let mut stdin = chat.stdin.take().unwrap();
-    let mut lines = BufReader::new(chat.stdout.take().unwrap()).lines();
-    let mut stats = |stdin: &mut std::process::ChildStdin| -> serde_json::Value {
-        stdin.write_all(b"/stats json\n").unwrap();
-        loop {
-            let line = lines.next().unwrap().unwrap();
-            if line.starts_with("{\"gpus\"") {
-                return serde_json::from_str(&line).unwrap();
-            }
-        }
-    };
-    stdin
-        .write_all(b"/session a\nhello\n/session b\nhi\n")
-        .unwrap();
+        ],
+    );
+    chat.send("/session a\nhello\n/session b\nhi");
     let hot = |v: &serde_json::Value| v["hot"]["sessions"].as_array().unwrap().len();
-    assert_eq!(hot(&stats(&mut stdin)), 2);
+    assert_eq!(hot(&chat.stats()), 2);
     std::thread::sleep(std::time::Duration::from_millis(2500));
-    let after = stats(&mut stdin);
+    let after = chat.stats();
     assert_eq!(
         after["hot"]["sessions"],
         serde_json::json!(["b"]),
         "{after}"
     );
-    drop(stdin);
-    assert!(chat.wait().unwrap().success());
+    assert!(chat.finish().success());
 }
 
 #[test]

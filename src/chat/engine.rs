@@ -13,8 +13,12 @@ mod reports;
 
 use super::progress::{OtherHot, TurnEvents};
 use super::tiers::{HotView, TierBook};
+use crate::chat::protocol::{
+    EngineEvent, ProgressKind, SessionRow, ShownMessage, Tier, UserCommand,
+};
 use crate::conversation::Conversation;
 use crate::engine::{Context, Model, Sampler};
+use crate::format::thousands;
 use crate::interrupt::Interrupt;
 use crate::models::ModelChoice;
 use crate::paths::Paths;
@@ -24,37 +28,10 @@ use crate::session::catalog::SessionCatalog;
 use crate::session::error::SessionError;
 use crate::session::identity::{kv_identity, model_identity};
 use crate::session::live::{LiveSession, SessionObserver};
-use crate::settings::{ContextOverflow, EngineSettings, SamplingSettings, DEFAULT_PAGE_TOKENS};
-use crate::tiers::WarmPool;
-use crate::tui::protocol::{
-    EngineEvent, ProgressKind, SessionRow, ShownMessage, Tier, UserCommand,
+use crate::settings::{
+    ContextOverflow, EngineSettings, SamplingSettings, TierSettings, DEFAULT_PAGE_TOKENS,
 };
-use reports::group;
-
-/// Budgets and idle timeouts of the tiers.
-#[derive(Debug, Clone)]
-pub struct TierSettings {
-    /// Sessions kept resident in the context at once.
-    pub hot_sessions: u32,
-    pub warm_budget: u64,
-    pub cold_budget: Option<u64>,
-    /// A session idle this long leaves the context (its pages stay warm).
-    pub hot_idle: Option<Duration>,
-    /// Pages unused this long leave RAM (they stay on disk).
-    pub warm_idle: Option<Duration>,
-}
-
-impl Default for TierSettings {
-    fn default() -> Self {
-        Self {
-            hot_sessions: 4,
-            warm_budget: 2 << 30,
-            cold_budget: None,
-            hot_idle: None,
-            warm_idle: None,
-        }
-    }
-}
+use crate::tiers::WarmPool;
 
 /// The longest reply when `-n` is not given: a base model rarely emits an end token, and a
 /// reply nobody stops must not run on until the context is full.
@@ -79,12 +56,13 @@ pub struct ChatOptions {
 /// Starts the engine thread. `interrupt` stops the reply being generated (Ctrl-C) or
 /// everything (a quit); it is a flag rather than a command because the engine is busy
 /// generating when it matters. After a quit the engine saves every session and exits,
-/// whether or not the front end still sends commands.
+/// whether or not the front end still sends commands. Fails only when the operating
+/// system refuses a new thread.
 pub fn spawn(
     options: ChatOptions,
     events: Sender<EngineEvent>,
     interrupt: Interrupt,
-) -> (Sender<UserCommand>, JoinHandle<()>) {
+) -> std::io::Result<(Sender<UserCommand>, JoinHandle<()>)> {
     let (tx, rx) = std::sync::mpsc::channel();
     let handle = std::thread::Builder::new()
         .name("kvrun-engine".into())
@@ -93,9 +71,8 @@ pub fn spawn(
                 let _ = events.send(EngineEvent::Error(crate::exit::one_line(&e)));
             }
             let _ = events.send(EngineEvent::Exited);
-        })
-        .expect("spawning the engine thread");
-    (tx, handle)
+        })?;
+    Ok((tx, handle))
 }
 
 /// A conversation resident in the context.
@@ -351,7 +328,7 @@ impl<'c, 'm> Engine<'c, 'm, '_> {
                 let ms = started.elapsed().as_secs_f64() * 1e3;
                 self.book.last_move = Some(format!(
                     "{name}: {} tokens promoted {}→hot in {ms:.0} ms",
-                    group(report.restored_tokens),
+                    thousands(report.restored_tokens as u64),
                     from.as_str()
                 ));
                 self.book.warm_sessions.retain(|s| s != name);
@@ -416,7 +393,7 @@ impl<'c, 'm> Engine<'c, 'm, '_> {
             self.book.warm_sessions.push(name.clone());
             self.book.last_move = Some(format!(
                 "{name}: {} tokens demoted hot→warm in {:.0} ms",
-                group(tokens),
+                thousands(tokens as u64),
                 started.elapsed().as_secs_f64() * 1e3
             ));
         }
@@ -588,8 +565,8 @@ impl<'c, 'm> Engine<'c, 'm, '_> {
             self.send(EngineEvent::Error(format!(
                 "the cold tier holds {} of pages sessions still need, over its {} budget; raise \
                  --cold-budget or remove sessions (`kvrun session rm`)",
-                crate::ui::human_bytes(used),
-                crate::ui::human_bytes(budget)
+                crate::format::human_bytes(used),
+                crate::format::human_bytes(budget)
             )));
         }
         Ok(())

@@ -1,10 +1,10 @@
 //! The chat engine: a worker thread that owns the model, the context and the open sessions,
-//! and speaks the [`crate::tui::protocol`] with a front end (the TUI or the line-mode REPL).
+//! and speaks its [`protocol`] with a front end (the TUI or the line-mode REPL).
 //! Generation and restores run here, off the UI thread, so the screen keeps redrawing.
 
 mod engine;
 mod progress;
+pub mod protocol;
 mod tiers;
 
-pub use engine::{spawn, ChatOptions, TierSettings, DEFAULT_CHAT_MAX_TOKENS};
-pub use tiers::gpu_memory;
+pub use engine::{spawn, ChatOptions, DEFAULT_CHAT_MAX_TOKENS};

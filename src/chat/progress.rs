@@ -6,9 +6,9 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::Sender;
 use std::time::{Duration, Instant};
 
+use crate::chat::protocol::{EngineEvent, ProgressKind};
 use crate::engine::{Context, EngineError};
 use crate::sequence::SyncObserver;
-use crate::tui::protocol::{EngineEvent, ProgressKind};
 
 /// Prefill progress at most this often...
 const PROGRESS_EVERY: Duration = Duration::from_millis(100);

@@ -3,11 +3,11 @@
 
 use std::time::Instant;
 
+use crate::chat::protocol::{MemorySnapshot, TierUsage};
 use crate::engine::gpu_devices;
 use crate::paths::Paths;
 use crate::session::catalog::SessionCatalog;
 use crate::tiers::{SystemMemory, WarmPool};
-use crate::tui::protocol::{DeviceMemory, MemorySnapshot, TierUsage};
 
 /// Tokens served from each tier since the process started.
 #[derive(Debug, Default, Clone, Copy)]
@@ -25,18 +25,6 @@ pub struct HotView {
     pub bytes: u64,
     pub capacity_tokens: u64,
     pub page_tokens: u64,
-}
-
-/// The GPUs as the memory panel shows them.
-pub fn gpu_memory() -> Vec<DeviceMemory> {
-    gpu_devices()
-        .into_iter()
-        .map(|g| DeviceMemory {
-            name: g.name,
-            total_bytes: g.total_bytes,
-            free_bytes: g.free_bytes,
-        })
-        .collect()
 }
 
 pub struct TierBook {
@@ -93,7 +81,7 @@ impl TierBook {
         let system = SystemMemory::read(&paths.data);
         let w = warm.stats();
         MemorySnapshot {
-            gpus: gpu_memory(),
+            gpus: gpu_devices(),
             hot: TierUsage {
                 used_bytes: hot.bytes,
                 // The hot budget is the context's cells, shown in bytes at the current rate.

@@ -98,8 +98,8 @@ pub fn run(env: &Env, args: BenchRestoreArgs) -> Result<ExitCode> {
             m.facts().description,
             args.share_sessions,
             args.share_prefix,
-            crate::ui::human_bytes(one),
-            crate::ui::human_bytes(all),
+            crate::format::human_bytes(one),
+            crate::format::human_bytes(all),
             all as f64 / one.max(1) as f64
         );
     }
@@ -119,7 +119,7 @@ fn print_restore_table(rows: &[Row]) {
             "| {} | {:.2} | {} | {:.1} | {:.1} | {:.1} | {:.0}x | {:.1} | {:.0} | {:.0} | {} | {:.1} | {:.1} |",
             r.tokens,
             r.prefill_s,
-            crate::ui::human_bytes(r.snapshot_bytes),
+            crate::format::human_bytes(r.snapshot_bytes),
             r.save_ms,
             r.restore_ms,
             first,
@@ -127,7 +127,7 @@ fn print_restore_table(rows: &[Row]) {
             r.incremental_save_ms,
             r.snapshot_bytes as f64 / 1e6 / (r.restore_ms / 1e3).max(1e-9),
             r.read_mb_s,
-            crate::ui::human_bytes(r.llama_bytes),
+            crate::format::human_bytes(r.llama_bytes),
             r.llama_save_ms,
             r.llama_load_ms
         );

@@ -295,8 +295,8 @@ impl ChildServer {
 
     /// SIGTERM and wait: the server saves every conversation before it exits.
     fn stop(mut self) -> Result<()> {
-        // SAFETY: kill(2) on our own child's pid.
-        unsafe { libc::kill(self.child.id() as i32, libc::SIGTERM) };
+        use rustix::process::{kill_process, Pid, Signal};
+        kill_process(Pid::from_child(&self.child), Signal::TERM)?;
         let status = self.child.wait()?;
         if !status.success() {
             bail!("kvrun serve exited with {status}");

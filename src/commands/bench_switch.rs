@@ -14,17 +14,17 @@ use super::bench::bench_tokens;
 use super::bench_restore::{child_json, drop_page_cache, prefill_session};
 use super::run::SESSION_SEQS;
 use super::{load_model, Env};
-use crate::chat::{self, ChatOptions, TierSettings};
+use crate::chat::protocol::{EngineEvent, UserCommand};
+use crate::chat::{self, ChatOptions};
 use crate::cli::BenchSwitchArgs;
 use crate::engine::Context;
+use crate::format::human_bytes;
 use crate::models::{ModelChoice, ModelSource};
 use crate::paths::Paths;
 use crate::session::catalog::SessionCatalog;
 use crate::settings::{
-    ContextOverflow, EngineSettings, KvType, SamplingSettings, DEFAULT_PAGE_TOKENS,
+    ContextOverflow, EngineSettings, KvType, SamplingSettings, TierSettings, DEFAULT_PAGE_TOKENS,
 };
-use crate::tui::protocol::{EngineEvent, UserCommand};
-use crate::ui::human_bytes;
 
 pub fn run(env: &Env, args: BenchSwitchArgs) -> Result<ExitCode> {
     let mut engine = EngineSettings::resolve(&args.engine, &env.config);
@@ -186,7 +186,7 @@ fn switch_rounds(
         options(paths, choice, engine, tiers, None),
         tx,
         crate::interrupt::Interrupt::new(),
-    );
+    )?;
     let mut stats = SwitchStats {
         ttft_ms: Vec::new(),
         hot_high: 0,
@@ -233,7 +233,7 @@ fn prefetch_effect(
             options(paths, choice, engine, tiers, start_in.clone()),
             tx,
             crate::interrupt::Interrupt::new(),
-        );
+        )?;
         let mut stats = SwitchStats {
             ttft_ms: Vec::new(),
             hot_high: 0,

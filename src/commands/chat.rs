@@ -12,17 +12,17 @@ use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use anyhow::Result;
+use anyhow::{Context as _, Result};
 
 use super::{chat_line, session_setup, Env};
+use crate::chat::protocol::{EngineEvent, UserCommand};
 use crate::chat::{self, ChatOptions};
 use crate::cli::ChatArgs;
 use crate::exit::usage;
 use crate::interrupt::{signal_exit_code, signal_name, Interrupt};
 use crate::models::ModelChoice;
 use crate::session::catalog::SessionCatalog;
-use crate::settings::{resolve_tiers, ContextOverflow, EngineSettings, SamplingSettings};
-use crate::tui::protocol::{EngineEvent, UserCommand};
+use crate::settings::{ContextOverflow, EngineSettings, SamplingSettings, TierSettings};
 
 /// After a signal, how long the engine may take to stop and save before the process ends
 /// anyway (saves are atomic: an unfinished one leaves the previous snapshot).
@@ -48,7 +48,8 @@ pub fn run(env: &Env, args: ChatArgs) -> Result<ExitCode> {
     } else {
         None
     };
-    let (commands, engine) = chat::spawn(options, events_tx, interrupt.clone());
+    let (commands, engine) =
+        chat::spawn(options, events_tx, interrupt.clone()).context("starting the engine thread")?;
     let leaving = Leaving::new(interrupt.clone(), engine);
     let result = if tui {
         run_tui(
@@ -222,7 +223,7 @@ fn options(env: &Env, args: &ChatArgs) -> Result<ChatOptions> {
         .context_overflow
         .or(env.config.context_overflow)
         .unwrap_or(ContextOverflow::Truncate);
-    let tiers = resolve_tiers(&args.tiers, &env.config).map_err(usage)?;
+    let tiers = TierSettings::resolve(&args.tiers, &env.config).map_err(usage)?;
     let (engine, sampling, model) = match &args.session {
         Some(name) => {
             let catalog = SessionCatalog::open(&env.paths)?;

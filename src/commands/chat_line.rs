@@ -21,9 +21,9 @@ use anyhow::{bail, Result};
 
 use super::chat::{Leaving, Outcome};
 use super::Env;
+use crate::chat::protocol::{EngineEvent, MemorySnapshot, UserCommand};
+use crate::format::human_bytes;
 use crate::interrupt::{signal_exit_code, Interrupt};
-use crate::tui::protocol::{EngineEvent, MemorySnapshot, UserCommand};
-use crate::ui::human_bytes;
 
 const HELP: &str = "\
 commands:

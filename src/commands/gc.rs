@@ -6,8 +6,8 @@ use anyhow::Result;
 
 use super::Env;
 use crate::cli::GcArgs;
+use crate::format::human_bytes;
 use crate::session::catalog::SessionCatalog;
-use crate::ui::human_bytes;
 
 pub fn run(env: &Env, args: GcArgs) -> Result<ExitCode> {
     let catalog = SessionCatalog::open(&env.paths)?;

@@ -7,8 +7,8 @@ use serde::Serialize;
 
 use super::Env;
 use crate::cli::ModelsArgs;
+use crate::format::human_bytes;
 use crate::gguf;
-use crate::ui::human_bytes;
 
 #[derive(Serialize)]
 struct ModelRow {

@@ -7,8 +7,9 @@ use anyhow::{Context, Result};
 use super::Env;
 use crate::cli::PullArgs;
 use crate::exit::usage;
+use crate::format::human_bytes;
 use crate::pull::{self, PullError, PullOutcome, Source};
-use crate::ui::{human_bytes, BytesBar};
+use crate::ui::BytesBar;
 
 pub fn run(env: &Env, args: PullArgs) -> Result<ExitCode> {
     let source = match &args.source {

@@ -8,7 +8,7 @@ use std::time::Duration;
 use anyhow::{anyhow, bail, Result};
 use serde::Deserialize;
 
-use crate::ui::human_bytes;
+use crate::format::human_bytes;
 
 /// A local server answers at once; a hung one should not hang the CLI.
 const TIMEOUT: Duration = Duration::from_secs(10);

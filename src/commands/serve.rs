@@ -14,7 +14,7 @@ use crate::cli::ServeArgs;
 use crate::exit::usage;
 use crate::server::{AppState, Guard};
 use crate::service::{start, EngineThread, ServiceHandle, ServiceOptions};
-use crate::settings::{resolve_tiers, EngineSettings, SamplingSettings};
+use crate::settings::{EngineSettings, SamplingSettings, TierSettings};
 use crate::tiers::{parse_bytes, parse_duration};
 
 const DEFAULT_PORT: u16 = 8080;
@@ -87,7 +87,7 @@ fn settle(env: &Env, args: &ServeArgs) -> Result<ServeSettings> {
     } else {
         args.cors_origin.clone()
     };
-    let tiers = resolve_tiers(&args.tiers, config).map_err(usage)?;
+    let tiers = TierSettings::resolve(&args.tiers, config).map_err(usage)?;
     let parallel = args
         .parallel
         .or(config.parallel)

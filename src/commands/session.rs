@@ -16,12 +16,13 @@ use crate::cli::{
 };
 use crate::engine::{Context, Sampler};
 use crate::exit::usage;
+use crate::format::human_bytes;
 use crate::sequence::NoObserver;
 use crate::session::catalog::SessionCatalog;
 use crate::session::export;
 use crate::session::live::SessionObserver;
 use crate::settings::{ContextOverflow, DEFAULT_PAGE_TOKENS};
-use crate::ui::{human_bytes, PrefillBar};
+use crate::ui::PrefillBar;
 
 pub fn run(env: &Env, command: SessionCommand) -> Result<ExitCode> {
     match command {

@@ -9,19 +9,19 @@ use serde::Serialize;
 
 use super::Env;
 use crate::cli::StatsArgs;
+use crate::engine::{gpu_devices, GpuDevice};
 use crate::exit::usage;
+use crate::format::human_bytes;
 use crate::session::catalog::SessionCatalog;
-use crate::settings::resolve_tiers;
+use crate::settings::TierSettings;
 use crate::tiers::SystemMemory;
-use crate::tui::protocol::DeviceMemory;
-use crate::ui::human_bytes;
 
 #[derive(Serialize)]
 struct Stats {
     cold: ColdTier,
     warm_budget_bytes: u64,
     hot_sessions_per_process: u32,
-    gpus: Vec<DeviceMemory>,
+    gpus: Vec<GpuDevice>,
     ram_total_bytes: u64,
     ram_available_bytes: u64,
     disk_total_bytes: u64,
@@ -50,7 +50,7 @@ pub fn run(env: &Env, args: StatsArgs) -> Result<ExitCode> {
     if let Some(url) = &args.connect.connect {
         return super::remote::stats(url, args.connect.api_key.as_deref(), args.json);
     }
-    let tiers = resolve_tiers(&args.tiers, &env.config).map_err(usage)?;
+    let tiers = TierSettings::resolve(&args.tiers, &env.config).map_err(usage)?;
     let catalog = SessionCatalog::open(&env.paths)?;
     let (objects, used) = catalog.store().usage()?;
     let system = SystemMemory::read(&env.paths.data);
@@ -63,7 +63,7 @@ pub fn run(env: &Env, args: StatsArgs) -> Result<ExitCode> {
         },
         warm_budget_bytes: tiers.warm_budget,
         hot_sessions_per_process: tiers.hot_sessions,
-        gpus: crate::chat::gpu_memory(),
+        gpus: gpu_devices(),
         ram_total_bytes: system.ram_total,
         ram_available_bytes: system.ram_available,
         disk_total_bytes: system.disk_total,

@@ -13,9 +13,11 @@ use anyhow::{bail, Result};
 
 use super::remote::{fetch_stats, RemoteStats, TierView};
 use super::Env;
+use crate::chat::protocol::{
+    EngineEvent, MemorySnapshot, SessionRow, Tier, TierUsage, UserCommand,
+};
 use crate::cli::TopArgs;
 use crate::tiers::SystemMemory;
-use crate::tui::protocol::{EngineEvent, MemorySnapshot, SessionRow, Tier, TierUsage, UserCommand};
 
 /// How often the server is asked (the panel's own refresh rate is about this).
 const POLL: Duration = Duration::from_millis(500);

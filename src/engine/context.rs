@@ -377,6 +377,16 @@ impl<'m> Context<'m> {
         Ok(tokens.into_iter().map(|t| t.0).collect())
     }
 
+    /// llama.cpp asserts (aborting the process) on a sequence id outside the context.
+    fn check_seq(&self, seq: i32) -> Result<(), EngineError> {
+        let n_seq_max = self.info.n_seq_max;
+        if u32::try_from(seq).is_ok_and(|s| s < n_seq_max) {
+            Ok(())
+        } else {
+            Err(EngineError::NoSuchSequence { seq, n_seq_max })
+        }
+    }
+
     /// Bytes of sequence `seq`'s KV state (what `state_get` would return), without copying.
     pub fn state_size(&self, seq: i32) -> usize {
         if self.seq_len(seq) == 0 {
@@ -388,6 +398,7 @@ impl<'m> Context<'m> {
 
     /// Reads sequence `seq`'s KV state blob (llama.cpp's serialization; see `kv::blob`).
     pub fn state_get(&self, seq: i32, what: KvCapture) -> Result<Vec<u8>, EngineError> {
+        self.check_seq(seq)?;
         let flags = what.flags();
         let size = self.ctx.state_seq_get_size_ext(seq, flags);
         if size == 0 {
@@ -408,13 +419,19 @@ impl<'m> Context<'m> {
         Ok(bytes)
     }
 
-    /// Loads a KV state blob into sequence `seq`. The caller hands over only bytes it
-    /// assembled itself and validated against this context's layout (`kv::blob`).
+    /// Loads a KV state blob into sequence `seq`. Callers hand over bytes they assembled
+    /// and validated against this context's layout (`kv::blob`), but any bytes are safe:
+    /// a blob llama.cpp cannot use is an error, and the sequence is left empty.
     pub fn state_set(&mut self, seq: i32, blob: &[u8], what: KvCapture) -> Result<(), EngineError> {
+        self.check_seq(seq)?;
         self.logits_index = None;
-        // SAFETY: `blob` was assembled by kvrun's blob codec from validated pages, for the
-        // layout this context reported; llama.cpp bounds-checks it again and clears the
-        // sequence on failure.
+        // SAFETY: llama-cpp-2 asks for "valid state data", but with these flags (never
+        // LLAMA_STATE_SEQ_FLAGS_ON_DEVICE) llama.cpp reads through `llama_io_read_host`,
+        // which bounds-checks every read against `blob.len()` and throws at its end; every
+        // count, layer, type and row size read is checked against this context before a
+        // tensor is written, cells are only placed in slots the cache found free, and
+        // `llama_context::state_seq_set_data` catches the exceptions and returns 0. The one
+        // precondition it asserts (aborting), a sequence id in range, is checked above.
         let ok = unsafe { self.ctx.state_seq_set_data_ext(blob, seq, what.flags()) };
         if ok {
             Ok(())

@@ -1,6 +1,6 @@
 //! The llama.cpp adapter: the only module that names `llama_cpp_2` or holds `unsafe`.
 //!
-//! Everything above it speaks in kvrun's own terms: [`TokenId`]s, [`EngineSettings`],
+//! Everything above it speaks in kvrun's own terms: [`TokenId`]s, [`EngineSettings`](crate::settings::EngineSettings),
 //! byte blobs of KV state. That keeps the token log, the paged KV manager and the UI free of
 //! FFI details, and gives one place to audit when the pinned llama.cpp changes.
 
@@ -11,13 +11,12 @@ mod utf8;
 
 use std::sync::OnceLock;
 
+/// Re-exported so that code talking to the engine names one token type.
+pub use crate::token::TokenId;
 pub use context::{BatchEntry, Context, ContextInfo, KvCapture};
 pub use model::{ChatMessage, Model, ModelFacts};
 pub use sampler::{Sampler, TokenLogprob};
 pub use utf8::Utf8Stream;
-
-/// A token id in the model's vocabulary.
-pub type TokenId = i32;
 
 #[derive(Debug, thiserror::Error)]
 pub enum EngineError {
@@ -41,6 +40,8 @@ pub enum EngineError {
     StateGet(String),
     #[error("llama.cpp refused the KV state (size {size} bytes); the sequence was cleared")]
     StateSet { size: usize },
+    #[error("sequence {seq} is not one of this context's {n_seq_max} sequences")]
+    NoSuchSequence { seq: i32, n_seq_max: u32 },
     #[error("{0}")]
     Unsupported(String),
 }
@@ -80,7 +81,7 @@ pub fn llama_build_info() -> String {
 pub const LLAMA_CPP_SYS_VERSION: &str = "0.1.161";
 
 /// A GPU (or other accelerator) as llama.cpp's backend reports it.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
 pub struct GpuDevice {
     pub name: String,
     pub total_bytes: u64,

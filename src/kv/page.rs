@@ -5,8 +5,8 @@
 //! sessions whose token prefixes agree name their pages identically, so a page is stored once
 //! and found again by a new session that starts the same way.
 
-use crate::engine::TokenId;
 use crate::store::{IdChain, ObjectId};
+use crate::token::TokenId;
 
 use super::KvError;
 

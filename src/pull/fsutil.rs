@@ -105,25 +105,7 @@ pub(super) fn install(tmp: &Path, dest: &Path) -> Result<(), PullError> {
     drop(file);
     fs::rename(tmp, dest).map_err(|e| PullError::io(dest, e))?;
     if let Some(dir) = dest.parent() {
-        sync_dir(dir)?;
+        crate::store::fsync_dir(dir).map_err(|e| PullError::io(dir, io::Error::other(e)))?;
     }
-    Ok(())
-}
-
-#[cfg(unix)]
-fn sync_dir(dir: &Path) -> Result<(), PullError> {
-    let dir = if dir.as_os_str().is_empty() {
-        Path::new(".")
-    } else {
-        dir
-    };
-    File::open(dir)
-        .and_then(|d| d.sync_all())
-        .map_err(|e| PullError::io(dir, e))
-}
-
-/// Windows cannot open a directory as a file; its rename is already metadata-journaled.
-#[cfg(not(unix))]
-fn sync_dir(_dir: &Path) -> Result<(), PullError> {
     Ok(())
 }

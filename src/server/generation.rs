@@ -151,22 +151,13 @@ impl Generation {
 /// A fresh id for a response object: `prefix` plus 24 hex digits, unique across restarts
 /// (time, process and a counter hashed).
 pub fn response_id(prefix: &str) -> String {
-    let nanos = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_nanos());
+    let nanos = crate::clock::unix_nanos();
     let seed = format!(
         "{nanos}-{}-{}",
         std::process::id(),
         NEXT_ID.fetch_add(1, Ordering::Relaxed)
     );
     format!("{prefix}{}", &blake3::hash(seed.as_bytes()).to_hex()[..24])
-}
-
-/// Seconds since the Unix epoch.
-pub fn unix_now() -> u64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_secs())
 }
 
 /// Names the session a conversation is persisted as, in the `x-kvrun-session` header.

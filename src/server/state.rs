@@ -31,10 +31,7 @@ impl AppState {
             paths,
             counters: Arc::default(),
             prompts: Arc::default(),
-            sampling: Arc::new(SamplingSettings::resolve(
-                &Default::default(),
-                &Default::default(),
-            )),
+            sampling: Arc::new(SamplingSettings::defaults()),
         }
     }
 }

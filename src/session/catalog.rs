@@ -48,7 +48,6 @@ use std::collections::{HashMap, HashSet};
 use std::fs;
 use std::io;
 use std::path::{Path, PathBuf};
-use std::time::{SystemTime, UNIX_EPOCH};
 
 use super::error::SessionError;
 use super::manifest::{SessionManifest, MANIFEST_FORMAT};
@@ -424,7 +423,7 @@ impl SessionCatalog {
             return Err(SessionError::Exists { name: dst.into() });
         }
         let mut manifest = self.read_manifest(src)?;
-        let now = now_unix();
+        let now = crate::clock::unix_now();
         manifest.name = dst.into();
         manifest.created_unix = now;
         manifest.updated_unix = now;
@@ -515,12 +514,6 @@ fn count_refs<'a>(
 fn lock_holder(lock_path: &Path) -> Option<LockHolder> {
     let bytes = read_bounded(lock_path, HOLDER_MAX_BYTES).ok()?;
     LockHolder::parse(std::str::from_utf8(&bytes).ok()?)
-}
-
-fn now_unix() -> u64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |d| d.as_secs())
 }
 
 #[cfg(test)]

@@ -132,6 +132,12 @@ fn too_large(len: u64, max: u64) -> io::Error {
 /// Fsyncs a directory so that entries created, renamed or removed in it are durable. Without
 /// this a rename can be lost on power failure even though the file data itself was synced.
 pub fn fsync_dir(dir: &Path) -> Result<()> {
+    // The parent of a bare file name is "", which means the current directory.
+    let dir = if dir.as_os_str().is_empty() {
+        Path::new(".")
+    } else {
+        dir
+    };
     File::open(dir)
         .and_then(|d| d.sync_all())
         .map_err(|e| io_err(dir, e))
@@ -252,6 +258,7 @@ mod tests {
     fn fsync_dir_works_and_reports_missing() {
         let tmp = tempfile::tempdir().unwrap();
         fsync_dir(tmp.path()).unwrap();
+        fsync_dir(Path::new("")).unwrap();
         let err = fsync_dir(&tmp.path().join("nope")).unwrap_err();
         assert!(err.to_string().contains("nope"));
     }

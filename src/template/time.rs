@@ -2,7 +2,6 @@
 //! such as Llama 3.2's and Mistral's put today's date into the system turn).
 
 use std::fmt::Write;
-use std::time::{SystemTime, UNIX_EPOCH};
 
 const MONTHS: [&str; 12] = [
     "January",
@@ -29,10 +28,7 @@ const WEEKDAYS: [&str; 7] = [
 ];
 
 pub fn strftime_now(format: String) -> String {
-    let secs = SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map(|d| d.as_secs() as i64)
-        .unwrap_or(0);
+    let secs = crate::clock::unix_now() as i64;
     strftime(&format, secs)
 }
 

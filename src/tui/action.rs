@@ -4,7 +4,7 @@
 
 use std::time::Instant;
 
-use super::protocol::{EngineEvent, UserCommand};
+use crate::chat::protocol::{EngineEvent, UserCommand};
 
 #[derive(Debug, Clone, PartialEq)]
 pub enum Action {

@@ -8,12 +8,12 @@ use crossterm::event::Event;
 use super::action::{Action, Effect};
 use super::input::InputEditor;
 use super::keys;
-use super::protocol::{
-    EngineEvent, MemorySnapshot, ProgressKind, SessionRow, ShownMessage, Tier, UserCommand,
-};
 use super::slash::{self, Slash};
 use super::view;
 use super::TuiOptions;
+use crate::chat::protocol::{
+    EngineEvent, MemorySnapshot, ProgressKind, SessionRow, ShownMessage, Tier, UserCommand,
+};
 
 /// Two Ctrl-C presses closer than this quit, even while a reply is still being stopped.
 const DOUBLE_INTERRUPT: Duration = Duration::from_millis(1000);
@@ -414,7 +414,7 @@ impl App {
             }
             EngineEvent::Saved { session, ms, bytes } => {
                 self.last_save_ms = Some(ms);
-                let size = crate::ui::human_bytes(bytes);
+                let size = crate::format::human_bytes(bytes);
                 self.set_note(&format!("saved '{session}' ({size}) in {ms:.0} ms"), false);
             }
             EngineEvent::Restored {

@@ -7,9 +7,7 @@
 //! synthetic events, and [`run_terminal`] runs it on the real terminal.
 //!
 //! The engine is a worker thread elsewhere: it sends [`EngineEvent`]s and receives
-//! [`UserCommand`]s (see [`protocol`]). Nothing here blocks on it.
-
-pub mod protocol;
+//! [`UserCommand`]s (see [`crate::chat::protocol`]). Nothing here blocks on it.
 
 mod action;
 mod app;
@@ -23,15 +21,16 @@ mod view;
 mod tests;
 
 use std::sync::mpsc::{Receiver, RecvTimeoutError, Sender, TryRecvError};
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant};
 
 use crossterm::event::Event;
 use ratatui::backend::Backend;
 use ratatui::Terminal;
 
+use crate::chat::protocol::{EngineEvent, UserCommand};
+
 pub use action::{Action, Effect};
 pub use app::{App, Focus};
-pub use protocol::{EngineEvent, UserCommand};
 pub use terminal::run_terminal;
 pub use view::draw;
 
@@ -67,10 +66,7 @@ pub trait InputSource {
 
     /// Seconds since the Unix epoch, for the sessions list's "3m ago".
     fn now_unix(&self) -> u64 {
-        SystemTime::now()
-            .duration_since(UNIX_EPOCH)
-            .map(|d| d.as_secs())
-            .unwrap_or(0)
+        crate::clock::unix_now()
     }
 }
 

@@ -1,6 +1,6 @@
 //! The /commands typed in the input box.
 
-use super::protocol::UserCommand;
+use crate::chat::protocol::UserCommand;
 
 /// The commands and what they do, for the help overlay (one list, so help cannot drift from
 /// the parser).

@@ -21,8 +21,8 @@ use crossterm::{cursor, execute};
 use ratatui::backend::CrosstermBackend;
 use ratatui::Terminal;
 
-use super::protocol::{EngineEvent, UserCommand};
 use super::{run_loop, App, Input, InputSource, TuiOptions};
+use crate::chat::protocol::{EngineEvent, UserCommand};
 
 /// The terminal is in TUI mode (raw, alternate screen); whoever restores it first clears this.
 static ACTIVE: AtomicBool = AtomicBool::new(false);

@@ -14,8 +14,8 @@ use ratatui::backend::TestBackend;
 use ratatui::Terminal;
 
 use super::app::{Focus, Role};
-use super::protocol::*;
 use super::*;
+use crate::chat::protocol::*;
 
 const GIB: u64 = 1 << 30;
 const MIB: u64 = 1 << 20;
@@ -236,7 +236,7 @@ fn snapshot_sessions_list() {
 fn snapshot_gpu_restore_in_progress() {
     let mut app = ready_app();
     let mut memory = cpu_memory();
-    memory.gpus = vec![DeviceMemory {
+    memory.gpus = vec![crate::engine::GpuDevice {
         name: "NVIDIA H200".into(),
         total_bytes: 140 * GIB,
         free_bytes: 131 * GIB,

@@ -7,6 +7,8 @@ use std::process::{Child, ExitStatus, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use rustix::process::{Pid, Signal};
+
 use super::Home;
 
 /// Long enough for the default model to load on a busy 2-core machine.
@@ -137,7 +139,7 @@ impl Server {
     /// SIGTERM, then waits (at most `deadline`) for the exit.
     pub fn terminate(mut self, deadline: Duration) -> ExitStatus {
         let mut child = self.child.take().unwrap();
-        signal(&child, libc::SIGTERM);
+        signal(&child, Signal::TERM);
         let started = Instant::now();
         loop {
             if let Some(status) = child.try_wait().unwrap() {
@@ -162,10 +164,9 @@ impl Server {
     }
 }
 
-fn signal(child: &Child, signal: i32) {
-    // SAFETY: kill(2) on our own child's pid has no memory effects.
-    let rc = unsafe { libc::kill(child.id() as i32, signal) };
-    assert_eq!(rc, 0, "kill({signal}) failed");
+fn signal(child: &Child, signal: Signal) {
+    rustix::process::kill_process(Pid::from_child(child), signal)
+        .unwrap_or_else(|e| panic!("kill({signal:?}) failed: {e}"));
 }
 
 fn reply(result: Result<ureq::http::Response<ureq::Body>, ureq::Error>) -> Reply {

@@ -79,16 +79,3 @@ impl<'m> Engine<'_, 'm, '_> {
         self.send(EngineEvent::Memory(Box::new(snapshot)));
     }
 }
-
-/// 18432 → "18,432".
-pub(super) fn group(n: usize) -> String {
-    let s = n.to_string();
-    let mut out = String::new();
-    for (i, c) in s.chars().enumerate() {
-        if i > 0 && (s.len() - i) % 3 == 0 {
-            out.push(',');
-        }
-        out.push(c);
-    }
-    out
-}

@@ -10,9 +10,10 @@ use serde::Deserialize;
 use serde_json::{json, Value};
 
 use super::{finish_reason, token_text, usage_object};
+use crate::clock::unix_now;
 use crate::engine::{Model, TokenId};
 use crate::server::errors::{body_bytes, parse_body, ApiError};
-use crate::server::generation::{response_id, start, unix_now, Collected, Generation, Job, Step};
+use crate::server::generation::{response_id, start, Collected, Generation, Job, Step};
 use crate::server::naming::{conversation_key, NameSources};
 use crate::server::render::{check_fits, max_reply_tokens};
 use crate::server::request::{ready, stop_strings, SamplingFields, StopField};

@@ -18,7 +18,7 @@ use serde::Deserialize;
 use serde_json::{json, Value};
 
 use super::errors::{body_bytes, parse_body, ApiError};
-use super::generation::{response_id, start, unix_now, with_session_header, Job};
+use super::generation::{response_id, start, with_session_header, Job};
 use super::naming::{conversation_key, NameSources};
 use super::openai::function_tools;
 use super::render::{max_reply_tokens, render_off_thread, text_message, Conversation, ReplyReader};
@@ -26,6 +26,7 @@ use super::request::{json_format_grammar, ready, SamplingFields};
 use super::sse;
 use super::state::AppState;
 use super::tool_choice::{function_tool, openai_choice, ToolSet};
+use crate::clock::unix_now;
 use crate::template::{FunctionCall, Message, ToolCall};
 use crate::tools::ParsedReply;
 use output::Header;

@@ -5,10 +5,11 @@ use std::time::Instant;
 
 use super::prefix::common_prefix;
 use super::Engine;
+use crate::clock::unix_now;
 use crate::engine::{Context, TokenId};
 use crate::sequence::Sequence;
 use crate::service::protocol::{ConversationKey, ServiceError};
-use crate::session::live::{unix_now, LiveSession};
+use crate::session::live::LiveSession;
 use crate::session::{identity::kv_identity, SessionError};
 
 /// A session this server has open: it holds the lock until shutdown or removal.
@@ -232,10 +233,7 @@ impl<'c, 'm> Engine<'c, 'm> {
 fn generated_name() -> String {
     use std::sync::atomic::{AtomicU64, Ordering};
     static COUNTER: AtomicU64 = AtomicU64::new(0);
-    let nanos = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_nanos())
-        .unwrap_or(0);
+    let nanos = crate::clock::unix_nanos();
     let mut hasher = blake3::Hasher::new();
     hasher.update(&nanos.to_le_bytes());
     hasher.update(&std::process::id().to_le_bytes());

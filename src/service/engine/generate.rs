@@ -329,7 +329,7 @@ impl<'c, 'm> Engine<'c, 'm> {
         open.busy = false;
         open.prompt_len = prompt_len;
         open.last_used = Instant::now();
-        open.last_used_unix = crate::session::live::unix_now();
+        open.last_used_unix = crate::clock::unix_now();
         open.live.set_prompt_tokens(prompt_len);
         open.live.set_interrupted(interrupted);
         let state = ConversationState {

@@ -29,10 +29,10 @@ use anyhow::{Context as _, Result};
 
 use super::handle::{Command, ServiceHandle, ServiceInfo};
 use super::protocol::{Request, ServiceError};
+use crate::clock::unix_now;
 use crate::engine::{Context, Model};
 use crate::session::catalog::SessionCatalog;
 use crate::session::identity::model_identity;
-use crate::session::live::unix_now;
 use crate::settings::DEFAULT_PAGE_TOKENS;
 use crate::tiers::WarmPool;
 
@@ -44,7 +44,7 @@ pub struct ServiceOptions {
     pub model: crate::models::ModelChoice,
     pub engine: crate::settings::EngineSettings,
     /// Budgets of the warm and cold tiers; `hot_sessions` is ignored (`parallel` rules).
-    pub tiers: crate::chat::TierSettings,
+    pub tiers: crate::settings::TierSettings,
     /// Sequences decoded together (default 4).
     pub parallel: usize,
     /// Requests waiting beyond `parallel` (default 64); past it a submit gets QueueFull.
@@ -185,7 +185,7 @@ struct Engine<'c, 'm> {
     warm: Arc<WarmPool>,
     /// The model's fingerprint, taken once per process.
     identity: crate::session::ModelIdentity,
-    tiers: crate::chat::TierSettings,
+    tiers: crate::settings::TierSettings,
     engine_settings: crate::settings::EngineSettings,
     parallel: usize,
     /// Sessions this server has open (and holds the locks of), hot or not.

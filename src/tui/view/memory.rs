@@ -10,9 +10,9 @@ use ratatui::widgets::{Block, Paragraph};
 use ratatui::Frame;
 
 use super::super::app::App;
-use super::super::protocol::{MemorySnapshot, TierUsage};
-use super::{compact_count, thousands};
-use crate::ui::human_bytes;
+use super::compact_count;
+use crate::chat::protocol::{MemorySnapshot, TierUsage};
+use crate::format::{human_bytes, thousands};
 
 const HOT: Color = Color::Red;
 const WARM: Color = Color::Yellow;

@@ -178,19 +178,6 @@ pub(crate) fn sanitize(text: &str) -> String {
     out
 }
 
-/// "18,432"
-pub(crate) fn thousands(n: u64) -> String {
-    let digits = n.to_string();
-    let mut out = String::new();
-    for (i, c) in digits.chars().enumerate() {
-        if i > 0 && (digits.len() - i) % 3 == 0 {
-            out.push(',');
-        }
-        out.push(c);
-    }
-    out
-}
-
 /// "18.4k", "2.1M": counts where a column is narrow.
 pub(crate) fn compact_count(n: u64) -> String {
     match n {
@@ -218,9 +205,6 @@ mod tests {
 
     #[test]
     fn small_formats() {
-        assert_eq!(thousands(18432), "18,432");
-        assert_eq!(thousands(999), "999");
-        assert_eq!(thousands(1_000_000), "1,000,000");
         assert_eq!(compact_count(18432), "18.4k");
         assert_eq!(ago(1000, 1000 + 180), "3m ago");
         assert_eq!(ago(1000, 1000 + 7_300), "2h ago");

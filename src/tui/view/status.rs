@@ -9,9 +9,9 @@ use ratatui::Frame;
 use unicode_width::UnicodeWidthStr;
 
 use super::super::app::{App, Focus, Progress};
-use super::super::protocol::ProgressKind;
-use super::{pane_block, thousands};
-use crate::ui::human_bytes;
+use super::pane_block;
+use crate::chat::protocol::ProgressKind;
+use crate::format::{human_bytes, thousands};
 
 /// Model, context use, the last turn's speeds, and the last restore and save. On a small
 /// screen the session comes first (there is no conversation title to name it) and the

@@ -6,6 +6,8 @@
 
 use serde::Serialize;
 
+use crate::engine::GpuDevice;
+
 /// What the user asked for.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum UserCommand {
@@ -77,19 +79,11 @@ pub struct TierUsage {
     pub hit_tokens: u64,
 }
 
-/// One GPU as llama.cpp's backend reports it.
-#[derive(Debug, Clone, Default, PartialEq, Serialize)]
-pub struct DeviceMemory {
-    pub name: String,
-    pub total_bytes: u64,
-    pub free_bytes: u64,
-}
-
 /// Everything the memory panel shows; sent at least once a second and after every move.
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]
 pub struct MemorySnapshot {
     /// GPUs; empty on a machine without one (the hot tier then lives in RAM).
-    pub gpus: Vec<DeviceMemory>,
+    pub gpus: Vec<GpuDevice>,
     pub hot: TierUsage,
     /// The hot tier's budget: the context's cells, shared by the hot sessions...
     pub hot_cells: u64,

@@ -1,0 +1,316 @@
+//! Restoring a saved session from its pages: the snapshot is bound to the token log (the
+//! log wins where the manifest's ids disagree), pages are read through the warm pool and
+//! verified, and the furthest restore point they support is loaded without prefill.
+
+use std::collections::BTreeMap;
+use std::time::Instant;
+
+use anyhow::{bail, Context as _, Result};
+
+use super::{LiveSession, RestoreReport};
+use crate::engine::Context;
+use crate::kv::layout::{BASE, SWA};
+use crate::kv::{KvLayout, TailRecord};
+use crate::sequence::Sequence;
+use crate::session::capture::{self, RestoreSection};
+use crate::session::identity::bind_snapshot;
+use crate::session::manifest::{KvSnapshot, SessionManifest};
+use crate::store::ObjectId;
+
+impl LiveSession<'_> {
+    /// Loads the saved snapshot into the (fresh) context. Damaged or missing pages are
+    /// reported and the affected part of the log is left for prefill.
+    pub fn restore(&mut self, ctx: &mut Context<'_>) -> Result<(Sequence, RestoreReport)> {
+        let started = Instant::now();
+        let mut report = RestoreReport::default();
+        let Some(m) = self.saved.clone() else {
+            return Ok((Sequence::new(), report));
+        };
+        self.check_compatible(ctx)?;
+        if m.snapshot.is_none() {
+            return Ok((
+                Sequence::restored(m.tokens, 0).in_seq(self.slot.seq),
+                report,
+            ));
+        };
+        let stored = match m.kv.layout.as_deref().map(KvLayout::decode) {
+            Some(Ok(l)) => l,
+            Some(Err(e)) => {
+                report
+                    .warnings
+                    .push(format!("session '{}': {e}", self.name));
+                return Ok((
+                    Sequence::restored(m.tokens, 0).in_seq(self.slot.seq),
+                    report,
+                ));
+            }
+            None => {
+                return Ok((
+                    Sequence::restored(m.tokens, 0).in_seq(self.slot.seq),
+                    report,
+                ))
+            }
+        };
+        // The stored layout is trusted only as far as its checksum and the checks above go:
+        // llama.cpp validates every type and row size again, and a refusal falls back to
+        // prefill. (No probe decode here: it would cost a forward pass per restore.)
+        self.layout = Some(stored);
+        let restored = self.load_snapshot(ctx, &m, &mut report)?;
+        report.restored_tokens = restored;
+        report.restore_ms = started.elapsed().as_secs_f64() * 1e3;
+        Ok((
+            Sequence::restored(m.tokens, restored).in_seq(self.slot.seq),
+            report,
+        ))
+    }
+
+    /// Loads the snapshot as its token log names it: every id is recomputed from the log
+    /// ([`bind_snapshot`]), and where the manifest's list disagrees the log wins (with a
+    /// warning), so only pages that are the KV of these very tokens can be loaded.
+    fn load_snapshot(
+        &mut self,
+        ctx: &mut Context<'_>,
+        m: &SessionManifest,
+        report: &mut RestoreReport,
+    ) -> Result<usize> {
+        let bound = match bind_snapshot(m) {
+            None => return Ok(0),
+            Some(Ok(bound)) => bound,
+            Some(Err(e)) => {
+                report.warnings.push(format!(
+                    "session '{}': {e}; recomputing it from the token log by prefill",
+                    self.name
+                ));
+                return Ok(0);
+            }
+        };
+        if let Some(first) = bound.mismatches.first() {
+            report.warnings.push(format!(
+                "session '{}': the manifest's KV ids do not match its token log ({first}{}); \
+                 using only pages that match the log, the rest is recomputed",
+                self.name,
+                match bound.mismatches.len() {
+                    1 => String::new(),
+                    n => format!(", and {} more", n - 1),
+                }
+            ));
+        }
+        self.load_pages(ctx, &bound.snapshot, report)
+    }
+
+    /// Reads and verifies pages, picks the furthest restore point they support, assembles
+    /// the blob and loads it. Returns the number of tokens now in the cache.
+    pub(super) fn load_pages(
+        &mut self,
+        ctx: &mut Context<'_>,
+        snap: &KvSnapshot,
+        report: &mut RestoreReport,
+    ) -> Result<usize> {
+        let layout = self.layout.clone().context("internal: KV layout unknown")?;
+        let p = self.page_tokens;
+        let store = self.catalog.store();
+        let warm = self.warm.clone();
+        let damaged = std::cell::RefCell::new(Vec::new());
+        let read_rows = |id: &ObjectId, expected: usize| {
+            let read = read_rows(store, warm.as_deref(), id, expected);
+            if read.is_err() {
+                damaged.borrow_mut().push(*id);
+            }
+            read
+        };
+        let mut warn = |what: String| {
+            report.warnings.push(what);
+        };
+        let name = self.name.clone();
+        // Full-attention pages, up to the first damaged one.
+        let read_started = Instant::now();
+        let mut base: Vec<Vec<u8>> = Vec::with_capacity(snap.pages.len());
+        for (i, id) in snap.pages.iter().enumerate() {
+            match read_rows(id, p * layout.bytes_per_token(BASE)) {
+                Ok(rows) => base.push(rows),
+                Err(e) => {
+                    warn(format!(
+                        "session '{name}': page {i} ({id}) is unusable ({e}); recomputing from \
+                         token {} by prefill",
+                        i * p
+                    ));
+                    break;
+                }
+            }
+        }
+        let full = base.len();
+        // The tail, only if every page before it is fine.
+        let mut tail = None;
+        if full == snap.pages.len() {
+            if let Some(id) = snap.tail {
+                let swa_per_cell = if layout.is_iswa() {
+                    layout.bytes_per_token(SWA)
+                } else {
+                    0
+                };
+                let bytes = match &warm {
+                    Some(pool) => pool.get_or_load(store, &id),
+                    None => store.get(&id),
+                };
+                if bytes.is_err() {
+                    damaged.borrow_mut().push(id);
+                }
+                match bytes.map_err(anyhow::Error::from).and_then(|b| {
+                    Ok(TailRecord::decode(
+                        &b,
+                        layout.bytes_per_token(BASE),
+                        swa_per_cell,
+                    )?)
+                }) {
+                    Ok(t) if full * p + t.n_cells as usize == snap.kv_len => tail = Some(t),
+                    Ok(_) => {
+                        damaged.borrow_mut().push(id);
+                        warn(format!(
+                            "session '{name}': the tail record does not match the token log; \
+                             recomputing it by prefill"
+                        ))
+                    }
+                    Err(e) => warn(format!(
+                        "session '{name}': the tail record ({id}) is unusable ({e}); \
+                         recomputing it by prefill"
+                    )),
+                }
+            }
+        }
+        // Sliding-window rows by page index (iSWA only).
+        let mut swa_rows: BTreeMap<usize, Vec<u8>> = BTreeMap::new();
+        if layout.is_iswa() {
+            for (k, id) in &snap.swa_pages {
+                match read_rows(id, p * layout.bytes_per_token(SWA)) {
+                    Ok(rows) => {
+                        swa_rows.insert(*k, rows);
+                    }
+                    Err(e) => warn(format!(
+                        "session '{name}': sliding-window rows of page {k} ({id}) are unusable \
+                         ({e})"
+                    )),
+                }
+            }
+        }
+        for id in damaged.take() {
+            // Missing or damaged alike: the next save writes it anew.
+            self.present.remove(&id);
+            self.damaged.insert(id);
+        }
+        // Candidate restore points, furthest first: the snapshot's end, then page
+        // boundaries (a unified cache can stop at any; an iSWA cache needs its window).
+        let mut candidates = Vec::new();
+        if let Some(t) = &tail {
+            candidates.push(full * p + t.n_cells as usize);
+        }
+        candidates.extend((1..=full).rev().map(|k| k * p));
+        for end in candidates {
+            let pages = (end / p).min(full);
+            let tail_cells = end - pages * p;
+            let mut sections = vec![RestoreSection {
+                first_pos: 0,
+                count: end,
+                chunks: base[..pages].iter().map(Vec::as_slice).collect(),
+            }];
+            if tail_cells > 0 {
+                if let Some(t) = &tail {
+                    sections[0].chunks.push(&t.base);
+                }
+            }
+            let swa_slices;
+            if layout.is_iswa() {
+                let start = end.saturating_sub(self.n_swa as usize);
+                let mut pieces = Vec::new();
+                let mut complete = true;
+                for k in start / p..pages {
+                    let lo = (k * p).max(start) - k * p;
+                    match swa_rows.get(&k) {
+                        Some(rows) if lo == 0 => pieces.push(rows.clone()),
+                        Some(rows) => pieces.push(crate::kv::layout::slice_cells(
+                            &layout.sections[SWA],
+                            rows,
+                            p,
+                            lo..p,
+                        )),
+                        None => {
+                            complete = false;
+                            break;
+                        }
+                    }
+                }
+                if !complete {
+                    continue;
+                }
+                if tail_cells > 0 {
+                    if let Some(t) = &tail {
+                        pieces.push(t.swa.clone());
+                    }
+                }
+                swa_slices = pieces;
+                sections.push(RestoreSection {
+                    first_pos: start,
+                    count: end - start,
+                    chunks: swa_slices.iter().map(Vec::as_slice).collect(),
+                });
+            }
+            let read_ms = read_started.elapsed().as_secs_f64() * 1e3;
+            let load_started = Instant::now();
+            let loaded = capture::restore_into(ctx, self.slot, &layout, &sections);
+            tracing::debug!(
+                "session '{name}': read and verified pages in {read_ms:.1} ms, assembled and \
+                 loaded {end} tokens in {:.1} ms",
+                load_started.elapsed().as_secs_f64() * 1e3
+            );
+            match loaded {
+                Ok(()) => {
+                    for id in snap.pages.iter().take(pages) {
+                        self.present.insert(*id);
+                    }
+                    if end < snap.kv_len {
+                        report.warnings.push(format!(
+                            "session '{name}': restored {end} of {} tokens from pages; the rest \
+                             is recomputed from the token log",
+                            snap.kv_len
+                        ));
+                    }
+                    return Ok(end);
+                }
+                Err(e) => {
+                    report.warnings.push(format!(
+                        "session '{name}': llama.cpp refused the restored KV ({e:#}); \
+                         recomputing by prefill"
+                    ));
+                    return Ok(0);
+                }
+            }
+        }
+        if snap.kv_len > 0 {
+            report.warnings.push(format!(
+                "session '{name}': no usable restore point; recomputing all {} tokens by \
+                 prefill",
+                snap.kv_len
+            ));
+        }
+        Ok(0)
+    }
+}
+
+/// Reads a page object (from the warm pool when it holds it) and checks its length.
+fn read_rows(
+    store: &crate::store::ObjectStore,
+    warm: Option<&crate::tiers::WarmPool>,
+    id: &ObjectId,
+    expected: usize,
+) -> Result<Vec<u8>> {
+    let rows = match warm {
+        Some(pool) => pool.get_or_load(store, id)?,
+        None => store.get(id)?,
+    };
+    if rows.len() != expected {
+        bail!(
+            "it holds {} bytes where the KV layout needs {expected}",
+            rows.len()
+        );
+    }
+    Ok(rows)
+}

@@ -1,0 +1,270 @@
+//! Saving a session incrementally: only the pages the store lacks, the tail record and the
+//! sliding-window rows captured since the last save, then the manifest, atomically, last.
+
+use std::collections::HashSet;
+use std::time::Instant;
+
+use anyhow::{bail, Context as _, Result};
+
+use super::{ConversationState, LiveSession, SaveReport};
+use crate::engine::Context;
+use crate::kv::{KvLayout, PageKey, TailRecord};
+use crate::sequence::Sequence;
+use crate::session::capture;
+use crate::session::manifest::{KvSnapshot, SessionManifest, MANIFEST_FORMAT};
+use crate::store::{ObjectId, ObjectKind};
+
+impl LiveSession<'_> {
+    /// Puts an object, replacing it when a read found it damaged (a payload flip leaves a
+    /// valid-looking header that `put` would keep).
+    fn write_object(
+        &mut self,
+        id: &ObjectId,
+        kind: ObjectKind,
+        payload: &[u8],
+    ) -> Result<crate::store::PutOutcome> {
+        let store = self.catalog.store();
+        let put = if self.damaged.remove(id) {
+            store.replace(id, kind, payload)?
+        } else {
+            store.put(id, kind, payload)?
+        };
+        Ok(put)
+    }
+
+    /// Writes what the store lacks (new pages, the tail), then the manifest. O(new tokens).
+    pub fn save(
+        &mut self,
+        ctx: &mut Context<'_>,
+        seq: &Sequence,
+        conversation: ConversationState<'_>,
+    ) -> Result<SaveReport> {
+        let started = Instant::now();
+        let mut report = SaveReport::default();
+        let p = self.page_tokens;
+        let kv_len = seq.kv_len();
+        let tokens = seq.tokens();
+        let full = kv_len / p;
+        let boundary = full * p;
+        let mut ids = Vec::new();
+        self.key.extend_ids(&tokens[..kv_len], p, &mut ids);
+        let store = self.catalog.store();
+        let _store_lock = store.lock_shared()?;
+
+        let mut first_missing = full;
+        for (i, id) in ids.iter().enumerate() {
+            if self.damaged.contains(id) {
+                first_missing = i;
+                break;
+            }
+            if self.present.contains(id) {
+                continue;
+            }
+            if store.contains(id)? {
+                self.present.insert(*id);
+                continue;
+            }
+            first_missing = i;
+            break;
+        }
+        let swa_first = if self.n_swa > 0 {
+            boundary.saturating_sub(self.n_swa as usize) / p
+        } else {
+            full
+        };
+        let capture_from = (first_missing * p).min(boundary);
+        let mut captured = None;
+        if kv_len > capture_from {
+            let rows = capture::capture(ctx, self.slot, self.n_swa, capture_from..kv_len, false)
+                .with_context(|| format!("reading the KV of session '{}'", self.name))?;
+            captured = Some(rows);
+        }
+        let mut layout = self.layout.clone();
+        if let Some(c) = &captured {
+            let mut sections = Vec::new();
+            if let Some(b) = &c.base {
+                sections.push(b.layout.clone());
+            }
+            if let Some(s) = &c.swa {
+                sections.push(s.layout.clone());
+            }
+            let seen = KvLayout {
+                sections,
+                n_swa: self.n_swa,
+            };
+            if let Some(known) = &layout {
+                if let Some(diff) = known.describe_difference(&seen) {
+                    bail!("internal: the context's KV layout changed mid-session: {diff}");
+                }
+            }
+            layout = Some(seen);
+        }
+        self.layout = layout.clone();
+
+        // New full-attention pages.
+        let base_rows = captured.as_ref().and_then(|c| c.base.as_ref());
+        for (k, id) in ids.iter().enumerate().skip(first_missing) {
+            if !self.damaged.contains(id) && (self.present.contains(id) || store.contains(id)?) {
+                self.present.insert(*id);
+                continue;
+            }
+            let rows = base_rows
+                .and_then(|b| b.slice(k * p..(k + 1) * p))
+                .context("internal: page rows missing from the capture")?;
+            let put = self.write_object(id, ObjectKind::Page, &rows)?;
+            report.objects_written += 1;
+            report.bytes_written += put.written_bytes;
+            self.present.insert(*id);
+            if let Some(warm) = &self.warm {
+                warm.insert(*id, rows);
+            }
+        }
+        // Sliding-window rows: of the pages a restore point needs (the window before the
+        // last page boundary), and of the earlier pages, for another conversation that
+        // shares a prefix of this log. Written while the ring (or the capture) has them,
+        // kept once stored; only a gap in the window makes the snapshot incomplete.
+        let swa_capture = captured.as_ref().and_then(|c| c.swa.as_ref());
+        let mut swa_pages = Vec::new();
+        let mut prefix_swa_pages = Vec::new();
+        let mut swa_complete = true;
+        let swa_start = if self.n_swa > 0 { 0 } else { full };
+        for (k, page_id) in ids.iter().enumerate().take(full).skip(swa_start) {
+            let id = PageKey::swa_id(page_id);
+            let stored = if !self.damaged.contains(&id)
+                && (self.present.contains(&id) || store.contains(&id)?)
+            {
+                true
+            } else if let Some(rows) = self
+                .swa_ring
+                .remove(&k)
+                .or_else(|| swa_capture.and_then(|s| s.slice(k * p..(k + 1) * p)))
+            {
+                let put = self.write_object(&id, ObjectKind::Page, &rows)?;
+                report.objects_written += 1;
+                report.bytes_written += put.written_bytes;
+                true
+            } else {
+                false
+            };
+            let in_window = k >= swa_first;
+            match (stored, in_window) {
+                (true, true) => swa_pages.push((k, id)),
+                (true, false) => prefix_swa_pages.push((k, id)),
+                (false, true) => swa_complete = false,
+                (false, false) => {}
+            }
+            if stored {
+                self.present.insert(id);
+            }
+        }
+        let keep = self.swa_window_pages();
+        while self.swa_ring.len() > keep {
+            self.swa_ring.pop_first();
+        }
+        // The tail: rows after the last full page.
+        let mut tail = None;
+        if kv_len > boundary {
+            let c = captured
+                .as_ref()
+                .context("internal: no capture for the tail")?;
+            let base = c
+                .base
+                .as_ref()
+                .and_then(|b| b.slice(boundary..kv_len))
+                .context("internal: tail rows missing")?;
+            let swa = match &c.swa {
+                Some(s) => s
+                    .slice(boundary..kv_len)
+                    .context("internal: tail window rows missing")?,
+                None => Vec::new(),
+            };
+            let record = TailRecord {
+                n_cells: (kv_len - boundary) as u32,
+                base,
+                swa,
+            }
+            .encode();
+            let id = self.key.tail_id(&ids, &tokens[boundary..kv_len]);
+            let put = self.write_object(&id, ObjectKind::Tail, &record)?;
+            report.objects_written += usize::from(!put.already_present);
+            report.bytes_written += put.written_bytes;
+            tail = Some(id);
+        }
+        if let Some(e) = self.capture_error.take() {
+            tracing::warn!("session '{}': {e}", self.name);
+            swa_complete = false;
+        }
+        if !swa_complete {
+            tracing::warn!(
+                "session '{}': some sliding-window rows could not be kept; a restore will \
+                 recompute part of the session",
+                self.name
+            );
+        }
+
+        let now = crate::clock::unix_now();
+        let mut kv = self.kv.clone();
+        kv.layout = layout.as_ref().map(KvLayout::encode);
+        let manifest = SessionManifest {
+            format: MANIFEST_FORMAT,
+            name: self.name.clone(),
+            created_unix: self.saved.as_ref().map_or(now, |m| m.created_unix),
+            updated_unix: now,
+            model: self.model.clone(),
+            kv,
+            llama_build: crate::engine::llama_build_info(),
+            engine: self.engine.clone(),
+            sampling: self.sampling.clone(),
+            tokens: tokens.to_vec(),
+            messages: conversation.messages.to_vec(),
+            rendered_len: conversation.rendered_len,
+            raw: conversation.raw,
+            chat_template: conversation.template,
+            // The last miss stays until another replaces it, as long as the log reaches it.
+            cache_miss: conversation
+                .cache_miss
+                .or(self.saved.as_ref().and_then(|m| m.cache_miss.as_ref()))
+                .filter(|miss| miss.position <= tokens.len())
+                .cloned(),
+            interrupted: self.interrupted,
+            unnamed: self.saved.as_ref().map_or(self.unnamed, |m| m.unnamed),
+            prompt_tokens: self.prompt_tokens,
+            pinned: self.saved.as_ref().is_some_and(|m| m.pinned),
+            snapshot: (kv_len > 0).then(|| KvSnapshot {
+                kv_len,
+                pages: ids.clone(),
+                swa_pages,
+                prefix_swa_pages,
+                tail,
+            }),
+        };
+        self.catalog.write_manifest(&manifest)?;
+        drop(_store_lock);
+        // Objects the previous manifest used and this one does not (the old tail, window
+        // rows that slid out) go now, unless another session still uses them.
+        if let Some(old) = &self.saved {
+            let keep: HashSet<ObjectId> = manifest.referenced_objects().collect();
+            let stale: Vec<ObjectId> = old
+                .referenced_objects()
+                .filter(|id| !keep.contains(id))
+                .collect();
+            if !stale.is_empty() {
+                // The save is committed: a failed clean-up must not report it as failed
+                // (a retry would add the turn twice). The next gc collects what is left.
+                if let Err(e) = self.catalog.collect_unreferenced(&stale) {
+                    tracing::warn!(
+                        "session '{}' is saved, but deleting its unused pages failed ({e}); \
+                         `kvrun gc` retries",
+                        self.name
+                    );
+                }
+                for id in &stale {
+                    self.present.remove(id);
+                }
+            }
+        }
+        self.saved = Some(manifest);
+        report.save_ms = started.elapsed().as_secs_f64() * 1e3;
+        Ok(report)
+    }
+}
