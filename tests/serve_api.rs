@@ -494,7 +494,7 @@ fn an_early_divergence_is_logged_and_counted() {
     let server = Server::start(&home, &tiny_model(), &["--ctx-size", "4096", "-v"]);
     let body = |date: &str| {
         json!({"messages": [
-            {"role": "system", "content": format!("Today is {date}. {}", "the model will answer. ".repeat(40))},
+            {"role": "system", "content": format!("Today is {date}. {}", "the model will answer. ".repeat(80))},
             {"role": "user", "content": "hello"}], "max_tokens": 2})
     };
     let header = [("X-Session-Id", "volatile")];
@@ -511,6 +511,32 @@ fn an_early_divergence_is_logged_and_counted() {
         line.contains("Tuesday") && line.contains("Monday"),
         "{line}"
     );
+    assert_eq!(metric(&server, "kvrun_volatile_prefix_misses_total"), 0);
+
+    // A new conversation with the same long system prompt but another date: nothing is
+    // cached past the date, and the diagnostic names the conversation it nearly matched.
+    let other = [("X-Session-Id", "volatile-2")];
+    assert_ok(&server.post("/v1/chat/completions", &body("Wednesday"), &other));
+    assert_eq!(metric(&server, "kvrun_volatile_prefix_misses_total"), 1);
+    assert!(metric(&server, "kvrun_volatile_prefix_tokens_total") >= 256);
+    let log = server.log_text();
+    let line = log
+        .lines()
+        .find(|l| l.contains("volatile span"))
+        .unwrap_or_else(|| panic!("no volatile span logged:\n{log}"));
+    assert!(
+        line.contains("Wednesday") && line.contains("Tuesday") && line.contains("\"volatile\""),
+        "{line}"
+    );
+    // A new conversation that shares nothing long is not reported.
+    let unrelated = json!({"messages": [{"role": "user", "content": "something else entirely"}],
+        "max_tokens": 2});
+    assert_ok(&server.post(
+        "/v1/chat/completions",
+        &unrelated,
+        &[("X-Session-Id", "other")],
+    ));
+    assert_eq!(metric(&server, "kvrun_volatile_prefix_misses_total"), 1);
 }
 
 #[test]
