@@ -588,3 +588,46 @@ fn a_client_that_disconnects_cancels_its_generation() {
         "the generation ran on after the disconnect: {generated}"
     );
 }
+
+#[test]
+fn anthropic_names_the_stop_sequence_that_matched() {
+    let home = Home::new();
+    let server = serve_tiny(&home);
+    let body = |stops: Value, stream: bool| {
+        json!({"model": "m", "max_tokens": 12, "temperature": 0, "stream": stream,
+            "stop_sequences": stops, "messages": [{"role": "user", "content": "count"}]})
+    };
+    let text_of = |answer: &Answer| {
+        answer.json()["content"][0]["text"]
+            .as_str()
+            .map(String::from)
+    };
+    let free = server.post("/v1/messages", &body(json!([]), false), &[]);
+    assert_ok(&free);
+    let text = text_of(&free).unwrap_or_default();
+    let chars: Vec<char> = text.chars().collect();
+    assert!(
+        chars.len() >= 4,
+        "the greedy reply is too short to cut: {text:?}"
+    );
+    // A stop taken from the middle of the greedy reply, listed after one that never occurs.
+    let stop: String = chars[2..4].iter().collect();
+    let before = &text[..text.find(&stop).unwrap()];
+    let stops = json!(["\u{1}never", stop]);
+
+    let cut = server.post("/v1/messages", &body(stops.clone(), false), &[]);
+    assert_ok(&cut);
+    let reply = cut.json();
+    assert_eq!(reply["stop_reason"], "stop_sequence", "{reply}");
+    assert_eq!(reply["stop_sequence"], stop.as_str(), "{reply}");
+    assert_eq!(text_of(&cut).unwrap_or_default(), before, "{reply}");
+
+    let streamed = server.post("/v1/messages", &body(stops, true), &[]);
+    assert_ok(&streamed);
+    let delta = event_data(&streamed)
+        .into_iter()
+        .find(|e| e["type"] == "message_delta")
+        .unwrap();
+    assert_eq!(delta["delta"]["stop_reason"], "stop_sequence", "{delta}");
+    assert_eq!(delta["delta"]["stop_sequence"], stop.as_str(), "{delta}");
+}
