@@ -457,3 +457,81 @@ fn the_sessions_api_lists_shows_pins_and_removes() {
     );
     assert!(!home.path().join("sessions/notes").exists());
 }
+
+/// The HTTP side of a server whose engine has not finished loading: the real router and a
+/// real handle, with the engine's side of the channel held by the test. Every API answers
+/// 503 in its own shape with `Retry-After`, `/health` says `loading`, and once the model is
+/// ready (set here as the engine thread sets it) `/health` answers 200.
+#[test]
+fn every_endpoint_answers_503_while_the_model_loads() {
+    use std::sync::atomic::AtomicUsize;
+    use std::sync::{Arc, OnceLock};
+
+    use kvrun::server::{app, AppState, Guard};
+    use kvrun::service::{ServiceHandle, ServiceInfo};
+
+    let home = Home::new();
+    let (commands, _engine_side) = std::sync::mpsc::channel();
+    let ready = Arc::new(OnceLock::new());
+    let handle = ServiceHandle::new(commands, Arc::new(AtomicUsize::new(0)), 4, ready.clone());
+    let state = AppState::new(handle, Arc::new(kvrun::paths::Paths::under(home.path())));
+    let guard = Guard {
+        api_key: None,
+        max_body_bytes: 1 << 20,
+        request_timeout: None,
+        cors_origins: Vec::new(),
+    };
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    let listener = runtime
+        .block_on(tokio::net::TcpListener::bind("127.0.0.1:0"))
+        .unwrap();
+    let url = format!("http://{}", listener.local_addr().unwrap());
+    runtime.spawn(async move { axum::serve(listener, app(state, &guard)).await });
+    let agent = server::agent();
+    let get = |path: &str| agent.get(format!("{url}{path}")).call().unwrap();
+    let post = |path: &str, body: &serde_json::Value| {
+        agent.post(format!("{url}{path}")).send_json(body).unwrap()
+    };
+
+    let mut health = get("/health");
+    assert_eq!(health.status(), 503);
+    let body: serde_json::Value = health.body_mut().read_json().unwrap();
+    assert_eq!(body["status"], "loading");
+
+    let mut openai = post("/v1/chat/completions", &chat("hi", 2));
+    assert_eq!(openai.status(), 503);
+    assert_eq!(openai.headers()["retry-after"], "1");
+    let body: serde_json::Value = openai.body_mut().read_json().unwrap();
+    assert!(
+        body["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("loading"),
+        "{body}"
+    );
+    let anthropic_body =
+        json!({"model": "m", "max_tokens": 2, "messages": [{"role": "user", "content": "hi"}]});
+    let mut anthropic = post("/v1/messages", &anthropic_body);
+    assert_eq!(anthropic.status(), 503);
+    let body: serde_json::Value = anthropic.body_mut().read_json().unwrap();
+    assert_eq!(body["type"], "error", "{body}");
+    assert_eq!(body["error"]["type"], "overloaded_error", "{body}");
+    let completion = json!({"model": "m", "prompt": "hi", "max_tokens": 2});
+    assert_eq!(post("/v1/completions", &completion).status(), 503);
+    let responses = json!({"model": "m", "input": "hi", "max_output_tokens": 2});
+    assert_eq!(post("/v1/responses", &responses).status(), 503);
+
+    let model = kvrun::engine::Model::load(&tiny_model(), 0).unwrap();
+    let info = ServiceInfo {
+        model_name: "tiny".into(),
+        n_ctx: 512,
+        parallel: 1,
+        page_tokens: 256,
+        created_unix: 0,
+    };
+    assert!(ready.set((Arc::new(model), info)).is_ok());
+    let mut health = get("/health");
+    assert_eq!(health.status(), 200);
+    let body: serde_json::Value = health.body_mut().read_json().unwrap();
+    assert_eq!(body["status"], "ok");
+}

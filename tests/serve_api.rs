@@ -494,7 +494,7 @@ fn an_early_divergence_is_logged_and_counted() {
     let server = Server::start(&home, &tiny_model(), &["--ctx-size", "4096", "-v"]);
     let body = |date: &str| {
         json!({"messages": [
-            {"role": "system", "content": format!("Today is {date}. {}", "the model will answer. ".repeat(40))},
+            {"role": "system", "content": format!("Today is {date}. {}", "the model will answer. ".repeat(80))},
             {"role": "user", "content": "hello"}], "max_tokens": 2})
     };
     let header = [("X-Session-Id", "volatile")];
@@ -511,6 +511,32 @@ fn an_early_divergence_is_logged_and_counted() {
         line.contains("Tuesday") && line.contains("Monday"),
         "{line}"
     );
+    assert_eq!(metric(&server, "kvrun_volatile_prefix_misses_total"), 0);
+
+    // A new conversation with the same long system prompt but another date: nothing is
+    // cached past the date, and the diagnostic names the conversation it nearly matched.
+    let other = [("X-Session-Id", "volatile-2")];
+    assert_ok(&server.post("/v1/chat/completions", &body("Wednesday"), &other));
+    assert_eq!(metric(&server, "kvrun_volatile_prefix_misses_total"), 1);
+    assert!(metric(&server, "kvrun_volatile_prefix_tokens_total") >= 256);
+    let log = server.log_text();
+    let line = log
+        .lines()
+        .find(|l| l.contains("volatile span"))
+        .unwrap_or_else(|| panic!("no volatile span logged:\n{log}"));
+    assert!(
+        line.contains("Wednesday") && line.contains("Tuesday") && line.contains("\"volatile\""),
+        "{line}"
+    );
+    // A new conversation that shares nothing long is not reported.
+    let unrelated = json!({"messages": [{"role": "user", "content": "something else entirely"}],
+        "max_tokens": 2});
+    assert_ok(&server.post(
+        "/v1/chat/completions",
+        &unrelated,
+        &[("X-Session-Id", "other")],
+    ));
+    assert_eq!(metric(&server, "kvrun_volatile_prefix_misses_total"), 1);
 }
 
 #[test]
@@ -561,4 +587,47 @@ fn a_client_that_disconnects_cancels_its_generation() {
         generated < 1000,
         "the generation ran on after the disconnect: {generated}"
     );
+}
+
+#[test]
+fn anthropic_names_the_stop_sequence_that_matched() {
+    let home = Home::new();
+    let server = serve_tiny(&home);
+    let body = |stops: Value, stream: bool| {
+        json!({"model": "m", "max_tokens": 12, "temperature": 0, "stream": stream,
+            "stop_sequences": stops, "messages": [{"role": "user", "content": "count"}]})
+    };
+    let text_of = |answer: &Answer| {
+        answer.json()["content"][0]["text"]
+            .as_str()
+            .map(String::from)
+    };
+    let free = server.post("/v1/messages", &body(json!([]), false), &[]);
+    assert_ok(&free);
+    let text = text_of(&free).unwrap_or_default();
+    let chars: Vec<char> = text.chars().collect();
+    assert!(
+        chars.len() >= 4,
+        "the greedy reply is too short to cut: {text:?}"
+    );
+    // A stop taken from the middle of the greedy reply, listed after one that never occurs.
+    let stop: String = chars[2..4].iter().collect();
+    let before = &text[..text.find(&stop).unwrap()];
+    let stops = json!(["\u{1}never", stop]);
+
+    let cut = server.post("/v1/messages", &body(stops.clone(), false), &[]);
+    assert_ok(&cut);
+    let reply = cut.json();
+    assert_eq!(reply["stop_reason"], "stop_sequence", "{reply}");
+    assert_eq!(reply["stop_sequence"], stop.as_str(), "{reply}");
+    assert_eq!(text_of(&cut).unwrap_or_default(), before, "{reply}");
+
+    let streamed = server.post("/v1/messages", &body(stops, true), &[]);
+    assert_ok(&streamed);
+    let delta = event_data(&streamed)
+        .into_iter()
+        .find(|e| e["type"] == "message_delta")
+        .unwrap();
+    assert_eq!(delta["delta"]["stop_reason"], "stop_sequence", "{delta}");
+    assert_eq!(delta["delta"]["stop_sequence"], stop.as_str(), "{delta}");
 }

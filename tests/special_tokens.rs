@@ -93,3 +93,34 @@ fn run_tokenises_a_control_token_prompt_like_plain_text() {
     let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(report["prompt_tokens"], tokens.len());
 }
+
+/// A rendered template that starts with the BOS text gets that one BOS: kvrun never asks
+/// llama.cpp to add another (which it would, and then warn that the prompt starts with two).
+#[test]
+fn a_rendered_prompt_gets_one_bos_and_llama_cpp_no_double_bos_warning() {
+    let model = gemma();
+    let bos = id(&model, "<bos>");
+    let tokens = model.tokenize_prompt("<bos><start_of_turn>user\nhi<end_of_turn>\n");
+    assert_eq!(count(&tokens, bos), 1, "{tokens:?}");
+    let plain = model.tokenize_prompt("hi");
+    assert_eq!((plain[0], count(&plain, bos)), (bos, 1), "{plain:?}");
+
+    let home = common::Home::new();
+    let model_path = common::default_model();
+    let out = home.run(&[
+        "-v",
+        "run",
+        common::path_str(&model_path),
+        "-p",
+        "hi",
+        "-n",
+        "1",
+    ]);
+    let log = common::stderr(&out);
+    assert!(out.status.success(), "{log}");
+    assert!(
+        log.contains("llama_model_loader"),
+        "no llama.cpp log at -v: {log}"
+    );
+    assert!(!log.contains("2 BOS tokens"), "{log}");
+}

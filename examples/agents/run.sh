@@ -36,7 +36,7 @@ fi
 threads_flag=()
 [ -n "${THREADS:-}" ] && threads_flag=(-t "$THREADS")
 # One sequence with the whole context: an agent's prompt needs all of it.
-"$kvrun" serve --port "$port" --api-key "$key" --parallel 1 -c "${CTX:-32768}" \
+"$kvrun" serve -v --port "$port" --api-key "$key" --parallel 1 -c "${CTX:-32768}" \
     --alias kvrun-local "${threads_flag[@]}" 2>"$work/server.log" &
 server=$!
 for _ in $(seq 600); do
@@ -62,6 +62,14 @@ report() { # report LABEL BEFORE AFTER SECONDS
     printf '%-16s %8d %10d %10d %8d %8d %8ss\n' "$1" $((p1 - p0)) $((f1 - f0)) \
         $((h1 - h0)) $((w1 - w0)) $((c1 - c0)) "$4"
 }
+
+# The agents run in a scratch folder that stays the same between their calls: Claude Code
+# puts the working directory's git status and recent commits into its system prompt, so a
+# commit between two calls in a repository would change the prompt early (the server logs
+# such a volatile span, and counts it in /metrics).
+mkdir -p "$work/project"
+echo "A scratch project for the agents." >"$work/project/README.md"
+cd "$work/project"
 
 printf '%-16s %8s %10s %10s %8s %8s %9s\n' call prompt prefilled "hot" warm cold time
 run_twice() { # run_twice NAME COMMAND...
@@ -107,3 +115,6 @@ TOML
 done
 echo "(server log: $(grep -c . "$work/server.log") lines; the agents' replies were:)" >&2
 for f in "$work"/*.out; do printf '  %s: %s\n' "$(basename "$f" .out)" "$(head -c 200 "$f" | tr '\n' ' ')" >&2; done
+misses=$(grep -cE 'prompt diverged|volatile span' "$work/server.log" || true)
+echo "(prefix misses the server logged: $misses)" >&2
+grep -E 'prompt diverged|volatile span' "$work/server.log" | cut -c1-400 >&2 || true

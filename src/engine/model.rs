@@ -129,7 +129,7 @@ impl Model {
     /// one; special-token text such as `<start_of_turn>` is always parsed as the token.
     pub fn tokenize(&self, text: &str, add_bos: bool) -> Vec<TokenId> {
         let vocab = self.inner.vocab();
-        let add_special = add_bos && vocab.should_add_bos();
+        let add_special = add_bos && self.wants_bos_before(text);
         vocab
             .tokenize(text.as_bytes(), add_special, true)
             .into_iter()
@@ -140,12 +140,21 @@ impl Model {
     /// Tokenizes a whole prompt: BOS when the model wants one, but never twice (chat
     /// templates may already start with the BOS text).
     pub fn tokenize_prompt(&self, text: &str) -> Vec<TokenId> {
-        let mut tokens = self.tokenize(text, true);
-        let bos = self.inner.vocab().bos().0;
-        if tokens.len() >= 2 && tokens[0] == bos && tokens[1] == bos {
-            tokens.remove(0);
+        self.tokenize(text, true)
+    }
+
+    /// Whether a BOS token must be added in front of `text`: the vocabulary asks for one and
+    /// the text does not start with the BOS token's own text (as rendered chat templates
+    /// do), which is parsed as that token. Asking llama.cpp to add one then would give two
+    /// (and a warning in its log).
+    fn wants_bos_before(&self, text: &str) -> bool {
+        let vocab = self.inner.vocab();
+        if !vocab.should_add_bos() {
+            return false;
         }
-        tokens
+        let mut bos_text = Vec::new();
+        self.token_bytes(vocab.bos().0, true, &mut bos_text);
+        bos_text.is_empty() || !text.as_bytes().starts_with(&bos_text)
     }
 
     /// The raw bytes of a token's text (special tokens rendered only when `special`).
@@ -282,7 +291,13 @@ impl Model {
             }
             let bos = std::mem::take(&mut first) && add_bos;
             let vocab = self.inner.vocab();
-            let add_special = bos && vocab.should_add_bos();
+            // Plain text never stands in for the BOS token, even if it reads `<bos>`.
+            let add_special = bos
+                && if special {
+                    self.wants_bos_before(text)
+                } else {
+                    vocab.should_add_bos()
+                };
             tokens.extend(
                 vocab
                     .tokenize(text.as_bytes(), add_special, special)
@@ -300,10 +315,6 @@ impl Model {
             at = range.end;
         }
         push(&mut tokens, &rendered.text[at..], true);
-        let bos = self.inner.vocab().bos().0;
-        if add_bos && tokens.len() >= 2 && tokens[0] == bos && tokens[1] == bos {
-            tokens.remove(0);
-        }
         tokens
     }
 }

@@ -17,6 +17,18 @@ pub enum Shape {
     Anthropic,
 }
 
+impl Shape {
+    /// The shape a path answers in, for errors made before a handler runs (the key, the
+    /// body limit, the timeout): Anthropic's under `/v1/messages`, OpenAI's elsewhere.
+    pub fn for_path(path: &str) -> Self {
+        if path.starts_with("/v1/messages") {
+            Self::Anthropic
+        } else {
+            Self::OpenAi
+        }
+    }
+}
+
 /// Seconds a client is asked to wait before retrying a full queue or a loading model.
 const RETRY_AFTER_SECS: u64 = 1;
 
@@ -79,8 +91,12 @@ impl ApiError {
     }
 
     /// The same error in Anthropic's shape.
-    pub fn anthropic(mut self) -> Self {
-        self.shape = Shape::Anthropic;
+    pub fn anthropic(self) -> Self {
+        self.shaped(Shape::Anthropic)
+    }
+
+    pub fn shaped(mut self, shape: Shape) -> Self {
+        self.shape = shape;
         self
     }
 
@@ -94,10 +110,10 @@ impl ApiError {
         Self::bad_request(format!("{what}: {e}"))
     }
 
-    /// OpenAI's `type`.
+    /// OpenAI's `type` (a wrong key is an `invalid_request_error` with code
+    /// `invalid_api_key` there).
     fn openai_type(&self) -> &'static str {
         match self.status.as_u16() {
-            401 => "authentication_error",
             403 => "permission_error",
             404 => "not_found_error",
             429 => "rate_limit_error",
@@ -112,6 +128,7 @@ impl ApiError {
             401 => "authentication_error",
             403 => "permission_error",
             404 => "not_found_error",
+            408 | 504 => "timeout_error",
             413 => "request_too_large",
             429 => "rate_limit_error",
             503 | 529 => "overloaded_error",
@@ -268,5 +285,16 @@ mod tests {
         assert!(typed.message.contains("wrong type"), "{}", typed.message);
         // Unknown fields are ignored.
         assert!(parse_body::<Body>(b"{\"n\": 1, \"surprise\": true}").is_ok());
+    }
+
+    #[test]
+    fn anthropic_paths_get_anthropic_shape() {
+        assert_eq!(Shape::for_path("/v1/messages"), Shape::Anthropic);
+        assert_eq!(
+            Shape::for_path("/v1/messages/count_tokens"),
+            Shape::Anthropic
+        );
+        assert_eq!(Shape::for_path("/v1/chat/completions"), Shape::OpenAi);
+        assert_eq!(Shape::for_path("/metrics"), Shape::OpenAi);
     }
 }

@@ -11,10 +11,10 @@ use axum::extract::{MatchedPath, Request, State};
 use axum::http::{header, HeaderMap, HeaderValue, Method, StatusCode};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
-use axum::Json;
 use futures_util::StreamExt as _;
 use subtle::ConstantTimeEq as _;
 
+use super::errors::{ApiError, Shape};
 use super::metrics::ServerCounters;
 
 /// The server's limits and access rules, from `kvrun serve`'s flags.
@@ -61,45 +61,6 @@ pub fn apply(router: axum::Router, guard: &Guard, counters: Arc<ServerCounters>)
     ))
 }
 
-/// Which API's error shape a path answers with.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ErrorShape {
-    OpenAi,
-    Anthropic,
-}
-
-impl ErrorShape {
-    pub fn for_path(path: &str) -> Self {
-        if path.starts_with("/v1/messages") {
-            Self::Anthropic
-        } else {
-            Self::OpenAi
-        }
-    }
-
-    /// A rejection in this API's shape. `kind` is Anthropic's error type; OpenAI's type and
-    /// code are derived from the status.
-    pub fn error(self, status: StatusCode, kind: &str, message: &str) -> Response {
-        let body = match self {
-            Self::Anthropic => serde_json::json!({
-                "type": "error",
-                "error": {"type": kind, "message": message},
-            }),
-            Self::OpenAi => {
-                let (kind, code) = match status {
-                    StatusCode::UNAUTHORIZED => ("invalid_request_error", Some("invalid_api_key")),
-                    s if s.is_server_error() => ("server_error", None),
-                    _ => ("invalid_request_error", None),
-                };
-                serde_json::json!({
-                    "error": {"message": message, "type": kind, "param": null, "code": code},
-                })
-            }
-        };
-        (status, Json(body)).into_response()
-    }
-}
-
 async fn require_key(
     State(key): State<Arc<Option<String>>>,
     request: Request,
@@ -108,13 +69,13 @@ async fn require_key(
     let path = request.uri().path();
     let open = OPEN_PATHS.contains(&path) || request.method() == Method::OPTIONS;
     match key.as_deref() {
-        Some(key) if !open && !presented_key_matches(request.headers(), key) => {
-            ErrorShape::for_path(path).error(
-                StatusCode::UNAUTHORIZED,
-                "authentication_error",
-                "invalid or missing API key: send `Authorization: Bearer KEY` or `x-api-key: KEY`",
-            )
-        }
+        Some(key) if !open && !presented_key_matches(request.headers(), key) => ApiError::new(
+            StatusCode::UNAUTHORIZED,
+            "invalid or missing API key: send `Authorization: Bearer KEY` or `x-api-key: KEY`",
+        )
+        .code("invalid_api_key")
+        .shaped(Shape::for_path(path))
+        .into_response(),
         _ => next.run(request).await,
     }
 }
@@ -139,7 +100,7 @@ fn presented_key_matches(headers: &HeaderMap, key: &str) -> bool {
 /// The body limit and the timeout answer in plain text (or not at all); clients want their
 /// API's error shape with a message that says which limit was hit.
 async fn shape_rejections(request: Request, next: Next) -> Response {
-    let shape = ErrorShape::for_path(request.uri().path());
+    let shape = Shape::for_path(request.uri().path());
     let response = next.run(request).await;
     let is_json = response
         .headers()
@@ -148,19 +109,18 @@ async fn shape_rejections(request: Request, next: Next) -> Response {
     if is_json {
         return response;
     }
-    match response.status() {
-        StatusCode::PAYLOAD_TOO_LARGE => shape.error(
-            StatusCode::PAYLOAD_TOO_LARGE,
-            "request_too_large",
-            "the request body is larger than the server's limit (kvrun serve --max-body-bytes)",
-        ),
-        StatusCode::REQUEST_TIMEOUT => shape.error(
-            StatusCode::REQUEST_TIMEOUT,
-            "timeout_error",
-            "the request took longer than the server's limit (kvrun serve --request-timeout)",
-        ),
-        _ => response,
-    }
+    let message = match response.status() {
+        StatusCode::PAYLOAD_TOO_LARGE => {
+            "the request body is larger than the server's limit (kvrun serve --max-body-bytes)"
+        }
+        StatusCode::REQUEST_TIMEOUT => {
+            "the request took longer than the server's limit (kvrun serve --request-timeout)"
+        }
+        _ => return response,
+    };
+    ApiError::new(response.status(), message)
+        .shaped(shape)
+        .into_response()
 }
 
 fn cors_layer(origins: &[String]) -> Option<tower_http::cors::CorsLayer> {
@@ -273,19 +233,5 @@ mod tests {
             &headers(&[("authorization", "Bearer no"), ("x-api-key", "k1")]),
             "k1"
         ));
-    }
-
-    #[test]
-    fn anthropic_paths_get_anthropic_shape() {
-        assert_eq!(ErrorShape::for_path("/v1/messages"), ErrorShape::Anthropic);
-        assert_eq!(
-            ErrorShape::for_path("/v1/messages/count_tokens"),
-            ErrorShape::Anthropic
-        );
-        assert_eq!(
-            ErrorShape::for_path("/v1/chat/completions"),
-            ErrorShape::OpenAi
-        );
-        assert_eq!(ErrorShape::for_path("/metrics"), ErrorShape::OpenAi);
     }
 }

@@ -64,6 +64,10 @@ pub struct ServerCounters {
     /// Requests whose prompt left their conversation's previous prompt early (the "why did
     /// this miss" diagnostic); the API layer counts them.
     pub early_prefix_misses: AtomicU64,
+    /// New conversations whose prompt had a volatile span in front of a prefix shared with a
+    /// recent conversation, and the shared tokens after it that had to be prefilled again.
+    pub volatile_prefix_misses: AtomicU64,
+    pub volatile_prefix_tokens: AtomicU64,
     /// Claude Code billing-header system blocks dropped before rendering.
     pub billing_blocks_dropped: AtomicU64,
     requests: Mutex<BTreeMap<(String, u16), u64>>,
@@ -79,6 +83,12 @@ impl ServerCounters {
 
     pub fn record_early_prefix_miss(&self) {
         self.early_prefix_misses.fetch_add(1, Ordering::Relaxed);
+    }
+
+    pub fn record_volatile_prefix(&self, lost_tokens: usize) {
+        self.volatile_prefix_misses.fetch_add(1, Ordering::Relaxed);
+        self.volatile_prefix_tokens
+            .fetch_add(lost_tokens as u64, Ordering::Relaxed);
     }
 
     /// One HTTP request answered; `endpoint` is its route pattern (bounded cardinality).
@@ -173,6 +183,16 @@ pub fn render(stats: &ServiceStats, counters: &ServerCounters, ready: bool) -> S
             "kvrun_early_prefix_misses_total",
             "requests whose prompt left their conversation's previous prompt early",
             counters.early_prefix_misses.load(Ordering::Relaxed),
+        ),
+        (
+            "kvrun_volatile_prefix_misses_total",
+            "new conversations that shared a recent one's prefix except for a short volatile span",
+            counters.volatile_prefix_misses.load(Ordering::Relaxed),
+        ),
+        (
+            "kvrun_volatile_prefix_tokens_total",
+            "shared tokens after a volatile span that were prefilled again",
+            counters.volatile_prefix_tokens.load(Ordering::Relaxed),
         ),
         (
             "kvrun_billing_blocks_dropped_total",

@@ -1,7 +1,13 @@
-//! The "why did this miss" diagnostic: each conversation's previous prompt is kept (a
-//! bounded number of them), and a new prompt that diverges from it before its end is
-//! logged with the first differing token position and a short excerpt, and counted. That
-//! makes volatile prefixes (a per-request nonce, a timestamp in a system prompt) visible.
+//! The "why did this miss" diagnostic. Recent prompts are kept (a bounded number, one per
+//! conversation), and two kinds of miss are logged and counted:
+//! - a conversation whose new prompt leaves its own previous prompt before that one's end
+//!   (the harness rewrote its history);
+//! - a new conversation whose prompt agrees with a recent one's up to some token, differs for
+//!   a short span, then agrees again for at least a page. That is a volatile span (a nonce,
+//!   a timestamp, a git status in a system prompt) in front of a long shared prefix: every
+//!   token after it is prefilled again, because KV after a difference cannot be reused.
+//!
+//! Both log the position and the text on each side, so the user sees what changed.
 
 use std::collections::{HashMap, VecDeque};
 use std::sync::Mutex;
@@ -14,6 +20,12 @@ use super::state::ServerCounters;
 const REMEMBERED: usize = 64;
 /// Tokens of context shown on each side of a divergence.
 const EXCERPT_TOKENS: usize = 12;
+/// Tokens that must agree to count as agreeing again after a difference.
+const ANCHOR_TOKENS: usize = 16;
+/// How far past a divergence a realignment is looked for (bounds the work per request).
+const REALIGN_WINDOW: usize = 8192;
+/// A shared stretch after a volatile span worth reporting: one KV page.
+const MIN_LOST_TOKENS: usize = 256;
 
 #[derive(Debug, Default)]
 pub struct PromptHistory {
@@ -47,9 +59,49 @@ pub fn divergence(previous: &[TokenId], prompt: &[TokenId]) -> Option<Divergence
     })
 }
 
+/// Where two prompts agree again after diverging: `previous[previous_at..]` and
+/// `prompt[prompt_at..]` share their first `tokens` tokens.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Realignment {
+    pub previous_at: usize,
+    pub prompt_at: usize,
+    pub tokens: usize,
+}
+
+/// The earliest place (by `previous`'s position) past `from` where the prompts agree again
+/// for at least [`ANCHOR_TOKENS`], looked for within [`REALIGN_WINDOW`] tokens of `from`.
+pub fn realignment(previous: &[TokenId], prompt: &[TokenId], from: usize) -> Option<Realignment> {
+    let window = |tokens: &[TokenId]| from..tokens.len().min(from + REALIGN_WINDOW);
+    let mut starts: HashMap<&[TokenId], usize> = HashMap::new();
+    for at in window(prompt) {
+        if let Some(anchor) = prompt.get(at..at + ANCHOR_TOKENS) {
+            starts.entry(anchor).or_insert(at);
+        }
+    }
+    window(previous).find_map(|previous_at| {
+        let anchor = previous.get(previous_at..previous_at + ANCHOR_TOKENS)?;
+        let &prompt_at = starts.get(anchor)?;
+        let tokens = previous[previous_at..]
+            .iter()
+            .zip(&prompt[prompt_at..])
+            .take_while(|(a, b)| a == b)
+            .count();
+        Some(Realignment {
+            previous_at,
+            prompt_at,
+            tokens,
+        })
+    })
+}
+
+fn common_prefix(a: &[TokenId], b: &[TokenId]) -> usize {
+    a.iter().zip(b).take_while(|(x, y)| x == y).count()
+}
+
 impl PromptHistory {
-    /// Records `prompt` as `session`'s latest; reports (log + counter) an early divergence
-    /// from the one before.
+    /// Records `prompt` as `session`'s latest, and reports (log + counter) an early
+    /// divergence from the one before, or, for a new conversation, a volatile span in front
+    /// of a long prefix it shares with a recent conversation.
     pub fn observe(
         &self,
         session: &str,
@@ -58,34 +110,84 @@ impl PromptHistory {
         model: &Model,
         counters: &ServerCounters,
     ) {
-        let previous = {
+        let (previous, closest) = {
             let mut recent = self.inner.lock().unwrap_or_else(|e| e.into_inner());
-            recent.replace(session, prompt.to_vec())
+            let previous = recent.replace(session, prompt.to_vec());
+            let closest = previous
+                .is_none()
+                .then(|| recent.closest_other(session, prompt))
+                .flatten();
+            (previous, closest)
         };
-        let Some(previous) = previous else { return };
-        let Some(miss) = divergence(&previous, prompt) else {
-            return;
-        };
-        counters.record_early_prefix_miss();
-        let excerpt = |tokens: &[TokenId]| {
-            let from = miss.position.saturating_sub(EXCERPT_TOKENS);
-            let to = (miss.position + EXCERPT_TOKENS).min(tokens.len());
+        let excerpt = |tokens: &[TokenId], at: usize| {
+            let from = at.saturating_sub(EXCERPT_TOKENS);
+            let to = (at + EXCERPT_TOKENS).min(tokens.len());
             model.tokens_text(&tokens[from..to])
         };
-        tracing::info!(
-            session,
-            position = miss.position,
-            previous_tokens = miss.previous_len,
-            cached,
-            "prompt diverged from the conversation's previous prompt at token {}: before {:?}, now {:?}",
-            miss.position,
-            excerpt(&previous),
-            excerpt(prompt),
-        );
+        if let Some(previous) = previous {
+            let Some(miss) = divergence(&previous, prompt) else {
+                return;
+            };
+            counters.record_early_prefix_miss();
+            let again = realignment(&previous, prompt, miss.position)
+                .map(|r| {
+                    format!(
+                        "; they agree again from token {} for {} tokens",
+                        r.prompt_at, r.tokens
+                    )
+                })
+                .unwrap_or_default();
+            tracing::info!(
+                session,
+                position = miss.position,
+                previous_tokens = miss.previous_len,
+                cached,
+                "prompt diverged from the conversation's previous prompt at token {}: before {:?}, now {:?}{again}",
+                miss.position,
+                excerpt(&previous, miss.position),
+                excerpt(prompt, miss.position),
+            );
+        } else if let Some((other, other_prompt)) = closest {
+            let position = common_prefix(&other_prompt, prompt);
+            let Some(again) = realignment(&other_prompt, prompt, position) else {
+                return;
+            };
+            if again.tokens < MIN_LOST_TOKENS {
+                return;
+            }
+            counters.record_volatile_prefix(again.tokens);
+            tracing::info!(
+                session,
+                other = other.as_str(),
+                position,
+                cached,
+                lost_tokens = again.tokens,
+                "a volatile span in front of a shared prefix: this new conversation's prompt \
+                 agrees with {other:?}'s up to token {position} ({:?} there, {:?} here), then \
+                 again from token {} for {} tokens, which are prefilled again because KV after \
+                 a difference cannot be reused",
+                excerpt(&other_prompt, position),
+                excerpt(prompt, position),
+                again.prompt_at,
+                again.tokens,
+            );
+        }
     }
 }
 
 impl Recent {
+    /// Another conversation's prompt sharing the longest prefix with `prompt` (the most
+    /// recent one on a tie).
+    fn closest_other(&self, session: &str, prompt: &[TokenId]) -> Option<(String, Vec<TokenId>)> {
+        self.order
+            .iter()
+            .rev()
+            .filter(|name| name.as_str() != session)
+            .filter_map(|name| Some((name, self.prompts.get(name)?)))
+            .max_by_key(|(_, tokens)| common_prefix(tokens, prompt))
+            .map(|(name, tokens)| (name.clone(), tokens.clone()))
+    }
+
     fn replace(&mut self, session: &str, prompt: Vec<TokenId>) -> Option<Vec<TokenId>> {
         let previous = self.prompts.insert(session.to_string(), prompt);
         self.order.retain(|s| s != session);
@@ -120,6 +222,41 @@ mod tests {
         );
         // A shorter prompt that agrees so far still cannot reuse the rest.
         assert_eq!(divergence(&[1, 2, 3], &[1, 2]).map(|d| d.position), Some(2));
+    }
+
+    #[test]
+    fn a_volatile_span_is_found_where_the_prompts_agree_again() {
+        let shared: Vec<TokenId> = (100..400).collect();
+        let before = [&[1, 2, 3, 7, 7][..], &shared, &[5]].concat();
+        // One token differs and one is inserted at position 3; then 300 agree again.
+        let after = [&[1, 2, 3, 8, 8, 8][..], &shared, &[6, 6]].concat();
+        let from = common_prefix(&before, &after);
+        assert_eq!(from, 3);
+        assert_eq!(
+            realignment(&before, &after, from),
+            Some(Realignment {
+                previous_at: 5,
+                prompt_at: 6,
+                tokens: 300
+            })
+        );
+        // Prompts that never agree again have no realignment.
+        let other: Vec<TokenId> = (1000..1400).collect();
+        assert_eq!(realignment(&before, &other, 0), None);
+    }
+
+    #[test]
+    fn the_closest_other_conversation_shares_the_longest_prefix() {
+        let mut recent = Recent::default();
+        recent.replace("a", vec![1, 2, 9]);
+        recent.replace("b", vec![1, 2, 3, 4]);
+        recent.replace("c", vec![1, 5]);
+        let (name, _) = recent.closest_other("new", &[1, 2, 3, 0]).unwrap();
+        assert_eq!(name, "b");
+        assert!(recent.closest_other("a", &[1]).is_some());
+        let mut alone = Recent::default();
+        alone.replace("a", vec![1]);
+        assert!(alone.closest_other("a", &[1]).is_none());
     }
 
     #[test]

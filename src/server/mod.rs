@@ -73,10 +73,6 @@ async fn stats(State(state): State<AppState>) -> axum::response::Response {
         Ok(stats) => {
             Json(serde_json::json!({"info": state.service.info(), "stats": stats})).into_response()
         }
-        Err(e) => guard::ErrorShape::OpenAi.error(
-            StatusCode::SERVICE_UNAVAILABLE,
-            "api_error",
-            &e.to_string(),
-        ),
+        Err(e) => errors::ApiError::from(e).into_response(),
     }
 }

@@ -10,7 +10,7 @@ use axum::routing::{get, post};
 use axum::{Json, Router};
 use serde::Serialize;
 
-use super::guard::ErrorShape;
+use super::errors::ApiError;
 use super::AppState;
 use crate::service::handle::SessionStatus;
 use crate::service::protocol::ServiceError;
@@ -182,11 +182,11 @@ async fn exists(state: &AppState, name: &str) -> Result<(), Response> {
 }
 
 fn error(status: StatusCode, message: &str) -> Response {
-    ErrorShape::OpenAi.error(status, "invalid_request_error", message)
+    ApiError::new(status, message).into_response()
 }
 
 fn internal(message: &str) -> Response {
-    error(StatusCode::INTERNAL_SERVER_ERROR, message)
+    ApiError::internal(message).into_response()
 }
 
 fn session_error(e: &SessionError) -> Response {
@@ -200,13 +200,7 @@ fn session_error(e: &SessionError) -> Response {
 }
 
 fn service_error(e: &ServiceError) -> Response {
-    let status = match e {
-        ServiceError::SessionInUse { .. } => StatusCode::CONFLICT,
-        ServiceError::ShuttingDown | ServiceError::QueueFull(_) => StatusCode::SERVICE_UNAVAILABLE,
-        ServiceError::Incompatible { .. } => StatusCode::BAD_REQUEST,
-        _ => StatusCode::INTERNAL_SERVER_ERROR,
-    };
-    error(status, &e.to_string())
+    ApiError::from(e.clone()).into_response()
 }
 
 #[cfg(test)]

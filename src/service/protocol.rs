@@ -135,6 +135,8 @@ pub struct Usage {
     pub prefilled: usize,
     pub generated: usize,
     pub finish: FinishReason,
+    /// The stop string that ended the reply (Anthropic's `stop_sequence`).
+    pub stop_sequence: Option<String>,
     /// From `received` until the engine took the request.
     pub queued: Duration,
     /// Restore plus prefill, until the first token was sampled.

@@ -68,6 +68,31 @@ pub const MAX_NAME_LEN: usize = 64;
 
 type Result<T, E = SessionError> = std::result::Result<T, E>;
 
+/// Creates the lock folder under `sessions` if it is missing. Lock files are written to, so
+/// a symbolic link in its place (which would put them wherever it points) is refused.
+fn open_lock_dir(sessions: &Path) -> Result<()> {
+    let dir = sessions.join(LOCK_DIR);
+    create_private_dir_all(&dir)?;
+    let is_link = fs::symlink_metadata(&dir)
+        .map_err(|e| StoreError::Io {
+            path: dir.clone(),
+            source: e,
+        })?
+        .file_type()
+        .is_symlink();
+    if is_link {
+        return Err(StoreError::Io {
+            path: dir,
+            source: std::io::Error::other(
+                "it is a symbolic link, and kvrun writes its session locks there; replace it \
+                 with a folder",
+            ),
+        }
+        .into());
+    }
+    Ok(())
+}
+
 /// Checks a session name: 1 to 64 of `[A-Za-z0-9._-]`, not starting with `.` or `-`. Names
 /// become folder names and command-line arguments, so nothing that could walk out of the
 /// sessions folder, hide in a listing, or read as a flag.
@@ -136,7 +161,7 @@ impl SessionCatalog {
     /// Opens the catalog, creating `sessions/` (0700) and the object store if needed.
     pub fn open(paths: &Paths) -> Result<Self> {
         let dir = paths.sessions();
-        create_private_dir_all(&dir.join(LOCK_DIR))?;
+        open_lock_dir(&dir)?;
         let store = ObjectStore::open(paths.objects())?;
         Ok(Self { dir, store })
     }
@@ -255,7 +280,7 @@ impl SessionCatalog {
     /// another, gets [`SessionError::InUse`].
     pub fn lock(&self, name: &str) -> Result<SessionLock> {
         validate_name(name)?;
-        create_private_dir_all(&self.dir.join(LOCK_DIR))?;
+        open_lock_dir(&self.dir)?;
         let path = self.lock_path(name);
         SessionLock::try_acquire(&path).map_err(|e| match e {
             StoreError::InUse { .. } => {

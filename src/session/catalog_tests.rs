@@ -475,3 +475,24 @@ fn store_errors_lift_disk_full() {
     let err = SessionError::io(&path, io::Error::from_raw_os_error(28));
     assert!(matches!(err, SessionError::DiskFull { .. }));
 }
+
+#[test]
+fn a_symlinked_lock_folder_is_refused_and_nothing_lands_where_it_points() {
+    let tmp = tempfile::tempdir().unwrap();
+    let home = tmp.path().join("home");
+    let outside = tmp.path().join("outside");
+    fs::create_dir_all(home.join("sessions")).unwrap();
+    fs::create_dir(&outside).unwrap();
+    std::os::unix::fs::symlink(&outside, home.join("sessions").join(LOCK_DIR)).unwrap();
+    let err = SessionCatalog::open(&Paths::under(&home)).unwrap_err();
+    assert!(err.to_string().contains("symbolic link"), "{err}");
+    assert!(!err.to_string().contains('\n'), "{err}");
+    // Replaced after the catalog was opened: taking a lock refuses it too.
+    let (_tmp, cat) = catalog();
+    let locks = cat.dir.join(LOCK_DIR);
+    fs::remove_dir(&locks).unwrap();
+    std::os::unix::fs::symlink(&outside, &locks).unwrap();
+    let err = cat.lock("s").unwrap_err();
+    assert!(err.to_string().contains("symbolic link"), "{err}");
+    assert_eq!(fs::read_dir(&outside).unwrap().count(), 0);
+}

@@ -39,8 +39,6 @@ struct Shape {
     id: String,
     model_name: String,
     reader: ReplyReader,
-    /// The one stop sequence the request gave, which a stop-string finish must be.
-    only_stop: Option<String>,
 }
 
 async fn messages(
@@ -86,7 +84,6 @@ async fn messages_inner(
         id: response_id("msg_"),
         model_name: info.model_name.clone(),
         reader: ReplyReader::new(&prompt, &tools),
-        only_stop: (stop.len() == 1).then(|| stop[0].clone()),
     };
     let job = Job {
         conversation: key,
@@ -155,11 +152,11 @@ fn usage_object(prompt_tokens: usize, cached: &CachedTokens, output_tokens: usiz
 
 impl Shape {
     /// `stop_reason` and `stop_sequence`.
-    fn stop(&self, finish: FinishReason, called_tools: bool) -> (&'static str, Option<String>) {
-        match finish {
+    fn stop(usage: &Usage, called_tools: bool) -> (&'static str, Option<String>) {
+        match usage.finish {
             _ if called_tools => ("tool_use", None),
             FinishReason::MaxTokens | FinishReason::ContextFull => ("max_tokens", None),
-            FinishReason::StopString => ("stop_sequence", self.only_stop.clone()),
+            FinishReason::StopString => ("stop_sequence", usage.stop_sequence.clone()),
             FinishReason::EndOfGeneration | FinishReason::Cancelled => ("end_turn", None),
         }
     }
@@ -172,7 +169,7 @@ impl Shape {
                 block["signature"] = json!("");
             }
         }
-        let (stop_reason, stop_sequence) = self.stop(usage.finish, !reply.tool_calls.is_empty());
+        let (stop_reason, stop_sequence) = Self::stop(usage, !reply.tool_calls.is_empty());
         json!({
             "id": self.id,
             "type": "message",

@@ -139,7 +139,7 @@ pub(super) async fn produce(
         blocks.event(event).await?;
     }
     blocks.close().await?;
-    let (stop_reason, stop_sequence) = shape.stop(usage.finish, blocks.called_tools);
+    let (stop_reason, stop_sequence) = Shape::stop(&usage, blocks.called_tools);
     let delta = json!({
         "type": "message_delta",
         "delta": {"stop_reason": stop_reason, "stop_sequence": stop_sequence},

@@ -115,6 +115,7 @@ mod tests {
             prefilled: 40,
             generated: 5,
             finish: FinishReason::EndOfGeneration,
+            stop_sequence: None,
             queued: Duration::ZERO,
             time_to_first_token: Duration::ZERO,
             decode: Duration::ZERO,

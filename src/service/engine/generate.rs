@@ -30,6 +30,8 @@ pub struct Active {
     first_token: Option<Instant>,
     /// Set once generation has ended; the request is then finished between steps.
     pub finish: Option<FinishReason>,
+    /// The stop string that ended it, if one did.
+    matched_stop: Option<String>,
     /// Answered with Failed already (no Done follows).
     failed: bool,
 }
@@ -56,6 +58,7 @@ impl Active {
             admitted,
             first_token: None,
             finish: None,
+            matched_stop: None,
             failed: false,
         }
     }
@@ -228,8 +231,9 @@ impl<'c, 'm> Engine<'c, 'm> {
             self.model.token_bytes(token, false, &mut active.piece);
             let released = active.stop.push(&active.utf8.push(&active.piece));
             text = released.text;
-            if released.stopped {
+            if let Some(stop) = released.stop {
                 active.finish = Some(FinishReason::StopString);
+                active.matched_stop = Some(stop);
             }
         }
         if active.finish.is_none() {
@@ -293,6 +297,7 @@ impl<'c, 'm> Engine<'c, 'm> {
             prefilled: active.prefilled,
             generated: active.generated,
             finish,
+            stop_sequence: active.matched_stop.clone(),
             queued: active
                 .admitted
                 .saturating_duration_since(active.request.received),
@@ -364,6 +369,7 @@ impl<'c, 'm> Engine<'c, 'm> {
             prefilled: 0,
             generated: 0,
             finish: FinishReason::Cancelled,
+            stop_sequence: None,
             queued: now.saturating_duration_since(request.received),
             time_to_first_token: Duration::ZERO,
             decode: Duration::ZERO,

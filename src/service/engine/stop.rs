@@ -13,8 +13,8 @@ pub struct StopFilter {
 #[derive(Debug, PartialEq, Eq)]
 pub struct Released {
     pub text: String,
-    /// A stop string matched: generation ends, and `text` ends right before it.
-    pub stopped: bool,
+    /// The stop string that matched: generation ends, and `text` ends right before it.
+    pub stop: Option<String>,
 }
 
 impl StopFilter {
@@ -33,23 +33,20 @@ impl StopFilter {
         let first_match = self
             .stops
             .iter()
-            .filter_map(|s| self.held.find(s.as_str()))
-            .min();
-        if let Some(at) = first_match {
-            let text = self.held[..at].to_string();
-            self.held.clear();
-            return Released {
-                text,
-                stopped: true,
+            .filter_map(|s| Some((self.held.find(s.as_str())?, s)))
+            .min_by_key(|(at, _)| *at);
+        if let Some((at, stop)) = first_match {
+            let released = Released {
+                text: self.held[..at].to_string(),
+                stop: Some(stop.clone()),
             };
+            self.held.clear();
+            return released;
         }
         let keep_from = self.longest_partial_suffix();
         let text = self.held[..keep_from].to_string();
         self.held.drain(..keep_from);
-        Released {
-            text,
-            stopped: false,
-        }
+        Released { text, stop: None }
     }
 
     /// The text still held when generation ends for another reason.
@@ -82,7 +79,7 @@ mod tests {
         for p in pieces {
             let r = f.push(p);
             out.push(r.text);
-            if r.stopped {
+            if r.stop.is_some() {
                 return (out, true, String::new());
             }
         }
@@ -148,5 +145,14 @@ mod tests {
             run(&["é!"], &["café", "?"]),
             (vec!["caf".into(), "é?".into()], false, String::new())
         );
+    }
+
+    #[test]
+    fn the_matched_stop_is_named() {
+        let stops = ["bb".to_string(), "a".to_string()];
+        let mut f = StopFilter::new(&stops);
+        assert_eq!(f.push("xab").stop.as_deref(), Some("a"));
+        let mut f = StopFilter::new(&stops);
+        assert_eq!(f.push("xbba").stop.as_deref(), Some("bb"));
     }
 }
