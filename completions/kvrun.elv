@@ -124,6 +124,8 @@ set edit:completion:arg-completer[kvrun] = {|@words|
             cand --api-key 'Require this key on every endpoint but /health (`Authorization: Bearer KEY` or `x-api-key: KEY`)'
             cand --parallel 'Sequences decoded together in one batch [default: 4]'
             cand --alias 'The model name responses carry [default: the model''s own name]'
+            cand -n 'Largest reply in tokens: a request that asks for more, or sets no limit, gets N, so a model that never stops cannot hold a sequence until the context fills [default: the room the context leaves]'
+            cand --max-tokens 'Largest reply in tokens: a request that asks for more, or sets no limit, gets N, so a model that never stops cannot hold a sequence until the context fills [default: the room the context leaves]'
             cand --max-queue 'Requests that may wait for a free sequence; past it, 503 with Retry-After [default: 64]'
             cand --max-body-bytes 'Largest request body, e.g. 32MiB; past it, 413 [default: 32MiB]'
             cand --request-timeout 'Longest time to the start of a response (a stream, once started, runs on), e.g. 10m; 0 turns it off [default: 10m]'

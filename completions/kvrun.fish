@@ -112,6 +112,7 @@ complete -c kvrun -n "__fish_kvrun_using_subcommand serve" -l port -d 'Port to l
 complete -c kvrun -n "__fish_kvrun_using_subcommand serve" -l api-key -d 'Require this key on every endpoint but /health (`Authorization: Bearer KEY` or `x-api-key: KEY`)' -r
 complete -c kvrun -n "__fish_kvrun_using_subcommand serve" -l parallel -d 'Sequences decoded together in one batch [default: 4]' -r
 complete -c kvrun -n "__fish_kvrun_using_subcommand serve" -l alias -d 'The model name responses carry [default: the model\'s own name]' -r
+complete -c kvrun -n "__fish_kvrun_using_subcommand serve" -s n -l max-tokens -d 'Largest reply in tokens: a request that asks for more, or sets no limit, gets N, so a model that never stops cannot hold a sequence until the context fills [default: the room the context leaves]' -r
 complete -c kvrun -n "__fish_kvrun_using_subcommand serve" -l max-queue -d 'Requests that may wait for a free sequence; past it, 503 with Retry-After [default: 64]' -r
 complete -c kvrun -n "__fish_kvrun_using_subcommand serve" -l max-body-bytes -d 'Largest request body, e.g. 32MiB; past it, 413 [default: 32MiB]' -r
 complete -c kvrun -n "__fish_kvrun_using_subcommand serve" -l request-timeout -d 'Longest time to the start of a response (a stream, once started, runs on), e.g. 10m; 0 turns it off [default: 10m]' -r

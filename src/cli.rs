@@ -349,6 +349,11 @@ pub struct ServeArgs {
     /// The model name responses carry [default: the model's own name]
     #[arg(long, value_name = "NAME")]
     pub alias: Option<String>,
+    /// Largest reply in tokens: a request that asks for more, or sets no limit, gets N, so a
+    /// model that never stops cannot hold a sequence until the context fills [default: the
+    /// room the context leaves]
+    #[arg(short = 'n', long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
+    pub max_tokens: Option<u32>,
     /// Requests that may wait for a free sequence; past it, 503 with Retry-After [default: 64]
     #[arg(long, value_name = "N")]
     pub max_queue: Option<u32>,

@@ -36,6 +36,7 @@ pub struct FileConfig {
     pub parallel: Option<u32>,
     pub alias: Option<String>,
     pub max_queue: Option<u32>,
+    pub max_tokens: Option<u32>,
     pub max_body_bytes: Option<String>,
     pub request_timeout: Option<String>,
     pub cors_origin: Option<Vec<String>>,

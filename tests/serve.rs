@@ -535,3 +535,42 @@ fn every_endpoint_answers_503_while_the_model_loads() {
     let body: serde_json::Value = health.body_mut().read_json().unwrap();
     assert_eq!(body["status"], "ok");
 }
+
+/// `serve --max-tokens N` caps every reply: one that asks for more, and one that sets no
+/// limit (as Codex sends), which would otherwise run until the context fills.
+#[test]
+fn max_tokens_caps_replies_that_ask_for_more_or_for_no_limit() {
+    let home = Home::new();
+    let server = Server::start(&home, &tiny_model(), &["--max-tokens", "3", "--temp", "0"]);
+    let mut unbounded = chat("count to a hundred", 2);
+    unbounded.as_object_mut().unwrap().remove("max_tokens");
+    for body in [chat("count to a hundred", 50), unbounded] {
+        let r = server.post("/v1/chat/completions", &body, &[]);
+        assert_eq!(r.status, 200, "{}", r.body);
+        let reply = r.json();
+        let generated = reply["usage"]["completion_tokens"].as_u64().unwrap();
+        assert!(generated <= 3, "{reply}");
+    }
+    let responses = json!({"model": "m", "input": "count to a hundred", "store": false});
+    let r = server.post("/v1/responses", &responses, &[]);
+    assert_eq!(r.status, 200, "{}", r.body);
+    assert!(
+        r.json()["usage"]["output_tokens"].as_u64().unwrap() <= 3,
+        "{}",
+        r.body
+    );
+    // A smaller request limit still wins.
+    let r = server.post("/v1/chat/completions", &chat("count", 1), &[]);
+    assert!(
+        r.json()["usage"]["completion_tokens"].as_u64().unwrap() <= 1,
+        "{}",
+        r.body
+    );
+    let out = home.run(&["serve", "--max-tokens", "0", "--port", "0"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        common::stderr(&out).contains("'--max-tokens <N>'"),
+        "{}",
+        common::stderr(&out)
+    );
+}

@@ -35,8 +35,9 @@ fi
 
 threads_flag=()
 [ -n "${THREADS:-}" ] && threads_flag=(-t "$THREADS")
-# One sequence with the whole context: an agent's prompt needs all of it.
-"$kvrun" serve -v --port "$port" --api-key "$key" --parallel 1 -c "${CTX:-32768}" \
+# One sequence with the whole context: an agent's prompt needs all of it. Replies are
+# capped (-n): Codex sets no output limit, and the tiny model may never end its turn.
+"$kvrun" serve -v --port "$port" --api-key "$key" --parallel 1 -c "${CTX:-32768}" -n 256 \
     --alias kvrun-local "${threads_flag[@]}" 2>"$work/server.log" &
 server=$!
 for _ in $(seq 600); do

@@ -34,6 +34,7 @@ struct ServeSettings {
     guard: Guard,
     service: ServiceOptions,
     sampling: SamplingSettings,
+    max_tokens: Option<u32>,
 }
 
 pub fn run(env: &Env, args: ServeArgs) -> Result<ExitCode> {
@@ -87,6 +88,10 @@ fn settle(env: &Env, args: &ServeArgs) -> Result<ServeSettings> {
     } else {
         args.cors_origin.clone()
     };
+    let max_tokens = args.max_tokens.or(config.max_tokens);
+    if max_tokens == Some(0) {
+        return Err(usage("max-tokens (config file) must be at least 1"));
+    }
     let tiers = TierSettings::resolve(&args.tiers, config).map_err(usage)?;
     let parallel = args
         .parallel
@@ -115,6 +120,7 @@ fn settle(env: &Env, args: &ServeArgs) -> Result<ServeSettings> {
             alias: args.alias.clone().or_else(|| config.alias.clone()),
         },
         sampling: SamplingSettings::resolve(&args.sampling, config),
+        max_tokens,
     })
 }
 
@@ -138,6 +144,7 @@ async fn serve(env: &Env, settings: ServeSettings) -> Result<ExitCode> {
         guard,
         service,
         sampling,
+        max_tokens,
     } = settings;
     // Bind before loading, so a taken port fails in a moment rather than after the load,
     // and /health can answer "loading" meanwhile.
@@ -148,6 +155,7 @@ async fn serve(env: &Env, settings: ServeSettings) -> Result<ExitCode> {
     let (handle, engine) = start(service)?;
     let mut state = AppState::new(handle.clone(), std::sync::Arc::new(env.paths.clone()));
     state.sampling = std::sync::Arc::new(sampling);
+    state.max_tokens = max_tokens;
     let app = crate::server::app(state, &guard);
     let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
     let server = tokio::spawn(async move {

@@ -317,9 +317,19 @@ pub fn check_fits(tokens: usize, n_ctx: usize) -> Result<(), ApiError> {
 
 /// The most tokens a reply may have: what the client asked for, capped by the room the
 /// context leaves after the prompt.
-pub fn max_reply_tokens(requested: Option<u64>, prompt_tokens: usize, n_ctx: usize) -> usize {
+pub fn max_reply_tokens(
+    requested: Option<u64>,
+    cap: Option<u32>,
+    prompt_tokens: usize,
+    n_ctx: usize,
+) -> usize {
     let room = n_ctx.saturating_sub(prompt_tokens);
-    requested.map_or(room, |r| room.min(usize::try_from(r).unwrap_or(usize::MAX)))
+    let cap = cap.map(u64::from);
+    let asked = match (requested, cap) {
+        (Some(r), Some(c)) => Some(r.min(c)),
+        (r, c) => r.or(c),
+    };
+    asked.map_or(room, |r| room.min(usize::try_from(r).unwrap_or(usize::MAX)))
 }
 
 #[cfg(test)]
@@ -405,9 +415,14 @@ mod tests {
 
     #[test]
     fn reply_room_is_capped_by_the_context() {
-        assert_eq!(max_reply_tokens(None, 100, 4096), 3996);
-        assert_eq!(max_reply_tokens(Some(32000), 100, 4096), 3996);
-        assert_eq!(max_reply_tokens(Some(5), 100, 4096), 5);
+        assert_eq!(max_reply_tokens(None, None, 100, 4096), 3996);
+        assert_eq!(max_reply_tokens(Some(32000), None, 100, 4096), 3996);
+        assert_eq!(max_reply_tokens(Some(5), None, 100, 4096), 5);
+        // `serve --max-tokens` caps what a request asks for, and sets a limit where it has none.
+        assert_eq!(max_reply_tokens(None, Some(64), 100, 4096), 64);
+        assert_eq!(max_reply_tokens(Some(500), Some(64), 100, 4096), 64);
+        assert_eq!(max_reply_tokens(Some(5), Some(64), 100, 4096), 5);
+        assert_eq!(max_reply_tokens(None, Some(9000), 100, 4096), 3996);
         assert!(check_fits(4096, 4096).is_err());
         let e = check_fits(5000, 4096).unwrap_err();
         assert!(e.message.contains("5000"), "{}", e.message);

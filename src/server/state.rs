@@ -21,6 +21,8 @@ pub struct AppState {
     /// The sampling a request gets for every field it leaves out (`serve`'s sampling flags
     /// and config keys).
     pub sampling: Arc<SamplingSettings>,
+    /// `serve --max-tokens`: the largest reply a request may get.
+    pub max_tokens: Option<u32>,
 }
 
 impl AppState {
@@ -32,6 +34,7 @@ impl AppState {
             counters: Arc::default(),
             prompts: Arc::default(),
             sampling: Arc::new(SamplingSettings::defaults()),
+            max_tokens: None,
         }
     }
 }

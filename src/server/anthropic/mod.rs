@@ -87,7 +87,12 @@ async fn messages_inner(
     };
     let job = Job {
         conversation: key,
-        max_tokens: max_reply_tokens(Some(requested), prompt.tokens.len(), info.n_ctx),
+        max_tokens: max_reply_tokens(
+            Some(requested),
+            state.max_tokens,
+            prompt.tokens.len(),
+            info.n_ctx,
+        ),
         grammar: tools.grammar(prompt.format)?,
         prompt: prompt.tokens,
         template: prompt.template,

@@ -58,7 +58,12 @@ pub async fn handle(
     let reader = ReplyReader::new(&prompt, &tools);
     let job = Job {
         conversation: key,
-        max_tokens: max_reply_tokens(request.max_tokens(), prompt.tokens.len(), info.n_ctx),
+        max_tokens: max_reply_tokens(
+            request.max_tokens(),
+            state.max_tokens,
+            prompt.tokens.len(),
+            info.n_ctx,
+        ),
         prompt: prompt.tokens,
         template: prompt.template,
         sampling,

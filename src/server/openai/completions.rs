@@ -108,7 +108,7 @@ pub async fn handle(
     );
     let job = Job {
         conversation: key,
-        max_tokens: max_reply_tokens(Some(requested), prompt.len(), info.n_ctx),
+        max_tokens: max_reply_tokens(Some(requested), state.max_tokens, prompt.len(), info.n_ctx),
         prompt,
         sampling,
         stop,

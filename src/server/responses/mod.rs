@@ -182,7 +182,12 @@ async fn create(
     let reader = ReplyReader::new(&prompt, &tools);
     let job = Job {
         conversation: key,
-        max_tokens: max_reply_tokens(request.max_output_tokens, prompt.tokens.len(), info.n_ctx),
+        max_tokens: max_reply_tokens(
+            request.max_output_tokens,
+            state.max_tokens,
+            prompt.tokens.len(),
+            info.n_ctx,
+        ),
         grammar: tools.grammar(prompt.format)?.or(format_grammar),
         prompt: prompt.tokens,
         template: prompt.template,
