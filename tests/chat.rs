@@ -16,7 +16,8 @@ fn line_mode_chat_keeps_the_conversation_and_answers_commands() {
             "-n",
             "16",
         ],
-        "Hello!\n/stats\nAnd again?\n/stats\n/bogus\n/reset\n/stats\n/quit\nnever read\n",
+        "Hello!\n/stats\nAnd again?\n/stats\n/bogus\n/fork\n/help\n/reset\n/stats\n/quit\nnever \
+         read\n",
     );
     assert!(out.status.success(), "{}", stderr(&out));
     let text = stdout(&out);
@@ -28,6 +29,11 @@ fn line_mode_chat_keeps_the_conversation_and_answers_commands() {
     assert_eq!(used(stats[2]), 0, "{text}");
     assert!(text.contains("unknown command /bogus"));
     assert!(text.contains("conversation cleared"));
+    // The TUI's command table: the same commands, help and refusals in line mode.
+    assert!(text.contains("/fork needs one NAME"), "{text}");
+    for (usage, _) in kvrun::chat::slash::COMMANDS {
+        assert!(text.contains(usage), "/help lacks {usage}: {text}");
+    }
 }
 
 #[test]

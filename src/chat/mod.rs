@@ -5,6 +5,7 @@
 mod engine;
 mod progress;
 pub mod protocol;
+pub mod slash;
 mod tiers;
 
 pub use engine::{spawn, ChatOptions, DEFAULT_CHAT_MAX_TOKENS};

@@ -105,6 +105,26 @@ pub struct MemorySnapshot {
     pub last_move: Option<String>,
 }
 
+impl MemorySnapshot {
+    /// The tiers' totals in one line, e.g. for the TUI's /stats.
+    pub fn summary(&self) -> String {
+        use crate::format::{human_bytes, thousands};
+        format!(
+            "hot {} ({} of {} cells) · warm {} · cold {} · served {} hot, {} warm, {} cold, {} \
+             prefilled",
+            human_bytes(self.hot.used_bytes),
+            thousands(self.hot_cells_used),
+            thousands(self.hot_cells),
+            human_bytes(self.warm.used_bytes),
+            human_bytes(self.cold.used_bytes),
+            thousands(self.hot.hit_tokens),
+            thousands(self.warm.hit_tokens),
+            thousands(self.cold.hit_tokens),
+            thousands(self.prefill_tokens)
+        )
+    }
+}
+
 /// One row of the sessions list.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct SessionRow {

@@ -22,21 +22,14 @@ use anyhow::{bail, Result};
 use super::chat::{Leaving, Outcome};
 use super::Env;
 use crate::chat::protocol::{EngineEvent, MemorySnapshot, UserCommand};
+use crate::chat::slash::{self, Slash};
 use crate::format::human_bytes;
 use crate::interrupt::{signal_exit_code, Interrupt};
 
-const HELP: &str = "\
-commands:
-  /help            show this help
-  /reset           forget the conversation and start over
-  /stats [json]    context, speed of the last reply, and the memory tiers
-  /save            save the session now (it also saves after every turn)
-  /session NAME    switch to (or create) a session, restoring it through the tiers
-  /sessions        list the sessions
-  /fork NAME       copy this conversation into a new session and continue there
-  /quit            save and leave (Ctrl-D works too)
-Ctrl-C stops the current reply; a second Ctrl-C saves and leaves. End a line with \\ to
-continue on the next one.";
+/// What the REPL's help says beyond the shared command table.
+const KEYS_HELP: &str = "\
+Ctrl-C stops the current reply; a second Ctrl-C saves and leaves; Ctrl-D saves and leaves.
+End a line with \\ to continue on the next one; start it with // to send a leading /.";
 
 /// What the REPL remembers between commands.
 #[derive(Default)]
@@ -89,19 +82,21 @@ pub(super) fn run(
         if trimmed.is_empty() {
             continue;
         }
-        let (command, rest) = match trimmed.split_once(char::is_whitespace) {
-            Some((c, r)) => (c, r.trim()),
-            None => (trimmed, ""),
-        };
-        let sent = match command {
-            "/quit" | "/exit" => break,
-            "/help" => {
-                println!("{HELP}");
+        let sent = match slash::parse(&input) {
+            Slash::Message(text) => UserCommand::Send(text),
+            Slash::Command(UserCommand::Quit) => break,
+            Slash::Command(command) => command,
+            Slash::Help => {
+                println!("commands:");
+                for line in slash::help_lines() {
+                    println!("{line}");
+                }
+                println!("{KEYS_HELP}");
                 continue;
             }
-            "/stats" => {
+            Slash::Stats { json } => {
                 drain(events, &mut state);
-                if rest == "json" {
+                if json {
                     // One line, for scripts: the memory tiers as the engine last reported.
                     println!("{}", serde_json::to_string(&state.memory)?);
                 } else {
@@ -109,20 +104,10 @@ pub(super) fn run(
                 }
                 continue;
             }
-            "/reset" => UserCommand::Reset,
-            "/save" => UserCommand::Save,
-            "/sessions" => UserCommand::ListSessions,
-            "/session" | "/fork" if rest.is_empty() => {
-                println!("{command} needs a session name");
+            Slash::Invalid(why) => {
+                println!("{why}");
                 continue;
             }
-            "/session" => UserCommand::Switch(rest.to_string()),
-            "/fork" => UserCommand::Fork(rest.to_string()),
-            _ if trimmed.starts_with('/') => {
-                println!("unknown command {trimmed}; /help lists the commands");
-                continue;
-            }
-            _ => UserCommand::Send(input.clone()),
         };
         let is_turn = matches!(sent, UserCommand::Send(_));
         let listing = matches!(sent, UserCommand::ListSessions);

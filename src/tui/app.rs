@@ -8,12 +8,12 @@ use crossterm::event::Event;
 use super::action::{Action, Effect};
 use super::input::InputEditor;
 use super::keys;
-use super::slash::{self, Slash};
 use super::view;
 use super::TuiOptions;
 use crate::chat::protocol::{
     EngineEvent, MemorySnapshot, ProgressKind, SessionRow, ShownMessage, Tier, UserCommand,
 };
+use crate::chat::slash::{self, Slash};
 
 /// Two Ctrl-C presses closer than this quit, even while a reply is still being stopped.
 const DOUBLE_INTERRUPT: Duration = Duration::from_millis(1000);
@@ -299,6 +299,15 @@ impl App {
             }
             Slash::Help => {
                 self.open_help();
+                return None;
+            }
+            Slash::Stats { .. } => {
+                // The panel shows the tiers all the time; this puts the totals in one line.
+                let line = self.memory.as_ref().map_or_else(
+                    || "no figures from the engine yet".to_string(),
+                    MemorySnapshot::summary,
+                );
+                self.set_note(&line, false);
                 return None;
             }
             Slash::Invalid(why) => {

@@ -13,7 +13,6 @@ mod action;
 mod app;
 mod input;
 mod keys;
-mod slash;
 mod terminal;
 mod view;
 

@@ -6,8 +6,8 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Clear, Padding, Paragraph};
 use ratatui::Frame;
 
-use super::super::slash::COMMANDS;
 use super::conversation::wrap;
+use crate::chat::slash::COMMANDS;
 
 const KEYS: &[(&str, &str)] = &[
     ("Enter", "send the message"),
