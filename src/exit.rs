@@ -1,7 +1,10 @@
 //! Exit codes and the one-line error report.
 //!
 //! 0 success (also when stdout was closed early, as `kvrun run ... | head` does),
-//! 1 a runtime failure, 2 a usage error (clap's own errors exit 2 as well).
+//! 1 a runtime failure, 2 a usage error (clap's own errors exit 2 as well; so does a saved
+//! session that does not fit the model or settings given), 75 a session or the store held
+//! by another kvrun process (sysexits' EX_TEMPFAIL: retry later). The code comes from the
+//! error's variant ([`code_for`]), never from its text.
 
 use std::process::ExitCode;
 
@@ -21,16 +24,41 @@ pub fn report(err: &anyhow::Error) -> ExitCode {
         return ExitCode::SUCCESS;
     }
     eprintln!("error: {}", one_line(err));
-    let usage = err.chain().any(|e| {
-        e.downcast_ref::<UsageError>().is_some()
-            || e.downcast_ref::<crate::session::SessionError>()
-                .is_some_and(|s| s.is_usage())
-    });
-    if usage {
-        ExitCode::from(2)
-    } else {
-        ExitCode::FAILURE
-    }
+    ExitCode::from(code_for(err))
+}
+
+/// A usage error: bad flags or input, or a session the given settings cannot load.
+pub const USAGE: u8 = 2;
+/// Another kvrun process holds the session or the store; the same command can succeed later.
+pub const BUSY: u8 = 75;
+
+/// The exit code for an error, from the first cause in its chain that has one.
+pub fn code_for(err: &anyhow::Error) -> u8 {
+    use crate::session::SessionError;
+    use crate::store::StoreError;
+    err.chain()
+        .find_map(|e| {
+            if e.downcast_ref::<UsageError>().is_some() {
+                return Some(USAGE);
+            }
+            if let Some(s) = e.downcast_ref::<SessionError>() {
+                return match s {
+                    SessionError::InUse { .. }
+                    | SessionError::Store(StoreError::InUse { .. })
+                    | SessionError::Object {
+                        error: StoreError::InUse { .. },
+                        ..
+                    } => Some(BUSY),
+                    _ if s.is_usage() => Some(USAGE),
+                    _ => None,
+                };
+            }
+            match e.downcast_ref::<StoreError>() {
+                Some(StoreError::InUse { .. }) => Some(BUSY),
+                _ => None,
+            }
+        })
+        .unwrap_or(1)
 }
 
 /// The error chain on one line, skipping causes whose text the message already carries
@@ -58,4 +86,64 @@ pub fn is_broken_pipe(err: &anyhow::Error) -> bool {
             || e.downcast_ref::<crate::sequence::GenerateError>()
                 .is_some_and(|g| matches!(g, crate::sequence::GenerateError::Output(io) if io.kind() == std::io::ErrorKind::BrokenPipe))
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::session::error::{Incompatibility, SessionError};
+    use crate::store::StoreError;
+
+    #[test]
+    fn exit_codes_come_from_the_variants() {
+        let incompatible = SessionError::Incompatible {
+            name: "s".into(),
+            why: Incompatibility::KvType {
+                saved: "f16",
+                now: "q8_0",
+            },
+        };
+        let in_use = SessionError::InUse {
+            name: "s".into(),
+            pid: Some(1),
+            command: None,
+        };
+        let store_busy = StoreError::InUse {
+            what: "the store".into(),
+        };
+        let corrupt = SessionError::Corrupt {
+            name: "s".into(),
+            detail: "bad checksum".into(),
+        };
+        let cases: Vec<(anyhow::Error, u8)> = vec![
+            (usage("bad flag"), USAGE),
+            (incompatible.into(), USAGE),
+            (in_use.into(), BUSY),
+            (store_busy.into(), BUSY),
+            (corrupt.into(), 1),
+            (anyhow::anyhow!("anything else"), 1),
+            // Context added on top keeps the variant's code.
+            (usage("bad flag").context("running"), USAGE),
+        ];
+        for (err, code) in cases {
+            assert_eq!(code_for(&err), code, "{err:#}");
+        }
+    }
+
+    #[test]
+    fn an_incompatibility_names_the_setting_and_the_fix() {
+        let err = SessionError::Incompatible {
+            name: "s".into(),
+            why: Incompatibility::ContextTooSmall {
+                tokens: 900,
+                n_ctx: 512,
+                needed: 1024,
+            },
+        };
+        assert_eq!(
+            err.to_string(),
+            "session 's' holds 900 tokens but the context has room for 512; pass --ctx-size \
+             1024 or more"
+        );
+    }
 }

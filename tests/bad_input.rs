@@ -228,7 +228,7 @@ fn a_session_whose_model_is_gone_names_the_session_and_the_model() {
     let out = home.run(&["run", "--session", "s", "--continue", "-n", "2"]);
     assert_one_line_error(
         &out,
-        1,
+        2,
         "session 's' was saved with model 'kvrun-tiny-llama'",
     );
     let err = stderr(&out);

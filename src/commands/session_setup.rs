@@ -11,7 +11,7 @@ use crate::engine::{Context, Model};
 use crate::exit::usage;
 use crate::models::{ModelChoice, ModelSource};
 use crate::session::catalog::SessionCatalog;
-use crate::session::error::SessionError;
+use crate::session::error::{Incompatibility, SessionError};
 use crate::session::identity::{kv_identity, model_identity};
 use crate::session::live::{LiveSession, RestoreReport};
 use crate::session::SessionManifest;
@@ -82,12 +82,14 @@ pub fn prepare(
         // Without this, the fallback's own complaint ("the default model is not downloaded
         // yet") would point at a model the session never used.
         if !choice.path.exists() {
-            anyhow::bail!(
-                "session '{name}' was saved with model '{}' at {}, which is not there any \
-                 more; pass that model's path (or its name in the models folder) as MODEL",
-                m.model.name.escape_debug(),
-                m.model.path.escape_debug()
-            );
+            return Err(SessionError::Incompatible {
+                name: name.to_string(),
+                why: Incompatibility::ModelMissing {
+                    name: m.model.name.clone(),
+                    path: m.model.path.clone(),
+                },
+            }
+            .into());
         }
     }
     Ok(Prepared {

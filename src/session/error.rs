@@ -87,6 +87,58 @@ pub enum SessionError {
         path.display()
     )]
     DiskFull { path: PathBuf },
+
+    /// A saved session that cannot load into this model or context (a usage error: the
+    /// fix is another flag or model).
+    #[error("session '{name}' {why}")]
+    Incompatible { name: String, why: Incompatibility },
+}
+
+/// Which setting keeps a saved session from loading, with both values and the fix.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum Incompatibility {
+    #[error(
+        "was saved with model {saved} ({saved_path}); you gave {given} ({given_path}): pass \
+         that model, or fork the session's log into a new one"
+    )]
+    Model {
+        saved: String,
+        saved_path: String,
+        given: String,
+        given_path: String,
+    },
+    /// The model the session names is not at its path any more (and no MODEL was given).
+    #[error(
+        "was saved with model '{}' at {}, which is not there any more; pass that model's \
+         path (or its name in the models folder) as MODEL",
+        .name.escape_debug(),
+        .path.escape_debug()
+    )]
+    ModelMissing { name: String, path: String },
+    #[error("stores its KV as {saved}; this context uses {now} (pass --kv-type {saved})")]
+    KvType {
+        saved: &'static str,
+        now: &'static str,
+    },
+    #[error(
+        "was saved with --flash-attn {saved}; this context uses {now} (pass --flash-attn \
+         {saved})"
+    )]
+    FlashAttn {
+        saved: &'static str,
+        now: &'static str,
+    },
+    #[error("uses {saved}-token pages; this context uses {now}")]
+    PageTokens { saved: u32, now: u32 },
+    #[error(
+        "holds {tokens} tokens but the context has room for {n_ctx}; pass --ctx-size \
+         {needed} or more"
+    )]
+    ContextTooSmall {
+        tokens: usize,
+        n_ctx: u32,
+        needed: usize,
+    },
 }
 
 fn holder_note(pid: &Option<u32>, command: &Option<String>) -> String {
@@ -100,7 +152,10 @@ fn holder_note(pid: &Option<u32>, command: &Option<String>) -> String {
 impl SessionError {
     /// True for errors in how kvrun was invoked (exit code 2), not failures of the work.
     pub fn is_usage(&self) -> bool {
-        matches!(self, Self::InvalidName { .. } | Self::BadSetting { .. })
+        matches!(
+            self,
+            Self::InvalidName { .. } | Self::BadSetting { .. } | Self::Incompatible { .. }
+        )
     }
 
     /// Attaches `path` to an I/O error; a full disk becomes [`SessionError::DiskFull`].

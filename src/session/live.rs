@@ -22,6 +22,7 @@ mod save;
 
 use super::capture::{self};
 use super::catalog::SessionCatalog;
+use super::error::{Incompatibility, SessionError};
 use super::identity::page_key;
 use super::manifest::{KvIdentity, ModelIdentity, SessionManifest};
 use crate::conversation::CacheMiss;
@@ -196,57 +197,48 @@ impl<'c> LiveSession<'c> {
     }
 
     /// Checks that a saved snapshot can load into this context, naming any mismatch.
-    pub fn check_compatible(&self, ctx: &Context<'_>) -> Result<()> {
+    pub fn check_compatible(&self, ctx: &Context<'_>) -> Result<(), SessionError> {
         let Some(m) = &self.saved else { return Ok(()) };
+        let refuse = |why| {
+            Err(SessionError::Incompatible {
+                name: self.name.clone(),
+                why,
+            })
+        };
         if m.model.fingerprint != self.model.fingerprint {
-            bail!(
-                "session '{}' was saved with model {} ({}); you gave {} ({}): pass that model, \
-                 or fork the session's log into a new one",
-                self.name,
-                m.model.name,
-                m.model.path,
-                self.model.name,
-                self.model.path
-            );
+            return refuse(Incompatibility::Model {
+                saved: m.model.name.clone(),
+                saved_path: m.model.path.clone(),
+                given: self.model.name.clone(),
+                given_path: self.model.path.clone(),
+            });
         }
         let (saved, now) = (&m.kv, &self.kv);
         if saved.kv_type != now.kv_type {
-            bail!(
-                "session '{}' stores its KV as {}; this context uses {} (pass --kv-type {})",
-                self.name,
-                saved.kv_type.as_str(),
-                now.kv_type.as_str(),
-                saved.kv_type.as_str()
-            );
+            return refuse(Incompatibility::KvType {
+                saved: saved.kv_type.as_str(),
+                now: now.kv_type.as_str(),
+            });
         }
         if saved.flash_attn != now.flash_attn {
-            bail!(
-                "session '{}' was saved with --flash-attn {}; this context uses {} (pass \
-                 --flash-attn {})",
-                self.name,
-                saved.flash_attn.as_str(),
-                now.flash_attn.as_str(),
-                saved.flash_attn.as_str()
-            );
+            return refuse(Incompatibility::FlashAttn {
+                saved: saved.flash_attn.as_str(),
+                now: now.flash_attn.as_str(),
+            });
         }
         if saved.page_tokens != now.page_tokens {
-            bail!(
-                "session '{}' uses {}-token pages; this context uses {}",
-                self.name,
-                saved.page_tokens,
-                now.page_tokens
-            );
+            return refuse(Incompatibility::PageTokens {
+                saved: saved.page_tokens,
+                now: now.page_tokens,
+            });
         }
         let needed = m.tokens.len() + 1;
         if (ctx.info().n_ctx as usize) < needed {
-            bail!(
-                "session '{}' holds {} tokens but the context has room for {}; pass \
-                 --ctx-size {} or more",
-                self.name,
-                m.tokens.len(),
-                ctx.info().n_ctx,
-                needed.next_multiple_of(256)
-            );
+            return refuse(Incompatibility::ContextTooSmall {
+                tokens: m.tokens.len(),
+                n_ctx: ctx.info().n_ctx,
+                needed: needed.next_multiple_of(256),
+            });
         }
         Ok(())
     }

@@ -177,7 +177,7 @@ impl<'c, 'm> Engine<'c, 'm> {
             self.model.facts().n_swa,
         );
         live.check_compatible(ctx)
-            .map_err(|e| incompatible(crate::exit::one_line(&e)))?;
+            .map_err(|e| incompatible(e.to_string()))?;
         live.set_warm_pool(self.warm.clone());
         live.set_unnamed(unnamed);
         self.conversations.push(Open {
