@@ -26,8 +26,8 @@ use crate::sequence::{GenerateOptions, StopReason};
 use crate::session::capture::Slot;
 use crate::session::catalog::SessionCatalog;
 use crate::session::error::SessionError;
-use crate::session::identity::{kv_identity, model_identity};
 use crate::session::live::{LiveSession, SessionObserver};
+use crate::session::SessionBinding;
 use crate::settings::{
     ContextOverflow, EngineSettings, SamplingSettings, TierSettings, DEFAULT_PAGE_TOKENS,
 };
@@ -88,6 +88,8 @@ struct Engine<'c, 'm, 'x> {
     options: &'x ChatOptions,
     model: &'m Model,
     catalog: &'c SessionCatalog,
+    /// How sessions are opened here (the model fingerprinted once, at start).
+    sessions: SessionBinding<'c>,
     warm: Arc<WarmPool>,
     events: &'x Sender<EngineEvent>,
     interrupt: &'x Interrupt,
@@ -140,10 +142,19 @@ fn run(
         n_ctx: ctx.info().n_ctx,
         gpu: options.engine.gpu_layers > 0 && crate::engine::gpu_offload_supported(),
     });
+    let sessions = SessionBinding::new(
+        &catalog,
+        &options.model.path,
+        &model,
+        &ctx,
+        options.engine.clone(),
+    )?
+    .with_warm_pool(warm.clone());
     let mut engine = Engine {
         options: &options,
         model: &model,
         catalog: &catalog,
+        sessions,
         warm,
         events,
         interrupt,
@@ -265,12 +276,7 @@ impl<'c, 'm> Engine<'c, 'm, '_> {
         }
         // Lock and read the session before anything leaves the context, so a session in use
         // elsewhere or unreadable changes nothing here.
-        let lock = self.catalog.lock(name)?;
-        let manifest = match self.catalog.read_manifest(name) {
-            Ok(m) => Some(m),
-            Err(SessionError::NotFound { .. }) => None,
-            Err(e) => return Err(e.into()),
-        };
+        let (lock, manifest) = self.catalog.lock_and_read(name)?;
         // An unsaved conversation lives only while it is active (`/fork NAME` keeps one).
         if let Some(i) = self.hot.iter().position(|o| o.live.is_none()) {
             let open = self.hot.remove(i);
@@ -286,24 +292,14 @@ impl<'c, 'm> Engine<'c, 'm, '_> {
             self.demote_lru(ctx, None)?;
         }
         let seq = self.free_seq().context("no free sequence")?;
-        let identity = model_identity(&self.options.model.path, &self.model.facts().description)?;
-        let mut live = LiveSession::new(
-            self.catalog,
-            name,
-            lock,
-            manifest.clone(),
-            identity,
-            kv_identity(ctx.info()),
-            self.options.engine.clone(),
-            self.options.sampling.clone(),
-            self.model.facts().n_swa,
-        );
+        let mut live =
+            self.sessions
+                .open(name, lock, manifest.clone(), self.options.sampling.clone());
         live.set_slot(Slot {
             seq,
             scratch: self.options.tiers.hot_sessions.max(1) as i32,
             exclusive: self.hot.is_empty(),
         });
-        live.set_warm_pool(self.warm.clone());
         let before = self.warm.stats();
         let started = Instant::now();
         let conversation = match &manifest {
@@ -601,26 +597,15 @@ impl<'c, 'm> Engine<'c, 'm, '_> {
                 if self.catalog.exists(name)? {
                     return Err(SessionError::Exists { name: name.into() }.into());
                 }
-                let identity =
-                    model_identity(&self.options.model.path, &self.model.facts().description)?;
-                let mut live = LiveSession::new(
-                    self.catalog,
-                    name,
-                    lock,
-                    None,
-                    identity,
-                    kv_identity(ctx.info()),
-                    self.options.engine.clone(),
-                    self.options.sampling.clone(),
-                    self.model.facts().n_swa,
-                );
+                let mut live = self
+                    .sessions
+                    .open(name, lock, None, self.options.sampling.clone());
                 let open = &mut self.hot[active];
                 live.set_slot(Slot {
                     seq: open.seq,
                     scratch: self.options.tiers.hot_sessions.max(1) as i32,
                     exclusive: false,
                 });
-                live.set_warm_pool(self.warm.clone());
                 open.live = Some(live);
                 open.name = Some(name.to_string());
                 self.save_active(ctx)?;

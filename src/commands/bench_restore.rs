@@ -21,8 +21,8 @@ use crate::engine::{Context, Model, TokenId};
 use crate::paths::Paths;
 use crate::sequence::{NoObserver, Sequence};
 use crate::session::catalog::SessionCatalog;
-use crate::session::identity::{kv_identity, model_identity};
-use crate::session::live::{ConversationState, LiveSession, SessionObserver};
+use crate::session::live::{ConversationState, SessionObserver};
+use crate::session::SessionBinding;
 use crate::settings::{EngineSettings, SamplingSettings, DEFAULT_PAGE_TOKENS};
 
 struct Row {
@@ -145,18 +145,8 @@ pub(super) fn prefill_session(
     tokens: &[TokenId],
 ) -> Result<(f64, f64)> {
     let lock = catalog.lock(name)?;
-    let greedy = SamplingSettings::greedy();
-    let mut live = LiveSession::new(
-        catalog,
-        name,
-        lock,
-        None,
-        model_identity(model_path, &model.facts().description)?,
-        kv_identity(ctx.info()),
-        engine.clone(),
-        greedy,
-        model.facts().n_swa,
-    );
+    let sessions = SessionBinding::new(catalog, model_path, model, ctx, engine.clone())?;
+    let mut live = sessions.open(name, lock, None, SamplingSettings::greedy());
     let mut seq = Sequence::new();
     seq.append(tokens);
     let mut restore = live.reuse_prefix(ctx, &mut seq)?;

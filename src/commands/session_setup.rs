@@ -2,7 +2,7 @@
 //! manifest, settle the settings (flags given now beat what the session recorded), then
 //! restore its KV cache into a fresh context.
 
-use anyhow::{Context as _, Result};
+use anyhow::Result;
 
 use super::Env;
 use crate::cli::{EngineArgs, SamplingArgs};
@@ -12,9 +12,8 @@ use crate::exit::usage;
 use crate::models::{ModelChoice, ModelSource};
 use crate::session::catalog::SessionCatalog;
 use crate::session::error::{Incompatibility, SessionError};
-use crate::session::identity::{kv_identity, model_identity};
 use crate::session::live::{LiveSession, RestoreReport};
-use crate::session::SessionManifest;
+use crate::session::{SessionBinding, SessionManifest};
 use crate::settings::{EngineSettings, SamplingSettings};
 use crate::store::SessionLock;
 
@@ -38,12 +37,7 @@ pub fn prepare(
     sampling_args: Option<&SamplingArgs>,
 ) -> Result<Prepared> {
     crate::session::catalog::validate_name(name).map_err(|e| usage(e.to_string()))?;
-    let lock = catalog.lock(name)?;
-    let manifest = match catalog.read_manifest(name) {
-        Ok(m) => Some(m),
-        Err(SessionError::NotFound { .. }) => None,
-        Err(e) => return Err(e.into()),
-    };
+    let (lock, manifest) = catalog.lock_and_read(name)?;
     let default_sampling = SamplingArgs::default();
     let sampling_args = sampling_args.unwrap_or(&default_sampling);
     let (mut engine, sampling) = match &manifest {
@@ -109,18 +103,13 @@ pub fn start<'c>(
     model: &Model,
     ctx: &Context<'_>,
 ) -> Result<LiveSession<'c>> {
-    let identity = model_identity(&prepared.choice.path, &model.facts().description)
-        .context("fingerprinting the model")?;
-    Ok(LiveSession::new(
-        catalog,
+    let sessions =
+        SessionBinding::new(catalog, &prepared.choice.path, model, ctx, prepared.engine)?;
+    Ok(sessions.open(
         &prepared.name,
         prepared.lock,
         prepared.manifest,
-        identity,
-        kv_identity(ctx.info()),
-        prepared.engine,
         prepared.sampling,
-        model.facts().n_swa,
     ))
 }
 

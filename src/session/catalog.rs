@@ -295,6 +295,18 @@ impl SessionCatalog {
         })
     }
 
+    /// The first step of every session's life: its lock, then its manifest (None for a new
+    /// session). Locking first means a session in use elsewhere, or unreadable, is refused
+    /// before the caller changes anything.
+    pub fn lock_and_read(&self, name: &str) -> Result<(SessionLock, Option<SessionManifest>)> {
+        let lock = self.lock(name)?;
+        match self.read_manifest(name) {
+            Ok(m) => Ok((lock, Some(m))),
+            Err(SessionError::NotFound { .. }) => Ok((lock, None)),
+            Err(e) => Err(e),
+        }
+    }
+
     /// Every session, sorted by name. An unreadable manifest shows up as a row with `error`
     /// set rather than failing the listing.
     pub fn list(&self) -> Result<Vec<SessionSummary>> {

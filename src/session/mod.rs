@@ -5,8 +5,10 @@
 //!   fork, rm, gc); [`export`]: one-file export and validated import.
 //! - [`live`]: a session bound to a live context (capture, save, restore, prefix reuse);
 //!   [`capture`]: reading page rows out of llama.cpp and putting them back.
-//! - [`identity`]: model fingerprints and the KV settings that shape page bytes.
+//! - [`identity`]: model fingerprints and the KV settings that shape page bytes;
+//!   [`binding`]: what a process's sessions share, and the one way front ends open them.
 
+pub mod binding;
 pub mod capture;
 pub mod catalog;
 pub mod error;
@@ -18,6 +20,7 @@ mod manifest_file;
 #[cfg(test)]
 mod test_support;
 
+pub use binding::SessionBinding;
 pub use catalog::{validate_name, RemoveReport, SessionCatalog, SessionSummary};
 pub use error::SessionError;
 pub use export::{export, import, ExportReport};

@@ -10,7 +10,7 @@ use crate::engine::{Context, TokenId};
 use crate::sequence::Sequence;
 use crate::service::protocol::{ConversationKey, ServiceError};
 use crate::session::live::LiveSession;
-use crate::session::{identity::kv_identity, SessionError};
+use crate::session::SessionError;
 
 /// A session this server has open: it holds the lock until shutdown or removal.
 pub struct Open<'c> {
@@ -59,7 +59,7 @@ impl<'c, 'm> Engine<'c, 'm> {
             let Ok(m) = self.catalog.read_manifest(&summary.name) else {
                 continue;
             };
-            if m.unnamed && m.model.fingerprint == self.identity.fingerprint {
+            if m.unnamed && m.model.fingerprint == self.sessions.model().fingerprint {
                 self.stored_unnamed.push(StoredLog {
                     name: m.name,
                     tokens: m.tokens,
@@ -146,39 +146,31 @@ impl<'c, 'm> Engine<'c, 'm> {
             name: name.to_string(),
             detail,
         };
-        let lock = self.catalog.lock(name).map_err(|e| match e {
+        let (lock, manifest) = self.catalog.lock_and_read(name).map_err(|e| match e {
             SessionError::InUse { .. } => ServiceError::SessionInUse {
                 name: name.to_string(),
                 detail: e.to_string(),
             },
-            SessionError::InvalidName { .. } => incompatible(e.to_string()),
-            other => ServiceError::Internal(other.to_string()),
+            SessionError::Io { .. } | SessionError::Store(_) | SessionError::DiskFull { .. } => {
+                ServiceError::Internal(e.to_string())
+            }
+            // A bad name, or a manifest this server cannot use (corrupt, too new).
+            other => incompatible(other.to_string()),
         })?;
-        let manifest = match self.catalog.read_manifest(name) {
-            Ok(m) => Some(m),
-            Err(SessionError::NotFound { .. }) => None,
-            Err(e) => return Err(incompatible(e.to_string())),
-        };
         let (tokens, unnamed, pinned, prompt_len) = manifest
             .as_ref()
             .map_or((Vec::new(), !named, false, 0), |m| {
                 (m.tokens.clone(), m.unnamed, m.pinned, m.prompt_tokens)
             });
         self.stored_unnamed.retain(|s| s.name != name);
-        let mut live = LiveSession::new(
-            self.catalog,
+        let mut live = self.sessions.open(
             name,
             lock,
             manifest,
-            self.identity.clone(),
-            kv_identity(ctx.info()),
-            self.engine_settings.clone(),
             crate::settings::SamplingSettings::greedy(),
-            self.model.facts().n_swa,
         );
         live.check_compatible(ctx)
             .map_err(|e| incompatible(e.to_string()))?;
-        live.set_warm_pool(self.warm.clone());
         live.set_unnamed(unnamed);
         self.conversations.push(Open {
             live,

@@ -32,7 +32,7 @@ use super::protocol::{Request, ServiceError};
 use crate::clock::unix_now;
 use crate::engine::{Context, Model};
 use crate::session::catalog::SessionCatalog;
-use crate::session::identity::model_identity;
+use crate::session::SessionBinding;
 use crate::settings::DEFAULT_PAGE_TOKENS;
 use crate::tiers::WarmPool;
 
@@ -106,8 +106,6 @@ fn run(
     if let Some(spec) = &options.chat_template {
         model.set_chat_template(spec)?;
     }
-    let identity = model_identity(&options.model.path, &model.facts().description)
-        .context("fingerprinting the model")?;
     let model = Arc::new(model);
     let parallel = options.parallel.max(1);
     // One sequence per decoding request, plus the scratch sequence page captures use.
@@ -129,13 +127,20 @@ fn run(
     };
     let _ = ready.set((model.clone(), info));
     let warm = Arc::new(WarmPool::new(options.tiers.warm_budget));
+    let sessions = SessionBinding::new(
+        &catalog,
+        &options.model.path,
+        &model,
+        &ctx,
+        options.engine.clone(),
+    )?
+    .with_warm_pool(warm.clone());
     let mut engine = Engine {
         model: &model,
         catalog: &catalog,
+        sessions,
         warm,
-        identity,
         tiers: options.tiers.clone(),
-        engine_settings: options.engine.clone(),
         parallel,
         conversations: Vec::new(),
         stored_unnamed: Vec::new(),
@@ -182,11 +187,10 @@ fn run(
 struct Engine<'c, 'm> {
     model: &'m Model,
     catalog: &'c SessionCatalog,
+    /// How sessions are opened here (the model fingerprinted once, at start).
+    sessions: SessionBinding<'c>,
     warm: Arc<WarmPool>,
-    /// The model's fingerprint, taken once per process.
-    identity: crate::session::ModelIdentity,
     tiers: crate::settings::TierSettings,
-    engine_settings: crate::settings::EngineSettings,
     parallel: usize,
     /// Sessions this server has open (and holds the locks of), hot or not.
     conversations: Vec<conversations::Open<'c>>,

@@ -1,0 +1,105 @@
+//! What every session of one process shares, so that each front end opens sessions the
+//! same way: the catalog, the model's identity (fingerprinted once per process, not per
+//! session), the context's KV identity, the engine settings, the model's window and the warm
+//! pool.
+//!
+//! A session's life is then: [`SessionCatalog::lock_and_read`] → [`SessionBinding::open`] →
+//! [`LiveSession::check_compatible`] → restore → turns and saves → drop (which releases
+//! the lock).
+
+use std::path::Path;
+use std::sync::Arc;
+
+use anyhow::{Context as _, Result};
+
+use super::catalog::SessionCatalog;
+use super::identity::{kv_identity, model_identity};
+use super::live::LiveSession;
+use super::manifest::{KvIdentity, ModelIdentity, SessionManifest};
+use crate::engine::{Context, Model};
+use crate::settings::{EngineSettings, SamplingSettings};
+use crate::store::SessionLock;
+use crate::tiers::WarmPool;
+
+pub struct SessionBinding<'c> {
+    catalog: &'c SessionCatalog,
+    model: ModelIdentity,
+    kv: KvIdentity,
+    engine: EngineSettings,
+    n_swa: u32,
+    warm: Option<Arc<WarmPool>>,
+}
+
+impl<'c> SessionBinding<'c> {
+    /// Binds sessions to `model` (read from `model_path`) in `ctx`. Fingerprints the model:
+    /// a few small reads of its file.
+    pub fn new(
+        catalog: &'c SessionCatalog,
+        model_path: &Path,
+        model: &Model,
+        ctx: &Context<'_>,
+        engine: EngineSettings,
+    ) -> Result<Self> {
+        let identity = model_identity(model_path, &model.facts().description)
+            .context("fingerprinting the model")?;
+        Ok(Self::with_identity(catalog, identity, model, ctx, engine))
+    }
+
+    /// As [`SessionBinding::new`], with a fingerprint already taken.
+    pub fn with_identity(
+        catalog: &'c SessionCatalog,
+        identity: ModelIdentity,
+        model: &Model,
+        ctx: &Context<'_>,
+        engine: EngineSettings,
+    ) -> Self {
+        Self {
+            catalog,
+            model: identity,
+            kv: kv_identity(ctx.info()),
+            engine,
+            n_swa: model.facts().n_swa,
+            warm: None,
+        }
+    }
+
+    /// Sessions opened from now on read and write pages through `warm` (the RAM tier).
+    pub fn with_warm_pool(mut self, warm: Arc<WarmPool>) -> Self {
+        self.warm = Some(warm);
+        self
+    }
+
+    pub fn catalog(&self) -> &'c SessionCatalog {
+        self.catalog
+    }
+
+    pub fn model(&self) -> &ModelIdentity {
+        &self.model
+    }
+
+    /// The live session `name`, held by `lock`; `saved` is its manifest when it has one
+    /// (from [`SessionCatalog::lock_and_read`]).
+    pub fn open(
+        &self,
+        name: &str,
+        lock: SessionLock,
+        saved: Option<SessionManifest>,
+        sampling: SamplingSettings,
+    ) -> LiveSession<'c> {
+        let mut live = LiveSession::new(
+            self.catalog,
+            name,
+            lock,
+            saved,
+            self.model.clone(),
+            self.kv.clone(),
+            self.engine.clone(),
+            sampling,
+            self.n_swa,
+        );
+        if let Some(warm) = &self.warm {
+            live.set_warm_pool(warm.clone());
+        }
+        live
+    }
+}
