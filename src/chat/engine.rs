@@ -2,6 +2,7 @@
 //! cell pool (the hot tier); a RAM pool of pages is the warm tier; the object store the cold
 //! tier. Switching to a hot session is instant; others are restored through the tiers.
 
+use super::policy::{self, HotSession};
 use std::sync::mpsc::{Receiver, RecvTimeoutError, Sender, TryRecvError};
 use std::sync::Arc;
 use std::thread::JoinHandle;
@@ -356,15 +357,20 @@ impl<'c, 'm> Engine<'c, 'm, '_> {
     /// Moves the least recently used hot session (not `keep`, not the active one unless it
     /// is the only one) out of the context: saved, its cells released, its pages left warm.
     fn demote_lru(&mut self, ctx: &mut Context<'m>, keep: Option<usize>) -> Result<()> {
-        let victim = self
-            .hot
-            .iter()
-            .enumerate()
-            .filter(|(i, _)| Some(*i) != keep && (*i != self.active || self.hot.len() == 1))
-            .min_by_key(|(_, o)| o.last_used)
-            .map(|(i, _)| i)
+        let victim = policy::demotion_victim(&self.policy_view(), self.active, keep)
             .context("no session can leave the context")?;
         self.demote(ctx, victim)
+    }
+
+    /// The hot sessions as the tier policy sees them.
+    fn policy_view(&self) -> Vec<HotSession> {
+        self.hot
+            .iter()
+            .map(|o| HotSession {
+                last_used: o.last_used,
+                saved: o.live.is_some(),
+            })
+            .collect()
     }
 
     fn demote(&mut self, ctx: &mut Context<'m>, index: usize) -> Result<()> {
@@ -640,14 +646,8 @@ impl<'c, 'm> Engine<'c, 'm, '_> {
     /// `hot_idle`; pages unused for `warm_idle` leave RAM.
     fn idle(&mut self, ctx: &mut Context<'m>) {
         if let Some(idle) = self.options.tiers.hot_idle {
-            while let Some(i) = self
-                .hot
-                .iter()
-                .enumerate()
-                .find(|(i, o)| {
-                    *i != self.active && o.live.is_some() && o.last_used.elapsed() >= idle
-                })
-                .map(|(i, _)| i)
+            while let Some(i) =
+                policy::idle_victim(&self.policy_view(), self.active, idle, Instant::now())
             {
                 if let Err(e) = self.demote(ctx, i) {
                     self.send(EngineEvent::Error(format!("{e:#}")));

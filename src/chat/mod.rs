@@ -3,6 +3,7 @@
 //! Generation and restores run here, off the UI thread, so the screen keeps redrawing.
 
 mod engine;
+mod policy;
 mod progress;
 pub mod protocol;
 pub mod slash;

