@@ -10,10 +10,13 @@ use std::path::{Path, PathBuf};
 use common::inproc::THREADS;
 use common::*;
 
-/// Tolerance on the default model after a partial restore: its recomputed sliding-window
-/// cells land in other slots than the restored ones (README, "Exactness"); measured 0.23
-/// with greedy tokens equal.
-const SWA_TOLERANCE: f32 = 0.5;
+/// Tolerance on the default model after a partial restore. Recomputed prompt batches are
+/// bit-identical, but a token decoded alone with 512+ cells in view takes CPU flash
+/// attention's split-KV path (ggml-cpu/ops.cpp:9489), whose per-thread chunks follow the
+/// sliding-window ring's slots, and a restore puts the window into other slots than the
+/// uninterrupted run had (README, "Exactness"). Measured 0.23 (page, window rows) and 0.13
+/// (tail), greedy tokens equal.
+const SWA_TOLERANCE: f32 = 0.25;
 /// On the full-attention tiny model a partial restore recomputes the rest of the log in the
 /// batches it was first decoded in (the manifest records them), so recovery is exact.
 const EXACT: f32 = 0.0;
