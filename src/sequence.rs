@@ -15,6 +15,9 @@ use std::time::{Duration, Instant};
 
 use crate::engine::{Context, EngineError, Model, Sampler, TokenId, TokenLogprob, Utf8Stream};
 
+mod batch_starts;
+pub use batch_starts::BatchStarts;
+
 /// The sequence id of the live session inside a context.
 pub const MAIN_SEQ: i32 = 0;
 
@@ -49,6 +52,9 @@ pub struct Sequence {
     tokens: Vec<TokenId>,
     /// Tokens of the log held in the context's KV cache, `tokens[..kv_len]`.
     kv_len: usize,
+    /// Where the batches that computed those cells started (and, after a restore, where
+    /// the saved session's did, so a recompute replays them).
+    batch_starts: BatchStarts,
 }
 
 /// Why generation stopped.
@@ -94,7 +100,20 @@ impl Sequence {
             seq_id: MAIN_SEQ,
             tokens,
             kv_len,
+            batch_starts: BatchStarts::default(),
         }
+    }
+
+    /// The batch schedule the log was first decoded by ([`BatchStarts::for_replay`]):
+    /// prefill from here on never runs a batch across one of its starts.
+    pub fn with_batch_starts(mut self, starts: BatchStarts) -> Self {
+        self.batch_starts = starts;
+        self
+    }
+
+    /// Where the decode batches of the cached cells (and of a replayed schedule) started.
+    pub fn batch_starts(&self) -> &BatchStarts {
+        &self.batch_starts
     }
 
     /// The same log, held in llama.cpp sequence `seq_id` (several sessions share a context).
@@ -132,6 +151,7 @@ impl Sequence {
         ctx.clear_seq(self.seq_id);
         self.tokens.clear();
         self.kv_len = 0;
+        self.batch_starts = BatchStarts::default();
     }
 
     /// Brings the KV cache up to the log: every token but the last in page-aligned batches,
@@ -154,6 +174,7 @@ impl Sequence {
             // The logits of the last token are gone (another decode ran): decode it again.
             ctx.truncate_seq(self.seq_id, n - 1);
             self.kv_len = n - 1;
+            self.batch_starts.truncate(n - 1);
         }
         let start = self.kv_len;
         let page = ctx.info().page_tokens as usize;
@@ -161,6 +182,7 @@ impl Sequence {
         let total = n - start;
         while let Some((range, false)) = self.next_chunk(page, cap) {
             let end = range.end;
+            self.batch_starts.record(range.start);
             ctx.decode(
                 self.seq_id,
                 &self.tokens[range.clone()],
@@ -179,6 +201,7 @@ impl Sequence {
         }
         if want_logits {
             let pos = n - 1;
+            self.batch_starts.record(pos);
             ctx.decode(self.seq_id, &self.tokens[pos..], pos, true, |_| {
                 ControlFlow::Continue(())
             })?;
@@ -193,14 +216,17 @@ impl Sequence {
     }
 
     /// The next batch of the canonical schedule: prompt tokens up to (not across) the next
-    /// page boundary, at most `cap` of them, without logits; then the last token alone,
-    /// with logits (`true`). None when the cache holds the whole log.
+    /// page boundary or recorded batch start, at most `cap` of them, without logits; then
+    /// the last token alone, with logits (`true`). None when the cache holds the whole log.
     pub fn next_chunk(&self, page: usize, cap: usize) -> Option<(Range<usize>, bool)> {
         let n = self.tokens.len();
         let pos = self.kv_len;
         if pos + 1 < n {
             let page_end = (pos / page.max(1) + 1) * page.max(1);
-            let end = (n - 1).min(page_end).min(pos + cap.max(1));
+            let end = (n - 1)
+                .min(page_end)
+                .min(pos + cap.max(1))
+                .min(self.batch_starts.next_after(pos).unwrap_or(usize::MAX));
             Some((pos..end, false))
         } else if pos + 1 == n {
             Some((pos..n, true))
@@ -212,7 +238,13 @@ impl Sequence {
     /// Records that the caller decoded this log's tokens up to `kv_len` (a batch of
     /// several sequences, planned with [`Self::next_chunk`]).
     pub fn mark_decoded(&mut self, kv_len: usize) {
-        self.kv_len = kv_len.min(self.tokens.len());
+        let kv_len = kv_len.min(self.tokens.len());
+        if kv_len > self.kv_len {
+            self.batch_starts.record(self.kv_len);
+        } else {
+            self.batch_starts.truncate(kv_len);
+        }
+        self.kv_len = kv_len;
     }
 
     /// Samples up to `max_tokens` tokens, streaming each piece of text to `on_text`

@@ -10,16 +10,23 @@ use std::path::{Path, PathBuf};
 use common::inproc::THREADS;
 use common::*;
 
-/// Tolerance on the default model after a partial restore: its recomputed sliding-window
-/// cells land in other slots than the restored ones (README, "Exactness"); measured 0.23
-/// with greedy tokens equal.
-const SWA_TOLERANCE: f32 = 0.5;
-/// Tolerance on the tiny model after a partial restore. A full restore is bit-identical, but
-/// the recomputed part is not: measured up to 5e-4 (README, "Exactness").
-const RECOMPUTE_TOLERANCE: f32 = 0.005;
+/// Tolerance on the default model after a partial restore. Recomputed prompt batches are
+/// bit-identical, but a token decoded alone with 512+ cells in view takes CPU flash
+/// attention's split-KV path (ggml-cpu/ops.cpp:9489), whose per-thread chunks follow the
+/// sliding-window ring's slots, and a restore puts the window into other slots than the
+/// uninterrupted run had (README, "Exactness"). Measured 0.23 (page, window rows) and 0.13
+/// (tail), greedy tokens equal.
+const SWA_TOLERANCE: f32 = 0.25;
+/// On the full-attention tiny model a partial restore recomputes the rest of the log in the
+/// batches it was first decoded in (the manifest records them), so recovery is exact.
+const EXACT: f32 = 0.0;
 
 fn turn(home: &Home, model: &Path, text: &str) -> std::process::Output {
-    home.run(&[
+    turn_with(home, model, text, &[])
+}
+
+fn turn_with(home: &Home, model: &Path, text: &str, extra: &[&str]) -> std::process::Output {
+    let mut args = vec![
         "run",
         "--session",
         "s",
@@ -35,7 +42,9 @@ fn turn(home: &Home, model: &Path, text: &str) -> std::process::Output {
         THREADS,
         "--logprobs",
         "--json",
-    ])
+    ];
+    args.extend_from_slice(extra);
+    home.run(&args)
 }
 
 fn check(home: &Home, name: &str) -> std::process::Output {
@@ -139,7 +148,7 @@ fn recovers_like_undamaged(
     );
     let diff = max_diff(&logprobs(&v), &logprobs(reference));
     eprintln!("{what}: largest log-probability difference {diff}");
-    assert!(diff < tolerance, "{what}: {diff}");
+    assert!(diff <= tolerance, "{what}: {diff}");
     if recomputes {
         assert!(
             v["prefilled_tokens"].as_u64() > reference["prefilled_tokens"].as_u64(),
@@ -215,12 +224,31 @@ fn damage_at_every_kind_of_object(model: &Path, tolerance: f32) {
 
 #[test]
 fn damage_at_every_kind_of_object_recovers_tiny() {
-    damage_at_every_kind_of_object(&tiny_model(), RECOMPUTE_TOLERANCE);
+    damage_at_every_kind_of_object(&tiny_model(), EXACT);
 }
 
 #[test]
 fn damage_at_every_kind_of_object_recovers_default_model() {
     damage_at_every_kind_of_object(&default_model(), SWA_TOLERANCE);
+}
+
+/// A session decoded with `-b 64` (four batches a page) and continued with `-b 256` after
+/// losing a page recomputes that page in its four original batches, so the answer is exactly
+/// the undamaged session's (llama.cpp rounds a batch of 64 and one of 256 differently).
+#[test]
+fn a_session_recovers_exactly_under_another_batch_size() {
+    let model = tiny_model();
+    let base = Home::new();
+    json(&turn_with(&base, &model, &long_text(2), &["-b", "64"]));
+    let next = |home: &Home| json(&turn_with(home, &model, " and then", &["-b", "256"]));
+    let reference = next(&copy_home(&base));
+    let (pages, _, _) = snapshot_ids(&base);
+    let damaged = copy_home(&base);
+    flip_last_byte(&object_path(&damaged, &pages[1]));
+    let v = next(&damaged);
+    assert_eq!(v["restored_tokens"], 256, "{v}");
+    assert_eq!(tokens(&v), tokens(&reference));
+    assert_eq!(logprobs(&v), logprobs(&reference));
 }
 
 #[test]

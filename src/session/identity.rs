@@ -168,6 +168,7 @@ pub fn bind_snapshot(manifest: &SessionManifest) -> Option<Result<BoundSnapshot,
             prefix_swa_pages,
             // A snapshot saved without its tail stays without one (recomputed by prefill).
             tail: snap.tail.and(tail),
+            batch_starts: snap.batch_starts.clone(),
         },
         mismatches,
     }))

@@ -5,6 +5,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::conversation::CacheMiss;
 use crate::engine::{ChatMessage, TokenId};
+use crate::sequence::BatchStarts;
 use crate::settings::{EngineSettings, SamplingSettings};
 use crate::store::ObjectId;
 use crate::template::TemplateIdentity;
@@ -107,6 +108,10 @@ pub struct KvSnapshot {
     pub prefix_swa_pages: Vec<(usize, ObjectId)>,
     /// Rows of the tokens after the last full page (`kv_len % page_tokens` of them).
     pub tail: Option<ObjectId>,
+    /// Where the decode batches that computed these cells started, so that a recompute
+    /// after a partial restore decodes the same batches (absent from older manifests).
+    #[serde(default, skip_serializing_if = "BatchStarts::is_empty")]
+    pub batch_starts: BatchStarts,
 }
 
 impl SessionManifest {

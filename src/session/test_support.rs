@@ -135,6 +135,7 @@ pub(crate) fn manifest(
             swa_pages: swa.to_vec(),
             prefix_swa_pages: Vec::new(),
             tail,
+            batch_starts: Default::default(),
         }),
     }
 }

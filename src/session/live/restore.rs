@@ -27,11 +27,20 @@ impl LiveSession<'_> {
             return Ok((Sequence::new(), report));
         };
         self.check_compatible(ctx)?;
+        // Whatever is not restored is recomputed in the batches it was first decoded in.
+        let seq_id = self.slot.seq;
+        let replay = m
+            .snapshot
+            .as_ref()
+            .map(|s| s.batch_starts.for_replay(s.kv_len))
+            .unwrap_or_default();
+        let open = move |tokens, restored| {
+            Sequence::restored(tokens, restored)
+                .in_seq(seq_id)
+                .with_batch_starts(replay)
+        };
         if m.snapshot.is_none() {
-            return Ok((
-                Sequence::restored(m.tokens, 0).in_seq(self.slot.seq),
-                report,
-            ));
+            return Ok((open(m.tokens, 0), report));
         };
         let stored = match m.kv.layout.as_deref().map(KvLayout::decode) {
             Some(Ok(l)) => l,
@@ -39,17 +48,9 @@ impl LiveSession<'_> {
                 report
                     .warnings
                     .push(format!("session '{}': {e}", self.name));
-                return Ok((
-                    Sequence::restored(m.tokens, 0).in_seq(self.slot.seq),
-                    report,
-                ));
+                return Ok((open(m.tokens, 0), report));
             }
-            None => {
-                return Ok((
-                    Sequence::restored(m.tokens, 0).in_seq(self.slot.seq),
-                    report,
-                ))
-            }
+            None => return Ok((open(m.tokens, 0), report)),
         };
         // The stored layout is trusted only as far as its checksum and the checks above go:
         // llama.cpp validates every type and row size again, and a refusal falls back to
@@ -58,10 +59,7 @@ impl LiveSession<'_> {
         let restored = self.load_snapshot(ctx, &m, &mut report)?;
         report.restored_tokens = restored;
         report.restore_ms = started.elapsed().as_secs_f64() * 1e3;
-        Ok((
-            Sequence::restored(m.tokens, restored).in_seq(self.slot.seq),
-            report,
-        ))
+        Ok((open(m.tokens, restored), report))
     }
 
     /// Loads the snapshot as its token log names it: every id is recomputed from the log

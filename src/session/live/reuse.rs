@@ -50,6 +50,7 @@ impl LiveSession<'_> {
             },
             prefix_swa_pages: Vec::new(),
             tail: None,
+            batch_starts: Default::default(),
         };
         let restored = self.load_pages(ctx, &snap, &mut report)?;
         *seq = Sequence::restored(tokens, restored).in_seq(self.slot.seq);

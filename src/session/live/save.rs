@@ -236,6 +236,7 @@ impl LiveSession<'_> {
                 swa_pages,
                 prefix_swa_pages,
                 tail,
+                batch_starts: seq.batch_starts().for_replay(kv_len),
             }),
         };
         self.catalog.write_manifest(&manifest)?;
