@@ -106,7 +106,8 @@ pub fn run(env: &Env, args: BenchKvTypesArgs) -> Result<ExitCode> {
         work.path().display()
     ));
     let corpus = bench_tokens(&model, longest);
-    let mut rows = Vec::new();
+    // Rows print as they are measured: a long run shows its short lengths early.
+    print_header();
     for &n in &args.tokens {
         let prompt = &corpus[..n as usize];
         let mut reference = None;
@@ -125,10 +126,9 @@ pub fn run(env: &Env, args: BenchKvTypesArgs) -> Result<ExitCode> {
                 decode,
                 &mut reference,
             )?;
-            rows.push(row);
+            print_row(&row);
         }
     }
-    print_table(&rows);
     Ok(ExitCode::SUCCESS)
 }
 
@@ -274,36 +274,37 @@ fn compare(reference: &Reference, free_run: &[TokenId], forced: &[(f32, bool)]) 
     }
 }
 
-fn print_table(rows: &[Row]) {
+fn print_header() {
     println!(
         "| KV type | tokens | snapshot bytes/token | llama.cpp state bytes/token | cold prefill s \
          | restore ms (fresh process) | free run: tokens before divergence | teacher-forced \
          top-1 agreement | mean abs Δ logprob | max abs Δ logprob |"
     );
     println!("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
-    for r in rows {
-        let per_token = |bytes: f64| bytes / r.tokens.max(1) as f64;
-        let precision = match &r.agreement {
-            None => "reference | reference | 0 | 0".to_string(),
-            Some(a) => format!(
-                "{} of {} | {:.1}% | {:.4} | {:.4}",
-                a.before_divergence,
-                a.compared,
-                100.0 * a.top1_matches as f64 / a.compared.max(1) as f64,
-                a.mean_abs_delta,
-                a.max_abs_delta
-            ),
-        };
-        println!(
-            "| {} | {} | {:.0} | {:.0} | {:.2} | {:.1} | {precision} |",
-            r.kv_type.as_str(),
-            r.tokens,
-            per_token(r.snapshot_bytes as f64),
-            per_token(r.state_bytes as f64),
-            r.prefill_s,
-            r.restore_ms
-        );
-    }
+}
+
+fn print_row(r: &Row) {
+    let per_token = |bytes: f64| bytes / r.tokens.max(1) as f64;
+    let precision = match &r.agreement {
+        None => "reference | reference | 0 | 0".to_string(),
+        Some(a) => format!(
+            "{} of {} | {:.1}% | {:.4} | {:.4}",
+            a.before_divergence,
+            a.compared,
+            100.0 * a.top1_matches as f64 / a.compared.max(1) as f64,
+            a.mean_abs_delta,
+            a.max_abs_delta
+        ),
+    };
+    println!(
+        "| {} | {} | {:.0} | {:.0} | {:.2} | {:.1} | {precision} |",
+        r.kv_type.as_str(),
+        r.tokens,
+        per_token(r.snapshot_bytes as f64),
+        per_token(r.state_bytes as f64),
+        r.prefill_s,
+        r.restore_ms
+    );
 }
 
 #[cfg(test)]
