@@ -432,6 +432,7 @@ Register-ArgumentCompleter -Native -CommandName 'kvrun' -ScriptBlock {
             [CompletionResult]::new('switch', 'switch', [CompletionResultType]::ParameterValue, 'Switching between many sessions through the hot, warm and cold tiers')
             [CompletionResult]::new('serve', 'serve', [CompletionResultType]::ParameterValue, '`kvrun serve` over HTTP: time to first token of an agent-sized prompt (first call, next turn, after a restart), the server''s overhead, concurrent decode')
             [CompletionResult]::new('batch', 'batch', [CompletionResultType]::ParameterValue, 'Concurrent streams through the service engine against llama.cpp''s batched decode')
+            [CompletionResult]::new('kv-types', 'kv-types', [CompletionResultType]::ParameterValue, 'KV element types against f16: bytes per token, restore time, greedy agreement and log-probability drift')
             [CompletionResult]::new('help', 'help', [CompletionResultType]::ParameterValue, 'Print this message or the help of the given subcommand(s)')
             break
         }
@@ -555,12 +556,38 @@ Register-ArgumentCompleter -Native -CommandName 'kvrun' -ScriptBlock {
             [CompletionResult]::new('--version', '--version', [CompletionResultType]::ParameterName, 'Print version')
             break
         }
+        'kvrun;bench;kv-types' {
+            [CompletionResult]::new('--chat-template', '--chat-template', [CompletionResultType]::ParameterName, 'Chat template: a Jinja file, or a shipped one (gemma3, chatml) [default: the config file''s `chat-template`, then the model''s own, then its architecture''s default]')
+            [CompletionResult]::new('--types', '--types', [CompletionResultType]::ParameterName, 'KV types to compare; f16, the reference, is always measured')
+            [CompletionResult]::new('--tokens', '--tokens', [CompletionResultType]::ParameterName, 'Session lengths to measure, in tokens')
+            [CompletionResult]::new('--decode-tokens', '--decode-tokens', [CompletionResultType]::ParameterName, 'Greedy tokens generated after each session (and scored under teacher forcing)')
+            [CompletionResult]::new('-c', '-c', [CompletionResultType]::ParameterName, 'Context size in tokens [default: 8192, capped at the model''s training context]')
+            [CompletionResult]::new('--ctx-size', '--ctx-size', [CompletionResultType]::ParameterName, 'Context size in tokens [default: 8192, capped at the model''s training context]')
+            [CompletionResult]::new('-t', '-t', [CompletionResultType]::ParameterName, 'CPU threads [default: the number of cores]')
+            [CompletionResult]::new('--threads', '--threads', [CompletionResultType]::ParameterName, 'CPU threads [default: the number of cores]')
+            [CompletionResult]::new('--gpu-layers', '--gpu-layers', [CompletionResultType]::ParameterName, 'Layers to offload to the GPU (needs a GPU build) [default: all when built with a GPU backend, else 0]')
+            [CompletionResult]::new('-b', '-b', [CompletionResultType]::ParameterName, 'Largest prompt batch in tokens; batches never cross a KV page boundary [default: 256]')
+            [CompletionResult]::new('--batch-size', '--batch-size', [CompletionResultType]::ParameterName, 'Largest prompt batch in tokens; batches never cross a KV page boundary [default: 256]')
+            [CompletionResult]::new('--kv-type', '--kv-type', [CompletionResultType]::ParameterName, 'KV cache element type [default: f16]')
+            [CompletionResult]::new('--flash-attn', '--flash-attn', [CompletionResultType]::ParameterName, 'Flash attention [default: auto]')
+            [CompletionResult]::new('--tiny', '--tiny', [CompletionResultType]::ParameterName, 'Measure kvrun''s tiny random-weight llama test model (written into the benchmark''s folder) instead of --model')
+            [CompletionResult]::new('-v', '-v', [CompletionResultType]::ParameterName, 'Show more diagnostics on stderr (-v: info and llama.cpp''s log, -vv: debug). KVRUN_LOG takes a tracing filter instead (e.g. KVRUN_LOG=kvrun=debug)')
+            [CompletionResult]::new('--verbose', '--verbose', [CompletionResultType]::ParameterName, 'Show more diagnostics on stderr (-v: info and llama.cpp''s log, -vv: debug). KVRUN_LOG takes a tracing filter instead (e.g. KVRUN_LOG=kvrun=debug)')
+            [CompletionResult]::new('-q', '-q', [CompletionResultType]::ParameterName, 'Hide progress bars and notes; errors still print')
+            [CompletionResult]::new('--quiet', '--quiet', [CompletionResultType]::ParameterName, 'Hide progress bars and notes; errors still print')
+            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help')
+            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help')
+            [CompletionResult]::new('-V', '-V ', [CompletionResultType]::ParameterName, 'Print version')
+            [CompletionResult]::new('--version', '--version', [CompletionResultType]::ParameterName, 'Print version')
+            break
+        }
         'kvrun;bench;help' {
             [CompletionResult]::new('speed', 'speed', [CompletionResultType]::ParameterValue, 'Prefill and decode tokens per second, kvrun''s schedule next to llama.cpp''s')
             [CompletionResult]::new('restore', 'restore', [CompletionResultType]::ParameterValue, 'Session restore against cold prefill and llama.cpp''s own state files')
             [CompletionResult]::new('switch', 'switch', [CompletionResultType]::ParameterValue, 'Switching between many sessions through the hot, warm and cold tiers')
             [CompletionResult]::new('serve', 'serve', [CompletionResultType]::ParameterValue, '`kvrun serve` over HTTP: time to first token of an agent-sized prompt (first call, next turn, after a restart), the server''s overhead, concurrent decode')
             [CompletionResult]::new('batch', 'batch', [CompletionResultType]::ParameterValue, 'Concurrent streams through the service engine against llama.cpp''s batched decode')
+            [CompletionResult]::new('kv-types', 'kv-types', [CompletionResultType]::ParameterValue, 'KV element types against f16: bytes per token, restore time, greedy agreement and log-probability drift')
             [CompletionResult]::new('help', 'help', [CompletionResultType]::ParameterValue, 'Print this message or the help of the given subcommand(s)')
             break
         }
@@ -577,6 +604,9 @@ Register-ArgumentCompleter -Native -CommandName 'kvrun' -ScriptBlock {
             break
         }
         'kvrun;bench;help;batch' {
+            break
+        }
+        'kvrun;bench;help;kv-types' {
             break
         }
         'kvrun;bench;help;help' {
@@ -686,6 +716,7 @@ Register-ArgumentCompleter -Native -CommandName 'kvrun' -ScriptBlock {
             [CompletionResult]::new('switch', 'switch', [CompletionResultType]::ParameterValue, 'Switching between many sessions through the hot, warm and cold tiers')
             [CompletionResult]::new('serve', 'serve', [CompletionResultType]::ParameterValue, '`kvrun serve` over HTTP: time to first token of an agent-sized prompt (first call, next turn, after a restart), the server''s overhead, concurrent decode')
             [CompletionResult]::new('batch', 'batch', [CompletionResultType]::ParameterValue, 'Concurrent streams through the service engine against llama.cpp''s batched decode')
+            [CompletionResult]::new('kv-types', 'kv-types', [CompletionResultType]::ParameterValue, 'KV element types against f16: bytes per token, restore time, greedy agreement and log-probability drift')
             break
         }
         'kvrun;help;bench;speed' {
@@ -701,6 +732,9 @@ Register-ArgumentCompleter -Native -CommandName 'kvrun' -ScriptBlock {
             break
         }
         'kvrun;help;bench;batch' {
+            break
+        }
+        'kvrun;help;bench;kv-types' {
             break
         }
         'kvrun;help;completions' {

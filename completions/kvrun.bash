@@ -61,6 +61,9 @@ _kvrun() {
             kvrun__subcmd__bench,help)
                 cmd="kvrun__subcmd__bench__subcmd__help"
                 ;;
+            kvrun__subcmd__bench,kv-types)
+                cmd="kvrun__subcmd__bench__subcmd__kv__subcmd__types"
+                ;;
             kvrun__subcmd__bench,restore)
                 cmd="kvrun__subcmd__bench__subcmd__restore"
                 ;;
@@ -78,6 +81,9 @@ _kvrun() {
                 ;;
             kvrun__subcmd__bench__subcmd__help,help)
                 cmd="kvrun__subcmd__bench__subcmd__help__subcmd__help"
+                ;;
+            kvrun__subcmd__bench__subcmd__help,kv-types)
+                cmd="kvrun__subcmd__bench__subcmd__help__subcmd__kv__subcmd__types"
                 ;;
             kvrun__subcmd__bench__subcmd__help,restore)
                 cmd="kvrun__subcmd__bench__subcmd__help__subcmd__restore"
@@ -132,6 +138,9 @@ _kvrun() {
                 ;;
             kvrun__subcmd__help__subcmd__bench,batch)
                 cmd="kvrun__subcmd__help__subcmd__bench__subcmd__batch"
+                ;;
+            kvrun__subcmd__help__subcmd__bench,kv-types)
+                cmd="kvrun__subcmd__help__subcmd__bench__subcmd__kv__subcmd__types"
                 ;;
             kvrun__subcmd__help__subcmd__bench,restore)
                 cmd="kvrun__subcmd__help__subcmd__bench__subcmd__restore"
@@ -244,7 +253,7 @@ _kvrun() {
             return 0
             ;;
         kvrun__subcmd__bench)
-            opts="-v -q -h -V --verbose --quiet --help --version speed restore switch serve batch help"
+            opts="-v -q -h -V --verbose --quiet --help --version speed restore switch serve batch kv-types help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -324,7 +333,7 @@ _kvrun() {
             return 0
             ;;
         kvrun__subcmd__bench__subcmd__help)
-            opts="speed restore switch serve batch help"
+            opts="speed restore switch serve batch kv-types help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -352,6 +361,20 @@ _kvrun() {
             return 0
             ;;
         kvrun__subcmd__bench__subcmd__help__subcmd__help)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        kvrun__subcmd__bench__subcmd__help__subcmd__kv__subcmd__types)
             opts=""
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
@@ -414,6 +437,72 @@ _kvrun() {
                 return 0
             fi
             case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        kvrun__subcmd__bench__subcmd__kv__subcmd__types)
+            opts="-c -t -b -v -q -h -V --chat-template --types --tokens --decode-tokens --tiny --ctx-size --threads --gpu-layers --batch-size --kv-type --flash-attn --verbose --quiet --help --version"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --chat-template)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --types)
+                    COMPREPLY=($(compgen -W "f16 q8_0 q4_0" -- "${cur}"))
+                    return 0
+                    ;;
+                --tokens)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --decode-tokens)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --ctx-size)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                -c)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --threads)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                -t)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --gpu-layers)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --batch-size)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                -b)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --kv-type)
+                    COMPREPLY=($(compgen -W "f16 q8_0 q4_0" -- "${cur}"))
+                    return 0
+                    ;;
+                --flash-attn)
+                    COMPREPLY=($(compgen -W "on off auto" -- "${cur}"))
+                    return 0
+                    ;;
                 *)
                     COMPREPLY=()
                     ;;
@@ -846,7 +935,7 @@ _kvrun() {
             return 0
             ;;
         kvrun__subcmd__help__subcmd__bench)
-            opts="speed restore switch serve batch"
+            opts="speed restore switch serve batch kv-types"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -860,6 +949,20 @@ _kvrun() {
             return 0
             ;;
         kvrun__subcmd__help__subcmd__bench__subcmd__batch)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        kvrun__subcmd__help__subcmd__bench__subcmd__kv__subcmd__types)
             opts=""
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )

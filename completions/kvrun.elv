@@ -401,6 +401,7 @@ set edit:completion:arg-completer[kvrun] = {|@words|
             cand switch 'Switching between many sessions through the hot, warm and cold tiers'
             cand serve '`kvrun serve` over HTTP: time to first token of an agent-sized prompt (first call, next turn, after a restart), the server''s overhead, concurrent decode'
             cand batch 'Concurrent streams through the service engine against llama.cpp''s batched decode'
+            cand kv-types 'KV element types against f16: bytes per token, restore time, greedy agreement and log-probability drift'
             cand help 'Print this message or the help of the given subcommand(s)'
         }
         &'kvrun;bench;speed'= {
@@ -518,12 +519,37 @@ set edit:completion:arg-completer[kvrun] = {|@words|
             cand -V 'Print version'
             cand --version 'Print version'
         }
+        &'kvrun;bench;kv-types'= {
+            cand --chat-template 'Chat template: a Jinja file, or a shipped one (gemma3, chatml) [default: the config file''s `chat-template`, then the model''s own, then its architecture''s default]'
+            cand --types 'KV types to compare; f16, the reference, is always measured'
+            cand --tokens 'Session lengths to measure, in tokens'
+            cand --decode-tokens 'Greedy tokens generated after each session (and scored under teacher forcing)'
+            cand -c 'Context size in tokens [default: 8192, capped at the model''s training context]'
+            cand --ctx-size 'Context size in tokens [default: 8192, capped at the model''s training context]'
+            cand -t 'CPU threads [default: the number of cores]'
+            cand --threads 'CPU threads [default: the number of cores]'
+            cand --gpu-layers 'Layers to offload to the GPU (needs a GPU build) [default: all when built with a GPU backend, else 0]'
+            cand -b 'Largest prompt batch in tokens; batches never cross a KV page boundary [default: 256]'
+            cand --batch-size 'Largest prompt batch in tokens; batches never cross a KV page boundary [default: 256]'
+            cand --kv-type 'KV cache element type [default: f16]'
+            cand --flash-attn 'Flash attention [default: auto]'
+            cand --tiny 'Measure kvrun''s tiny random-weight llama test model (written into the benchmark''s folder) instead of --model'
+            cand -v 'Show more diagnostics on stderr (-v: info and llama.cpp''s log, -vv: debug). KVRUN_LOG takes a tracing filter instead (e.g. KVRUN_LOG=kvrun=debug)'
+            cand --verbose 'Show more diagnostics on stderr (-v: info and llama.cpp''s log, -vv: debug). KVRUN_LOG takes a tracing filter instead (e.g. KVRUN_LOG=kvrun=debug)'
+            cand -q 'Hide progress bars and notes; errors still print'
+            cand --quiet 'Hide progress bars and notes; errors still print'
+            cand -h 'Print help'
+            cand --help 'Print help'
+            cand -V 'Print version'
+            cand --version 'Print version'
+        }
         &'kvrun;bench;help'= {
             cand speed 'Prefill and decode tokens per second, kvrun''s schedule next to llama.cpp''s'
             cand restore 'Session restore against cold prefill and llama.cpp''s own state files'
             cand switch 'Switching between many sessions through the hot, warm and cold tiers'
             cand serve '`kvrun serve` over HTTP: time to first token of an agent-sized prompt (first call, next turn, after a restart), the server''s overhead, concurrent decode'
             cand batch 'Concurrent streams through the service engine against llama.cpp''s batched decode'
+            cand kv-types 'KV element types against f16: bytes per token, restore time, greedy agreement and log-probability drift'
             cand help 'Print this message or the help of the given subcommand(s)'
         }
         &'kvrun;bench;help;speed'= {
@@ -535,6 +561,8 @@ set edit:completion:arg-completer[kvrun] = {|@words|
         &'kvrun;bench;help;serve'= {
         }
         &'kvrun;bench;help;batch'= {
+        }
+        &'kvrun;bench;help;kv-types'= {
         }
         &'kvrun;bench;help;help'= {
         }
@@ -622,6 +650,7 @@ set edit:completion:arg-completer[kvrun] = {|@words|
             cand switch 'Switching between many sessions through the hot, warm and cold tiers'
             cand serve '`kvrun serve` over HTTP: time to first token of an agent-sized prompt (first call, next turn, after a restart), the server''s overhead, concurrent decode'
             cand batch 'Concurrent streams through the service engine against llama.cpp''s batched decode'
+            cand kv-types 'KV element types against f16: bytes per token, restore time, greedy agreement and log-probability drift'
         }
         &'kvrun;help;bench;speed'= {
         }
@@ -632,6 +661,8 @@ set edit:completion:arg-completer[kvrun] = {|@words|
         &'kvrun;help;bench;serve'= {
         }
         &'kvrun;help;bench;batch'= {
+        }
+        &'kvrun;help;bench;kv-types'= {
         }
         &'kvrun;help;completions'= {
         }

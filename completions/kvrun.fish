@@ -267,16 +267,17 @@ complete -c kvrun -n "__fish_kvrun_using_subcommand stats" -s v -l verbose -d 'S
 complete -c kvrun -n "__fish_kvrun_using_subcommand stats" -s q -l quiet -d 'Hide progress bars and notes; errors still print'
 complete -c kvrun -n "__fish_kvrun_using_subcommand stats" -s h -l help -d 'Print help'
 complete -c kvrun -n "__fish_kvrun_using_subcommand stats" -s V -l version -d 'Print version'
-complete -c kvrun -n "__fish_kvrun_using_subcommand bench; and not __fish_seen_subcommand_from speed restore switch serve batch help" -s v -l verbose -d 'Show more diagnostics on stderr (-v: info and llama.cpp\'s log, -vv: debug). KVRUN_LOG takes a tracing filter instead (e.g. KVRUN_LOG=kvrun=debug)'
-complete -c kvrun -n "__fish_kvrun_using_subcommand bench; and not __fish_seen_subcommand_from speed restore switch serve batch help" -s q -l quiet -d 'Hide progress bars and notes; errors still print'
-complete -c kvrun -n "__fish_kvrun_using_subcommand bench; and not __fish_seen_subcommand_from speed restore switch serve batch help" -s h -l help -d 'Print help'
-complete -c kvrun -n "__fish_kvrun_using_subcommand bench; and not __fish_seen_subcommand_from speed restore switch serve batch help" -s V -l version -d 'Print version'
-complete -c kvrun -n "__fish_kvrun_using_subcommand bench; and not __fish_seen_subcommand_from speed restore switch serve batch help" -f -a "speed" -d 'Prefill and decode tokens per second, kvrun\'s schedule next to llama.cpp\'s'
-complete -c kvrun -n "__fish_kvrun_using_subcommand bench; and not __fish_seen_subcommand_from speed restore switch serve batch help" -f -a "restore" -d 'Session restore against cold prefill and llama.cpp\'s own state files'
-complete -c kvrun -n "__fish_kvrun_using_subcommand bench; and not __fish_seen_subcommand_from speed restore switch serve batch help" -f -a "switch" -d 'Switching between many sessions through the hot, warm and cold tiers'
-complete -c kvrun -n "__fish_kvrun_using_subcommand bench; and not __fish_seen_subcommand_from speed restore switch serve batch help" -f -a "serve" -d '`kvrun serve` over HTTP: time to first token of an agent-sized prompt (first call, next turn, after a restart), the server\'s overhead, concurrent decode'
-complete -c kvrun -n "__fish_kvrun_using_subcommand bench; and not __fish_seen_subcommand_from speed restore switch serve batch help" -f -a "batch" -d 'Concurrent streams through the service engine against llama.cpp\'s batched decode'
-complete -c kvrun -n "__fish_kvrun_using_subcommand bench; and not __fish_seen_subcommand_from speed restore switch serve batch help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
+complete -c kvrun -n "__fish_kvrun_using_subcommand bench; and not __fish_seen_subcommand_from speed restore switch serve batch kv-types help" -s v -l verbose -d 'Show more diagnostics on stderr (-v: info and llama.cpp\'s log, -vv: debug). KVRUN_LOG takes a tracing filter instead (e.g. KVRUN_LOG=kvrun=debug)'
+complete -c kvrun -n "__fish_kvrun_using_subcommand bench; and not __fish_seen_subcommand_from speed restore switch serve batch kv-types help" -s q -l quiet -d 'Hide progress bars and notes; errors still print'
+complete -c kvrun -n "__fish_kvrun_using_subcommand bench; and not __fish_seen_subcommand_from speed restore switch serve batch kv-types help" -s h -l help -d 'Print help'
+complete -c kvrun -n "__fish_kvrun_using_subcommand bench; and not __fish_seen_subcommand_from speed restore switch serve batch kv-types help" -s V -l version -d 'Print version'
+complete -c kvrun -n "__fish_kvrun_using_subcommand bench; and not __fish_seen_subcommand_from speed restore switch serve batch kv-types help" -f -a "speed" -d 'Prefill and decode tokens per second, kvrun\'s schedule next to llama.cpp\'s'
+complete -c kvrun -n "__fish_kvrun_using_subcommand bench; and not __fish_seen_subcommand_from speed restore switch serve batch kv-types help" -f -a "restore" -d 'Session restore against cold prefill and llama.cpp\'s own state files'
+complete -c kvrun -n "__fish_kvrun_using_subcommand bench; and not __fish_seen_subcommand_from speed restore switch serve batch kv-types help" -f -a "switch" -d 'Switching between many sessions through the hot, warm and cold tiers'
+complete -c kvrun -n "__fish_kvrun_using_subcommand bench; and not __fish_seen_subcommand_from speed restore switch serve batch kv-types help" -f -a "serve" -d '`kvrun serve` over HTTP: time to first token of an agent-sized prompt (first call, next turn, after a restart), the server\'s overhead, concurrent decode'
+complete -c kvrun -n "__fish_kvrun_using_subcommand bench; and not __fish_seen_subcommand_from speed restore switch serve batch kv-types help" -f -a "batch" -d 'Concurrent streams through the service engine against llama.cpp\'s batched decode'
+complete -c kvrun -n "__fish_kvrun_using_subcommand bench; and not __fish_seen_subcommand_from speed restore switch serve batch kv-types help" -f -a "kv-types" -d 'KV element types against f16: bytes per token, restore time, greedy agreement and log-probability drift'
+complete -c kvrun -n "__fish_kvrun_using_subcommand bench; and not __fish_seen_subcommand_from speed restore switch serve batch kv-types help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
 complete -c kvrun -n "__fish_kvrun_using_subcommand bench; and __fish_seen_subcommand_from speed" -l chat-template -d 'Chat template: a Jinja file, or a shipped one (gemma3, chatml) [default: the config file\'s `chat-template`, then the model\'s own, then its architecture\'s default]' -r
 complete -c kvrun -n "__fish_kvrun_using_subcommand bench; and __fish_seen_subcommand_from speed" -l prompt-tokens -d 'Prompt lengths to measure, in tokens' -r
 complete -c kvrun -n "__fish_kvrun_using_subcommand bench; and __fish_seen_subcommand_from speed" -l decode-tokens -d 'Tokens to generate for the decode figure' -r
@@ -367,11 +368,33 @@ complete -c kvrun -n "__fish_kvrun_using_subcommand bench; and __fish_seen_subco
 complete -c kvrun -n "__fish_kvrun_using_subcommand bench; and __fish_seen_subcommand_from batch" -s q -l quiet -d 'Hide progress bars and notes; errors still print'
 complete -c kvrun -n "__fish_kvrun_using_subcommand bench; and __fish_seen_subcommand_from batch" -s h -l help -d 'Print help'
 complete -c kvrun -n "__fish_kvrun_using_subcommand bench; and __fish_seen_subcommand_from batch" -s V -l version -d 'Print version'
+complete -c kvrun -n "__fish_kvrun_using_subcommand bench; and __fish_seen_subcommand_from kv-types" -l chat-template -d 'Chat template: a Jinja file, or a shipped one (gemma3, chatml) [default: the config file\'s `chat-template`, then the model\'s own, then its architecture\'s default]' -r
+complete -c kvrun -n "__fish_kvrun_using_subcommand bench; and __fish_seen_subcommand_from kv-types" -l types -d 'KV types to compare; f16, the reference, is always measured' -r -f -a "f16\t''
+q8_0\t''
+q4_0\t''"
+complete -c kvrun -n "__fish_kvrun_using_subcommand bench; and __fish_seen_subcommand_from kv-types" -l tokens -d 'Session lengths to measure, in tokens' -r
+complete -c kvrun -n "__fish_kvrun_using_subcommand bench; and __fish_seen_subcommand_from kv-types" -l decode-tokens -d 'Greedy tokens generated after each session (and scored under teacher forcing)' -r
+complete -c kvrun -n "__fish_kvrun_using_subcommand bench; and __fish_seen_subcommand_from kv-types" -s c -l ctx-size -d 'Context size in tokens [default: 8192, capped at the model\'s training context]' -r
+complete -c kvrun -n "__fish_kvrun_using_subcommand bench; and __fish_seen_subcommand_from kv-types" -s t -l threads -d 'CPU threads [default: the number of cores]' -r
+complete -c kvrun -n "__fish_kvrun_using_subcommand bench; and __fish_seen_subcommand_from kv-types" -l gpu-layers -d 'Layers to offload to the GPU (needs a GPU build) [default: all when built with a GPU backend, else 0]' -r
+complete -c kvrun -n "__fish_kvrun_using_subcommand bench; and __fish_seen_subcommand_from kv-types" -s b -l batch-size -d 'Largest prompt batch in tokens; batches never cross a KV page boundary [default: 256]' -r
+complete -c kvrun -n "__fish_kvrun_using_subcommand bench; and __fish_seen_subcommand_from kv-types" -l kv-type -d 'KV cache element type [default: f16]' -r -f -a "f16\t''
+q8_0\t''
+q4_0\t''"
+complete -c kvrun -n "__fish_kvrun_using_subcommand bench; and __fish_seen_subcommand_from kv-types" -l flash-attn -d 'Flash attention [default: auto]' -r -f -a "on\t''
+off\t''
+auto\t''"
+complete -c kvrun -n "__fish_kvrun_using_subcommand bench; and __fish_seen_subcommand_from kv-types" -l tiny -d 'Measure kvrun\'s tiny random-weight llama test model (written into the benchmark\'s folder) instead of --model'
+complete -c kvrun -n "__fish_kvrun_using_subcommand bench; and __fish_seen_subcommand_from kv-types" -s v -l verbose -d 'Show more diagnostics on stderr (-v: info and llama.cpp\'s log, -vv: debug). KVRUN_LOG takes a tracing filter instead (e.g. KVRUN_LOG=kvrun=debug)'
+complete -c kvrun -n "__fish_kvrun_using_subcommand bench; and __fish_seen_subcommand_from kv-types" -s q -l quiet -d 'Hide progress bars and notes; errors still print'
+complete -c kvrun -n "__fish_kvrun_using_subcommand bench; and __fish_seen_subcommand_from kv-types" -s h -l help -d 'Print help'
+complete -c kvrun -n "__fish_kvrun_using_subcommand bench; and __fish_seen_subcommand_from kv-types" -s V -l version -d 'Print version'
 complete -c kvrun -n "__fish_kvrun_using_subcommand bench; and __fish_seen_subcommand_from help" -f -a "speed" -d 'Prefill and decode tokens per second, kvrun\'s schedule next to llama.cpp\'s'
 complete -c kvrun -n "__fish_kvrun_using_subcommand bench; and __fish_seen_subcommand_from help" -f -a "restore" -d 'Session restore against cold prefill and llama.cpp\'s own state files'
 complete -c kvrun -n "__fish_kvrun_using_subcommand bench; and __fish_seen_subcommand_from help" -f -a "switch" -d 'Switching between many sessions through the hot, warm and cold tiers'
 complete -c kvrun -n "__fish_kvrun_using_subcommand bench; and __fish_seen_subcommand_from help" -f -a "serve" -d '`kvrun serve` over HTTP: time to first token of an agent-sized prompt (first call, next turn, after a restart), the server\'s overhead, concurrent decode'
 complete -c kvrun -n "__fish_kvrun_using_subcommand bench; and __fish_seen_subcommand_from help" -f -a "batch" -d 'Concurrent streams through the service engine against llama.cpp\'s batched decode'
+complete -c kvrun -n "__fish_kvrun_using_subcommand bench; and __fish_seen_subcommand_from help" -f -a "kv-types" -d 'KV element types against f16: bytes per token, restore time, greedy agreement and log-probability drift'
 complete -c kvrun -n "__fish_kvrun_using_subcommand bench; and __fish_seen_subcommand_from help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
 complete -c kvrun -n "__fish_kvrun_using_subcommand completions" -s v -l verbose -d 'Show more diagnostics on stderr (-v: info and llama.cpp\'s log, -vv: debug). KVRUN_LOG takes a tracing filter instead (e.g. KVRUN_LOG=kvrun=debug)'
 complete -c kvrun -n "__fish_kvrun_using_subcommand completions" -s q -l quiet -d 'Hide progress bars and notes; errors still print'
@@ -408,3 +431,4 @@ complete -c kvrun -n "__fish_kvrun_using_subcommand help; and __fish_seen_subcom
 complete -c kvrun -n "__fish_kvrun_using_subcommand help; and __fish_seen_subcommand_from bench" -f -a "switch" -d 'Switching between many sessions through the hot, warm and cold tiers'
 complete -c kvrun -n "__fish_kvrun_using_subcommand help; and __fish_seen_subcommand_from bench" -f -a "serve" -d '`kvrun serve` over HTTP: time to first token of an agent-sized prompt (first call, next turn, after a restart), the server\'s overhead, concurrent decode'
 complete -c kvrun -n "__fish_kvrun_using_subcommand help; and __fish_seen_subcommand_from bench" -f -a "batch" -d 'Concurrent streams through the service engine against llama.cpp\'s batched decode'
+complete -c kvrun -n "__fish_kvrun_using_subcommand help; and __fish_seen_subcommand_from bench" -f -a "kv-types" -d 'KV element types against f16: bytes per token, restore time, greedy agreement and log-probability drift'

@@ -465,6 +465,30 @@ pub enum BenchCommand {
     Serve(BenchServeArgs),
     /// Concurrent streams through the service engine against llama.cpp's batched decode.
     Batch(BenchBatchArgs),
+    /// KV element types against f16: bytes per token, restore time, greedy agreement and
+    /// log-probability drift.
+    KvTypes(BenchKvTypesArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct BenchKvTypesArgs {
+    #[command(flatten)]
+    pub model: ModelArg,
+    /// KV types to compare; f16, the reference, is always measured.
+    #[arg(long, value_enum, value_delimiter = ',', default_values_t = [KvType::Q8_0, KvType::Q4_0])]
+    pub types: Vec<KvType>,
+    /// Session lengths to measure, in tokens.
+    #[arg(long, value_delimiter = ',', default_values_t = [1024, 8192, 32000])]
+    pub tokens: Vec<u32>,
+    /// Greedy tokens generated after each session (and scored under teacher forcing).
+    #[arg(long, default_value_t = 256)]
+    pub decode_tokens: u32,
+    /// Measure kvrun's tiny random-weight llama test model (written into the benchmark's
+    /// folder) instead of --model.
+    #[arg(long, conflicts_with = "model")]
+    pub tiny: bool,
+    #[command(flatten)]
+    pub engine: EngineArgs,
 }
 
 #[derive(Debug, Args)]

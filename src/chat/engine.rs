@@ -542,6 +542,9 @@ impl<'c, 'm> Engine<'c, 'm, '_> {
         let report = live.save(ctx, &open.conversation.seq, open.conversation.state())?;
         self.book.cold_changed();
         let name = live.name.clone();
+        for w in report.warnings {
+            self.send(EngineEvent::Info(w));
+        }
         self.send(EngineEvent::Saved {
             session: name,
             ms: report.save_ms,

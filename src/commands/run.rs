@@ -213,6 +213,9 @@ fn run_session(env: &Env, args: &RunArgs, name: &str) -> Result<ExitCode> {
     let signalled = Some(signal.load(Ordering::SeqCst)).filter(|s| *s != 0);
     live.set_interrupted(signalled.is_some());
     let saved = live.save(&mut ctx, &conversation.seq, conversation.state())?;
+    for w in &saved.warnings {
+        env.ui.warn(w);
+    }
     let fields = SessionFields {
         session: name.to_string(),
         session_tokens: conversation.seq.len(),

@@ -96,6 +96,9 @@ fn save(env: &Env, args: SessionSaveArgs) -> Result<ExitCode> {
     let prefill_ms = started.elapsed().as_secs_f64() * 1e3;
     drop(bar);
     let saved = live.save(&mut ctx, &conversation.seq, conversation.state())?;
+    for w in &saved.warnings {
+        env.ui.warn(w);
+    }
     let report = SaveReportJson {
         session: args.name.clone(),
         tokens: conversation.seq.len(),

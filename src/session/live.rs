@@ -55,6 +55,9 @@ pub struct SaveReport {
     pub objects_written: usize,
     pub bytes_written: u64,
     pub save_ms: f64,
+    /// For the user: once per open session, its KV type's precision warning
+    /// ([`crate::settings::KvType::precision_warning`]) when the session outgrew it.
+    pub warnings: Vec<String>,
 }
 
 /// The conversation state the manifest records besides tokens.
@@ -101,6 +104,8 @@ pub struct LiveSession<'c> {
     unnamed: bool,
     /// See [`SessionManifest::prompt_tokens`].
     prompt_tokens: usize,
+    /// The KV type's precision warning was given (once per open session is enough).
+    precision_warned: bool,
 }
 
 impl<'c> LiveSession<'c> {
@@ -140,8 +145,20 @@ impl<'c> LiveSession<'c> {
             interrupted: saved.as_ref().is_some_and(|m| m.interrupted),
             unnamed: false,
             prompt_tokens: saved.as_ref().map_or(0, |m| m.prompt_tokens),
+            precision_warned: false,
             saved,
         }
+    }
+
+    /// The KV type's precision warning for a session of `tokens` tokens, the first time it
+    /// applies to this open session.
+    fn take_precision_warning(&mut self, tokens: usize) -> Option<String> {
+        if self.precision_warned {
+            return None;
+        }
+        let warning = self.kv.kv_type.precision_warning(tokens)?;
+        self.precision_warned = true;
+        Some(format!("session '{}' holds {warning}", self.name))
     }
 
     /// Places the session in another sequence of a shared context.

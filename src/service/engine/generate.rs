@@ -344,12 +344,13 @@ impl<'c, 'm> Engine<'c, 'm> {
             template,
             cache_miss: None,
         };
-        if let Err(e) = open.live.save(ctx, &open.seq, state) {
-            tracing::error!(
+        match open.live.save(ctx, &open.seq, state) {
+            Ok(report) => report.warnings.iter().for_each(|w| tracing::warn!("{w}")),
+            Err(e) => tracing::error!(
                 "saving session '{}' failed (its previous save is intact): {}",
                 open.live.name,
                 crate::exit::one_line(&e)
-            );
+            ),
         }
     }
 

@@ -266,6 +266,9 @@ impl LiveSession<'_> {
         }
         self.saved = Some(manifest);
         report.save_ms = started.elapsed().as_secs_f64() * 1e3;
+        report
+            .warnings
+            .extend(self.take_precision_warning(tokens.len()));
         Ok(report)
     }
 }
