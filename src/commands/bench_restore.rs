@@ -31,6 +31,8 @@ struct Row {
     save_ms: f64,
     snapshot_bytes: u64,
     restore_ms: f64,
+    /// The child's `restore_phases`: read (verify overlapped), verify, assemble, load.
+    phases: [f64; 4],
     first_token_ms: f64,
     incremental_save_ms: f64,
     read_mb_s: f64,
@@ -109,19 +111,27 @@ pub fn run(env: &Env, args: BenchRestoreArgs) -> Result<ExitCode> {
 fn print_restore_table(rows: &[Row]) {
     println!(
         "| tokens | cold prefill s | kvrun snapshot | kvrun save ms | restore ms (fresh process) \
-         | restore + first token ms | speedup vs prefill | incremental save ms | restore MB/s \
-         | file read MB/s | llama.cpp file | llama.cpp save ms | llama.cpp load ms |"
+         | read ms | verify ms | assemble ms | load ms | restore + first token ms \
+         | speedup vs prefill | incremental save ms | restore MB/s | file read MB/s \
+         | llama.cpp file | llama.cpp save ms | llama.cpp load ms |"
     );
-    println!("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
+    println!(
+        "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
+    );
     for r in rows {
         let first = r.restore_ms + r.first_token_ms;
         println!(
-            "| {} | {:.2} | {} | {:.1} | {:.1} | {:.1} | {:.0}x | {:.1} | {:.0} | {:.0} | {} | {:.1} | {:.1} |",
+            "| {} | {:.2} | {} | {:.1} | {:.1} | {:.1} | {:.1} | {:.1} | {:.1} | {:.1} | {:.0}x \
+             | {:.1} | {:.0} | {:.0} | {} | {:.1} | {:.1} |",
             r.tokens,
             r.prefill_s,
             crate::format::human_bytes(r.snapshot_bytes),
             r.save_ms,
             r.restore_ms,
+            r.phases[0],
+            r.phases[1],
+            r.phases[2],
+            r.phases[3],
             first,
             r.prefill_s * 1e3 / first.max(1e-9),
             r.incremental_save_ms,
@@ -268,6 +278,8 @@ fn measure_length(
         save_ms,
         snapshot_bytes,
         restore_ms: check["restore_ms"].as_f64().unwrap_or(f64::NAN),
+        phases: ["read_ms", "verify_ms", "assemble_ms", "load_ms"]
+            .map(|k| check["restore_phases"][k].as_f64().unwrap_or(f64::NAN)),
         first_token_ms: check["first_token_ms"].as_f64().unwrap_or(f64::NAN),
         incremental_save_ms: turn["save_ms"].as_f64().unwrap_or(f64::NAN),
         read_mb_s,
