@@ -511,7 +511,7 @@ _kvrun() {
             return 0
             ;;
         kvrun__subcmd__bench__subcmd__restore)
-            opts="-c -t -b -v -q -h -V --chat-template --tokens --share-sessions --share-prefix --ctx-size --threads --gpu-layers --batch-size --kv-type --flash-attn --verbose --quiet --help --version"
+            opts="-c -t -b -v -q -h -V --chat-template --tokens --share-sessions --share-prefix --shape --shape-dir --ctx-size --threads --gpu-layers --batch-size --kv-type --flash-attn --verbose --quiet --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -530,6 +530,14 @@ _kvrun() {
                     return 0
                     ;;
                 --share-prefix)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --shape)
+                    COMPREPLY=($(compgen -W "llama-8b llama-8b-narrow-ffn" -- "${cur}"))
+                    return 0
+                    ;;
+                --shape-dir)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;

@@ -300,6 +300,9 @@ complete -c kvrun -n "__fish_kvrun_using_subcommand bench; and __fish_seen_subco
 complete -c kvrun -n "__fish_kvrun_using_subcommand bench; and __fish_seen_subcommand_from restore" -l tokens -d 'Session lengths to measure, in tokens' -r
 complete -c kvrun -n "__fish_kvrun_using_subcommand bench; and __fish_seen_subcommand_from restore" -l share-sessions -d 'Sessions in the prefix-sharing row (they share a --share-prefix-token prefix)' -r
 complete -c kvrun -n "__fish_kvrun_using_subcommand bench; and __fish_seen_subcommand_from restore" -l share-prefix -r
+complete -c kvrun -n "__fish_kvrun_using_subcommand bench; and __fish_seen_subcommand_from restore" -l shape -d 'Instead of MODEL, benchmark a generated random-weight model of this shape (no download; written into the benchmark\'s temp folder unless --shape-dir is given)' -r -f -a "llama-8b\t'An 8B llama\'s shape (32 layers, 4096 wide, 8 KV heads of 128, FFN 14336), random Q4_0 weights: about 3.9 GB, 128 KiB of KV per token'
+llama-8b-narrow-ffn\t'The same KV shape with a 512-wide FFN: about a fifth of the weights'"
+complete -c kvrun -n "__fish_kvrun_using_subcommand bench; and __fish_seen_subcommand_from restore" -l shape-dir -d 'Keep the generated --shape model in this folder, and reuse it when already there' -r -F
 complete -c kvrun -n "__fish_kvrun_using_subcommand bench; and __fish_seen_subcommand_from restore" -s c -l ctx-size -d 'Context size in tokens [default: 8192, capped at the model\'s training context]' -r
 complete -c kvrun -n "__fish_kvrun_using_subcommand bench; and __fish_seen_subcommand_from restore" -s t -l threads -d 'CPU threads [default: the number of cores]' -r
 complete -c kvrun -n "__fish_kvrun_using_subcommand bench; and __fish_seen_subcommand_from restore" -l gpu-layers -d 'Layers to offload to the GPU (needs a GPU build) [default: all when built with a GPU backend, else 0]' -r
@@ -312,7 +315,7 @@ off\t''
 auto\t''"
 complete -c kvrun -n "__fish_kvrun_using_subcommand bench; and __fish_seen_subcommand_from restore" -s v -l verbose -d 'Show more diagnostics on stderr (-v: info and llama.cpp\'s log, -vv: debug). KVRUN_LOG takes a tracing filter instead (e.g. KVRUN_LOG=kvrun=debug)'
 complete -c kvrun -n "__fish_kvrun_using_subcommand bench; and __fish_seen_subcommand_from restore" -s q -l quiet -d 'Hide progress bars and notes; errors still print'
-complete -c kvrun -n "__fish_kvrun_using_subcommand bench; and __fish_seen_subcommand_from restore" -s h -l help -d 'Print help'
+complete -c kvrun -n "__fish_kvrun_using_subcommand bench; and __fish_seen_subcommand_from restore" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c kvrun -n "__fish_kvrun_using_subcommand bench; and __fish_seen_subcommand_from restore" -s V -l version -d 'Print version'
 complete -c kvrun -n "__fish_kvrun_using_subcommand bench; and __fish_seen_subcommand_from switch" -l chat-template -d 'Chat template: a Jinja file, or a shipped one (gemma3, chatml) [default: the config file\'s `chat-template`, then the model\'s own, then its architecture\'s default]' -r
 complete -c kvrun -n "__fish_kvrun_using_subcommand bench; and __fish_seen_subcommand_from switch" -l sessions -d 'Sessions to switch between' -r

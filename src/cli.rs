@@ -554,8 +554,27 @@ pub struct BenchRestoreArgs {
     pub share_sessions: u32,
     #[arg(long, default_value_t = 4096)]
     pub share_prefix: u32,
+    /// Instead of MODEL, benchmark a generated random-weight model of this shape (no
+    /// download; written into the benchmark's temp folder unless --shape-dir is given)
+    #[arg(long, value_enum, conflicts_with = "model")]
+    pub shape: Option<BenchShape>,
+    /// Keep the generated --shape model in this folder, and reuse it when already there
+    #[arg(long, value_name = "DIR", requires = "shape")]
+    pub shape_dir: Option<PathBuf>,
     #[command(flatten)]
     pub engine: EngineArgs,
+}
+
+/// A generated benchmark model (`bench restore --shape`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum BenchShape {
+    /// An 8B llama's shape (32 layers, 4096 wide, 8 KV heads of 128, FFN 14336), random
+    /// Q4_0 weights: about 3.9 GB, 128 KiB of KV per token
+    #[value(name = "llama-8b")]
+    Llama8b,
+    /// The same KV shape with a 512-wide FFN: about a fifth of the weights
+    #[value(name = "llama-8b-narrow-ffn")]
+    Llama8bNarrowFfn,
 }
 
 #[derive(Debug, Args)]

@@ -26,7 +26,7 @@ use crate::exit::usage;
 use crate::interrupt::{signal_exit_code, Interrupt};
 use crate::sequence::{GenerateOptions, Generated, StopReason, SyncObserver};
 use crate::session::catalog::SessionCatalog;
-use crate::session::live::SessionObserver;
+use crate::session::live::{RestorePhases, SessionObserver};
 use crate::settings::{ContextOverflow, EngineSettings, SamplingSettings, DEFAULT_PAGE_TOKENS};
 use crate::tools::parse_reply;
 use crate::ui::PrefillBar;
@@ -63,6 +63,8 @@ struct SessionFields {
     restored_tokens: usize,
     reused_tokens: usize,
     restore_ms: f64,
+    /// Where `restore_ms` went.
+    restore_phases: RestorePhases,
     save_ms: f64,
     /// Where the template stopped extending the session's earlier rendering.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -222,6 +224,7 @@ fn run_session(env: &Env, args: &RunArgs, name: &str) -> Result<ExitCode> {
         restored_tokens: restore.restored_tokens,
         reused_tokens: restore.reused_tokens,
         restore_ms: restore.restore_ms,
+        restore_phases: restore.phases,
         save_ms: saved.save_ms,
         cache_miss: conversation.cache_miss.clone(),
     };

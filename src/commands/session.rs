@@ -20,7 +20,7 @@ use crate::format::human_bytes;
 use crate::sequence::NoObserver;
 use crate::session::catalog::SessionCatalog;
 use crate::session::export;
-use crate::session::live::SessionObserver;
+use crate::session::live::{RestorePhases, SessionObserver};
 use crate::settings::{ContextOverflow, DEFAULT_PAGE_TOKENS};
 use crate::ui::PrefillBar;
 
@@ -133,6 +133,8 @@ struct CheckReport {
     tokens: usize,
     restored_tokens: usize,
     restore_ms: f64,
+    /// Where `restore_ms` went.
+    restore_phases: RestorePhases,
     first_token_ms: f64,
     load_ms: f64,
     warnings: Vec<String>,
@@ -200,6 +202,7 @@ fn restore(env: &Env, args: SessionRestoreArgs) -> Result<ExitCode> {
         tokens: seq.len(),
         restored_tokens: report.restored_tokens,
         restore_ms: report.restore_ms,
+        restore_phases: report.phases,
         first_token_ms: started.elapsed().as_secs_f64() * 1e3,
         load_ms,
         warnings: report.warnings.clone(),

@@ -161,5 +161,6 @@ pub fn reuse_prefix(
     report.restored_tokens += reuse.restored_tokens;
     report.reused_tokens += reuse.reused_tokens;
     report.restore_ms += reuse.restore_ms;
+    report.phases.add(&reuse.phases);
     Ok(())
 }

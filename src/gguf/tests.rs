@@ -601,3 +601,27 @@ fn tiny_llama_is_valid_and_deterministic() {
     let bad = TinyLlamaSpec { n_head: 3, ..spec };
     assert!(write_tiny_llama(&dir.path().join("bad.gguf"), &bad).is_err());
 }
+
+#[test]
+fn q4_0_tiny_llama_streams_valid_blocks_and_passes_the_loadability_checks() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("q4.gguf");
+    let spec = TinyLlamaSpec {
+        weights: WeightFormat::Q4_0,
+        ..TinyLlamaSpec::default()
+    };
+    write_tiny_llama(&p, &spec).expect("write q4_0 tiny");
+    let f = read_header(&p).expect("header");
+    f.check_loadable().expect("loadable");
+    let q = f.tensor("blk.0.ffn_gate.weight").expect("ffn_gate");
+    assert_eq!(q.ggml_type, GgmlType::Q4_0);
+    // 256 x 512 weights in 32-weight blocks of 18 bytes.
+    assert_eq!(q.n_bytes, 256 * 512 / 32 * 18);
+    assert_eq!(
+        f.tensor("blk.0.attn_norm.weight").unwrap().ggml_type,
+        GgmlType::F32
+    );
+    // A shape whose rows are not whole blocks is refused, not written.
+    let bad = TinyLlamaSpec { n_ff: 500, ..spec };
+    assert!(write_tiny_llama(&dir.path().join("bad.gguf"), &bad).is_err());
+}

@@ -10,6 +10,7 @@ use std::collections::HashSet;
 use std::io;
 use std::path::Path;
 
+use super::q4_0;
 use super::writer::GgufWriter;
 
 /// Shape of the tiny model. Defaults: 4 layers, 256 wide, 8 query heads sharing 2 KV
@@ -35,6 +36,49 @@ pub struct TinyLlamaSpec {
     /// User-defined tokens appended to the vocabulary (a family's tool-call markup, such
     /// as `<tool_call>`, which its real models hold as one token each).
     pub extra_tokens: Vec<String>,
+    /// How the 2-D weights are stored.
+    pub weights: WeightFormat,
+    /// `general.name`.
+    pub name: String,
+}
+
+/// Storage of a model's 2-D weights (norm weights are always F32).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum WeightFormat {
+    /// F16, built in memory: for small test models.
+    #[default]
+    F16,
+    /// Q4_0, streamed to the file block by block: for benchmark models of real size.
+    Q4_0,
+}
+
+impl TinyLlamaSpec {
+    /// The shape of an 8B llama (Llama 3 8B: 32 layers, 4096 wide, 32 query heads sharing
+    /// 8 KV heads of 128, FFN 14336) with Q4_0 random weights and the tiny vocabulary:
+    /// about 3.9 GB, 128 KiB of f16 KV per token.
+    pub fn llama_8b_shape() -> Self {
+        Self {
+            n_layer: 32,
+            n_embd: 4096,
+            n_head: 32,
+            n_head_kv: 8,
+            n_ff: 14336,
+            context_length: 8192,
+            weights: WeightFormat::Q4_0,
+            name: "kvrun-bench-llama-8b".to_string(),
+            ..Self::default()
+        }
+    }
+
+    /// [`Self::llama_8b_shape`] with a 512-wide FFN: the same KV per token from about a
+    /// fifth of the weights, which separates weight-size costs from KV-size costs.
+    pub fn llama_8b_narrow_ffn() -> Self {
+        Self {
+            n_ff: 512,
+            name: "kvrun-bench-llama-8b-narrow-ffn".to_string(),
+            ..Self::llama_8b_shape()
+        }
+    }
 }
 
 impl Default for TinyLlamaSpec {
@@ -50,6 +94,8 @@ impl Default for TinyLlamaSpec {
             seed: 0x6b76_7275_6e00_0001,
             chat_template: CHATML_TEMPLATE.to_string(),
             extra_tokens: Vec::new(),
+            weights: WeightFormat::F16,
+            name: "kvrun-tiny-llama".to_string(),
         }
     }
 }
@@ -141,10 +187,11 @@ pub(crate) fn tiny_vocab() -> TinyVocab {
 }
 
 /// splitmix64: tiny, seedable and good enough for random weights.
-struct SplitMix64(u64);
+#[derive(Clone, Copy)]
+pub(crate) struct SplitMix64(pub u64);
 
 impl SplitMix64 {
-    fn next_u64(&mut self) -> u64 {
+    pub fn next_u64(&mut self) -> u64 {
         self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
         let mut z = self.0;
         z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
@@ -177,7 +224,9 @@ fn check_spec(s: &TinyLlamaSpec) -> io::Result<()> {
         && s.context_length > 0
         && s.n_embd % s.n_head == 0
         && s.n_head % s.n_head_kv == 0
-        && (s.n_embd / s.n_head) % 2 == 0; // RoPE rotates pairs
+        && (s.n_embd / s.n_head) % 2 == 0 // RoPE rotates pairs
+        // Q4_0 rows hold whole 32-element blocks.
+        && (s.weights == WeightFormat::F16 || (s.n_embd % 32 == 0 && s.n_ff % 32 == 0));
     if ok {
         Ok(())
     } else {
@@ -188,7 +237,8 @@ fn check_spec(s: &TinyLlamaSpec) -> io::Result<()> {
     }
 }
 
-/// Write the tiny model to `path` (a few MB with the default spec).
+/// Write the tiny model to `path` (a few MB with the default spec; Q4_0 specs stream their
+/// weights, so even an 8B shape needs little memory).
 pub fn write_tiny_llama(path: &Path, spec: &TinyLlamaSpec) -> io::Result<()> {
     tiny_llama_writer(spec)?.write_file(path)
 }
@@ -206,9 +256,15 @@ pub fn tiny_llama_writer(spec: &TinyLlamaSpec) -> io::Result<GgufWriter> {
     let mut w = GgufWriter::new();
 
     w.add_str("general.architecture", "llama")
-        .add_str("general.name", "kvrun-tiny-llama")
-        // LLAMA_FTYPE_MOSTLY_F16
-        .add_u32("general.file_type", 1);
+        .add_str("general.name", &spec.name)
+        // LLAMA_FTYPE_MOSTLY_F16 or LLAMA_FTYPE_MOSTLY_Q4_0
+        .add_u32(
+            "general.file_type",
+            match spec.weights {
+                WeightFormat::F16 => 1,
+                WeightFormat::Q4_0 => 2,
+            },
+        );
     // llama.cpp's get_key checks types strictly: counts are u32, eps/base f32.
     w.add_u32("llama.context_length", spec.context_length)
         .add_u32("llama.embedding_length", spec.n_embd)
@@ -236,8 +292,12 @@ pub fn tiny_llama_writer(spec: &TinyLlamaSpec) -> io::Result<GgufWriter> {
     // convert_hf_to_gguf writes them). All are required by the llama loader except
     // `output`, which is included so the LM head is untied.
     let mut rng = SplitMix64(spec.seed);
-    let mut matrix = |w: &mut GgufWriter, name: String, ne0: u32, ne1: u32| {
-        w.add_tensor_f16(name, &[ne0.into(), ne1.into()], &rng.matrix(ne0, ne1));
+    let format = spec.weights;
+    let mut matrix = |w: &mut GgufWriter, name: String, ne0: u32, ne1: u32| match format {
+        WeightFormat::F16 => {
+            w.add_tensor_f16(name, &[ne0.into(), ne1.into()], &rng.matrix(ne0, ne1));
+        }
+        WeightFormat::Q4_0 => q4_0::add_random_matrix(w, name, ne0, ne1, rng.next_u64()),
     };
     let (e, f, v, kv) = (spec.n_embd, spec.n_ff, n_vocab, n_embd_kv);
     let ones = vec![1.0f32; e as usize];

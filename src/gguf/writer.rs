@@ -1,6 +1,7 @@
-//! Minimal GGUF v3 writer: metadata of every type plus F32/F16 tensors, laid out exactly as
-//! ggml's own writer does (tensors packed in table order, each padded to the alignment), so
-//! the pinned llama.cpp and kvrun's reader both accept the result.
+//! Minimal GGUF v3 writer: metadata of every type plus F32/F16 tensors and streamed tensors
+//! of any type, laid out exactly as ggml's own writer does (tensors packed in table order,
+//! each padded to the alignment), so the pinned llama.cpp and kvrun's reader both accept
+//! the result.
 
 use std::collections::HashSet;
 use std::fs::File;
@@ -14,7 +15,29 @@ struct PendingTensor {
     name: String,
     dims: Vec<u64>,
     ggml_type: GgmlType,
-    data: Vec<u8>,
+    data: TensorData,
+}
+
+/// Writes a streamed tensor's bytes when the file is written.
+pub type TensorSource = Box<dyn Fn(&mut dyn Write) -> io::Result<()>>;
+
+enum TensorData {
+    Bytes(Vec<u8>),
+    /// Produced while the file is written, so a multi-GB model never sits in memory; the
+    /// source must write exactly `len` bytes (checked).
+    Streamed {
+        len: u64,
+        source: TensorSource,
+    },
+}
+
+impl TensorData {
+    fn len(&self) -> u64 {
+        match self {
+            TensorData::Bytes(b) => b.len() as u64,
+            TensorData::Streamed { len, .. } => *len,
+        }
+    }
 }
 
 /// Collects metadata and tensors in memory, then writes the file in one go. Problems with
@@ -100,7 +123,7 @@ impl GgufWriter {
         data: &[f32],
     ) -> &mut Self {
         let bytes = data.iter().flat_map(|v| v.to_le_bytes()).collect();
-        self.push_tensor(name.into(), dims, GgmlType::F32, bytes)
+        self.push_tensor(name.into(), dims, GgmlType::F32, TensorData::Bytes(bytes))
     }
 
     /// Like `add_tensor_f32`, but stored as F16 (round to nearest).
@@ -114,7 +137,25 @@ impl GgufWriter {
             .iter()
             .flat_map(|&v| half::f16::from_f32(v).to_le_bytes())
             .collect();
-        self.push_tensor(name.into(), dims, GgmlType::F16, bytes)
+        self.push_tensor(name.into(), dims, GgmlType::F16, TensorData::Bytes(bytes))
+    }
+
+    /// A tensor of any type whose bytes `source` writes when the file is written; `len` is
+    /// what the shape needs (checked against it, and against what `source` writes).
+    pub fn add_tensor_streamed(
+        &mut self,
+        name: impl Into<String>,
+        dims: &[u64],
+        ggml_type: GgmlType,
+        len: u64,
+        source: TensorSource,
+    ) -> &mut Self {
+        self.push_tensor(
+            name.into(),
+            dims,
+            ggml_type,
+            TensorData::Streamed { len, source },
+        )
     }
 
     fn push_tensor(
@@ -122,7 +163,7 @@ impl GgufWriter {
         name: String,
         dims: &[u64],
         ggml_type: GgmlType,
-        data: Vec<u8>,
+        data: TensorData,
     ) -> &mut Self {
         self.tensors.push(PendingTensor {
             name,
@@ -151,15 +192,15 @@ impl GgufWriter {
                     t.name
                 ));
             }
-            // F32/F16 only, so the block size is 1 and bytes = elements * type size.
-            let want = t
-                .dims
-                .iter()
-                .try_fold(t.ggml_type.type_size(), |a, &d| a.checked_mul(d));
-            if t.dims.is_empty()
-                || t.dims.len() > MAX_DIMS as usize
-                || want != Some(t.data.len() as u64)
-            {
+            // Rows hold whole blocks: bytes = elements / block size * type size.
+            let block = t.ggml_type.block_size().max(1);
+            let want = t.dims.first().filter(|&&d| d % block == 0).and_then(|_| {
+                t.dims
+                    .iter()
+                    .try_fold(1u64, |a, &d| a.checked_mul(d))
+                    .and_then(|n| (n / block).checked_mul(t.ggml_type.type_size()))
+            });
+            if t.dims.is_empty() || t.dims.len() > MAX_DIMS as usize || want != Some(t.data.len()) {
                 return invalid(format!(
                     "GGUF writer: tensor '{}' has shape {:?} but {} bytes of {}",
                     t.name,
@@ -200,7 +241,7 @@ impl GgufWriter {
             buf.extend_from_slice(&t.ggml_type.as_u32().to_le_bytes());
             buf.extend_from_slice(&offset.to_le_bytes());
             w.put(&buf)?;
-            offset = (offset + t.data.len() as u64).div_ceil(align) * align;
+            offset = (offset + t.data.len()).div_ceil(align) * align;
         }
 
         // Data section: start aligned, each tensor followed by zero padding (as ggml does,
@@ -209,7 +250,23 @@ impl GgufWriter {
             w.pad_to(align)?;
         }
         for t in &self.tensors {
-            w.put(&t.data)?;
+            match &t.data {
+                TensorData::Bytes(b) => w.put(b)?,
+                TensorData::Streamed { len, source } => {
+                    let before = w.pos;
+                    source(&mut w)?;
+                    if w.pos - before != *len {
+                        return Err(io::Error::new(
+                            io::ErrorKind::InvalidInput,
+                            format!(
+                                "GGUF writer: tensor '{}' wrote {} bytes, its shape needs {len}",
+                                t.name,
+                                w.pos - before
+                            ),
+                        ));
+                    }
+                }
+            }
             w.pad_to(align)?;
         }
         w.w.flush()
@@ -226,6 +283,18 @@ impl GgufWriter {
 struct Counting<W> {
     w: W,
     pos: u64,
+}
+
+impl<W: Write> Write for Counting<W> {
+    fn write(&mut self, b: &[u8]) -> io::Result<usize> {
+        let n = self.w.write(b)?;
+        self.pos += n as u64;
+        Ok(n)
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        self.w.flush()
+    }
 }
 
 impl<W: Write> Counting<W> {

@@ -5,6 +5,7 @@
 //! which serializes just those cells. This keeps a save O(new tokens), not O(context).
 
 use std::ops::Range;
+use std::time::Instant;
 
 use anyhow::{anyhow, bail, Context as _, Result};
 
@@ -13,6 +14,7 @@ use crate::kv::blob::{self, CellMeta, Section, SectionParts};
 use crate::kv::layout::{concat_cells, slice_cells};
 use crate::kv::KvLayout;
 use crate::sequence::MAIN_SEQ;
+use crate::session::live::RestorePhases;
 
 /// Where a session lives in a context: its sequence, the scratch sequence used to read page
 /// ranges, and whether it has the context to itself. A session alone in the context is
@@ -159,13 +161,16 @@ pub struct RestoreSection<'a> {
     pub chunks: Vec<&'a [u8]>,
 }
 
-/// Assembles a blob from validated pages and loads it into the slot's (empty) sequence.
+/// Assembles a blob from validated pages and loads it into the slot's (empty) sequence,
+/// adding the time of both steps to `phases`.
 pub fn restore_into(
     ctx: &mut Context<'_>,
     slot: Slot,
     layout: &KvLayout,
     sections: &[RestoreSection<'_>],
+    phases: &mut RestorePhases,
 ) -> Result<()> {
+    let started = Instant::now();
     if sections.len() != layout.sections.len() {
         return Err(anyhow!(
             "internal: restore sections do not match the layout"
@@ -195,13 +200,17 @@ pub fn restore_into(
             row_chunks: &s.chunks,
         })
         .collect();
-    let blob = blob::assemble_blob(slot.seq, &parts).context("assembling the KV state")?;
+    let blob = blob::assemble_blob(slot.seq, &parts).context("assembling the KV state");
+    phases.assemble_ms += started.elapsed().as_secs_f64() * 1e3;
+    let blob = blob?;
+    let started = Instant::now();
     empty(ctx, slot);
-    if let Err(e) = ctx.state_set(slot.seq, &blob, KvCapture::Full) {
+    let loaded = ctx.state_set(slot.seq, &blob, KvCapture::Full);
+    if loaded.is_err() {
         empty(ctx, slot);
-        return Err(e.into());
     }
-    Ok(())
+    phases.load_ms += started.elapsed().as_secs_f64() * 1e3;
+    Ok(loaded?)
 }
 
 /// Empties the slot's sequence; an exclusive slot empties the whole cache so the next cells

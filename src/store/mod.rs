@@ -60,7 +60,7 @@ pub use self::atomic::{write_atomic, write_atomic_with, TEMP_PREFIX};
 pub use self::fsutil::{create_private_dir_all, fsync_dir, private_file_options};
 pub use self::id::{IdChain, ObjectId};
 pub use self::lock::{LockMode, SessionLock, StoreLock};
-pub use self::object::{GcReport, ObjectKind, ObjectStore, PutOutcome};
+pub use self::object::{GcReport, ObjectKind, ObjectStore, PutOutcome, UnverifiedPayload};
 
 /// Errors from the store. Every message is one line and names the path or object involved.
 #[derive(Debug, thiserror::Error)]

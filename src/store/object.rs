@@ -99,6 +99,29 @@ pub struct GcReport {
     pub bytes_freed: u64,
 }
 
+/// A payload read (header, binding and length checked) whose checksum is not checked yet.
+/// Nothing may use the bytes before [`Self::verify`] accepts them.
+#[must_use = "the payload is unverified until `verify` accepts it"]
+#[derive(Debug)]
+pub struct UnverifiedPayload {
+    id: ObjectId,
+    kind: ObjectKind,
+    checksum: [u8; 32],
+}
+
+impl UnverifiedPayload {
+    /// Checks `payload` (the bytes the read returned) against the header's blake3.
+    pub fn verify(self, payload: &[u8]) -> Result<ObjectKind> {
+        if blake3::hash(payload).as_bytes() != &self.checksum {
+            return Err(StoreError::Corrupt {
+                id: self.id,
+                detail: "payload checksum mismatch".to_string(),
+            });
+        }
+        Ok(self.kind)
+    }
+}
+
 struct Header {
     id: ObjectId,
     kind: ObjectKind,
@@ -293,9 +316,21 @@ impl ObjectStore {
     }
 
     /// Reads the payload of `id` into `buf` (cleared first; its allocation is reused) and
-    /// returns the object's kind. The payload arrives in one large `read` straight into the
-    /// buffer's spare capacity (no zero-fill), then blake3 checks it.
+    /// returns the object's kind: [`Self::read_unverified_into`], then the checksum.
     pub fn read_into(&self, id: &ObjectId, buf: &mut Vec<u8>) -> Result<ObjectKind> {
+        let unverified = self.read_unverified_into(id, buf)?;
+        unverified.verify(buf).inspect_err(|_| buf.clear())
+    }
+
+    /// Reads the payload of `id` into `buf` (cleared first) after checking the header and
+    /// the length, but leaves the blake3 check to [`UnverifiedPayload::verify`], so a caller
+    /// can time it or run it on another thread. The payload arrives in one large `read`
+    /// straight into the buffer's spare capacity (no zero-fill).
+    pub fn read_unverified_into(
+        &self,
+        id: &ObjectId,
+        buf: &mut Vec<u8>,
+    ) -> Result<UnverifiedPayload> {
         buf.clear();
         let path = self.object_path(id);
         let corrupt = |detail: String| StoreError::Corrupt { id: *id, detail };
@@ -316,11 +351,11 @@ impl ObjectStore {
                 "payload is {got} bytes, header says {want}"
             )));
         }
-        if blake3::hash(buf).as_bytes() != &header.checksum {
-            buf.clear();
-            return Err(corrupt("payload checksum mismatch".to_string()));
-        }
-        Ok(header.kind)
+        Ok(UnverifiedPayload {
+            id: header.id,
+            kind: header.kind,
+            checksum: header.checksum,
+        })
     }
 
     /// Whether a file for `id` exists (its content is not verified).

@@ -5,8 +5,9 @@
 use std::collections::BTreeMap;
 use std::time::Instant;
 
-use anyhow::{bail, Context as _, Result};
+use anyhow::{Context as _, Result};
 
+use super::page_read::{read_pages, PageRequest};
 use super::{LiveSession, RestoreReport};
 use crate::engine::Context;
 use crate::kv::layout::{BASE, SWA};
@@ -106,30 +107,19 @@ impl LiveSession<'_> {
     ) -> Result<usize> {
         let layout = self.layout.clone().context("internal: KV layout unknown")?;
         let p = self.page_tokens;
-        let store = self.catalog.store();
-        let warm = self.warm.clone();
-        let damaged = std::cell::RefCell::new(Vec::new());
-        let read_rows = |id: &ObjectId, expected: usize| {
-            let read = read_rows(store, warm.as_deref(), id, expected);
-            if read.is_err() {
-                damaged.borrow_mut().push(*id);
-            }
-            read
-        };
-        let mut warn = |what: String| {
-            report.warnings.push(what);
-        };
         let name = self.name.clone();
+        let mut damaged = Vec::new();
+        let mut fetched = self.fetch_pages(snap, &layout, report);
         // Full-attention pages, up to the first damaged one.
-        let read_started = Instant::now();
         let mut base: Vec<Vec<u8>> = Vec::with_capacity(snap.pages.len());
-        for (i, id) in snap.pages.iter().enumerate() {
-            match read_rows(id, p * layout.bytes_per_token(BASE)) {
+        for (i, (id, read)) in snap.pages.iter().zip(fetched.base.drain(..)).enumerate() {
+            match read {
                 Ok(rows) => base.push(rows),
                 Err(e) => {
-                    warn(format!(
-                        "session '{name}': page {i} ({id}) is unusable ({e}); recomputing from \
-                         token {} by prefill",
+                    damaged.push(*id);
+                    report.warnings.push(format!(
+                        "session '{name}': page {i} ({id}) is unusable ({e:#}); recomputing \
+                         from token {} by prefill",
                         i * p
                     ));
                     break;
@@ -139,58 +129,53 @@ impl LiveSession<'_> {
         let full = base.len();
         // The tail, only if every page before it is fine.
         let mut tail = None;
-        if full == snap.pages.len() {
-            if let Some(id) = snap.tail {
-                let swa_per_cell = if layout.is_iswa() {
-                    layout.bytes_per_token(SWA)
-                } else {
-                    0
-                };
-                let bytes = match &warm {
-                    Some(pool) => pool.get_or_load(store, &id),
-                    None => store.get(&id),
-                };
-                if bytes.is_err() {
-                    damaged.borrow_mut().push(id);
-                }
-                match bytes.map_err(anyhow::Error::from).and_then(|b| {
-                    Ok(TailRecord::decode(
-                        &b,
-                        layout.bytes_per_token(BASE),
-                        swa_per_cell,
-                    )?)
-                }) {
-                    Ok(t) if full * p + t.n_cells as usize == snap.kv_len => tail = Some(t),
-                    Ok(_) => {
-                        damaged.borrow_mut().push(id);
-                        warn(format!(
-                            "session '{name}': the tail record does not match the token log; \
-                             recomputing it by prefill"
-                        ))
-                    }
-                    Err(e) => warn(format!(
-                        "session '{name}': the tail record ({id}) is unusable ({e}); \
+        if let (true, Some(id), Some(bytes)) = (full == snap.pages.len(), snap.tail, fetched.tail) {
+            let swa_per_cell = if layout.is_iswa() {
+                layout.bytes_per_token(SWA)
+            } else {
+                0
+            };
+            if bytes.is_err() {
+                damaged.push(id);
+            }
+            match bytes.and_then(|b| {
+                Ok(TailRecord::decode(
+                    &b,
+                    layout.bytes_per_token(BASE),
+                    swa_per_cell,
+                )?)
+            }) {
+                Ok(t) if full * p + t.n_cells as usize == snap.kv_len => tail = Some(t),
+                Ok(_) => {
+                    damaged.push(id);
+                    report.warnings.push(format!(
+                        "session '{name}': the tail record does not match the token log; \
                          recomputing it by prefill"
-                    )),
+                    ))
                 }
+                Err(e) => report.warnings.push(format!(
+                    "session '{name}': the tail record ({id}) is unusable ({e:#}); \
+                     recomputing it by prefill"
+                )),
             }
         }
         // Sliding-window rows by page index (iSWA only).
         let mut swa_rows: BTreeMap<usize, Vec<u8>> = BTreeMap::new();
-        if layout.is_iswa() {
-            for (k, id) in &snap.swa_pages {
-                match read_rows(id, p * layout.bytes_per_token(SWA)) {
-                    Ok(rows) => {
-                        swa_rows.insert(*k, rows);
-                    }
-                    Err(e) => warn(format!(
-                        "session '{name}': sliding-window rows of page {k} ({id}) are unusable \
-                         ({e})"
-                    )),
+        for ((k, id), read) in snap.swa_pages.iter().zip(fetched.swa) {
+            match read {
+                Ok(rows) => {
+                    swa_rows.insert(*k, rows);
+                }
+                Err(e) => {
+                    damaged.push(*id);
+                    report.warnings.push(format!(
+                        "session '{name}': sliding-window rows of page {k} ({id}) are \
+                         unusable ({e:#})"
+                    ))
                 }
             }
         }
-        for id in damaged.take() {
+        for id in damaged {
             // Missing or damaged alike: the next save writes it anew.
             self.present.remove(&id);
             self.damaged.insert(id);
@@ -251,14 +236,9 @@ impl LiveSession<'_> {
                     chunks: swa_slices.iter().map(Vec::as_slice).collect(),
                 });
             }
-            let read_ms = read_started.elapsed().as_secs_f64() * 1e3;
-            let load_started = Instant::now();
-            let loaded = capture::restore_into(ctx, self.slot, &layout, &sections);
-            tracing::debug!(
-                "session '{name}': read and verified pages in {read_ms:.1} ms, assembled and \
-                 loaded {end} tokens in {:.1} ms",
-                load_started.elapsed().as_secs_f64() * 1e3
-            );
+            let loaded =
+                capture::restore_into(ctx, self.slot, &layout, &sections, &mut report.phases);
+            tracing::debug!("session '{name}': restore phases {:?}", report.phases);
             match loaded {
                 Ok(()) => {
                     for id in snap.pages.iter().take(pages) {
@@ -293,22 +273,47 @@ impl LiveSession<'_> {
     }
 }
 
-/// Reads a page object (from the warm pool when it holds it) and checks its length.
-fn read_rows(
-    store: &crate::store::ObjectStore,
-    warm: Option<&crate::tiers::WarmPool>,
-    id: &ObjectId,
-    expected: usize,
-) -> Result<Vec<u8>> {
-    let rows = match warm {
-        Some(pool) => pool.get_or_load(store, id)?,
-        None => store.get(id)?,
-    };
-    if rows.len() != expected {
-        bail!(
-            "it holds {} bytes where the KV layout needs {expected}",
-            rows.len()
-        );
+/// A snapshot's objects as read, in snapshot order.
+struct Fetched {
+    base: Vec<Result<Vec<u8>>>,
+    swa: Vec<Result<Vec<u8>>>,
+    /// `None` when the snapshot has no tail.
+    tail: Option<Result<Vec<u8>>>,
+}
+
+impl LiveSession<'_> {
+    /// Reads every object the snapshot names in one parallel pass (pages after a damaged
+    /// one are read too: the reads overlap, and a restore rarely meets damage).
+    fn fetch_pages(
+        &self,
+        snap: &KvSnapshot,
+        layout: &KvLayout,
+        report: &mut RestoreReport,
+    ) -> Fetched {
+        let p = self.page_tokens;
+        let page = |id: &ObjectId, section| PageRequest {
+            id: *id,
+            expected_len: Some(p * layout.bytes_per_token(section)),
+        };
+        let mut requests: Vec<PageRequest> = snap.pages.iter().map(|id| page(id, BASE)).collect();
+        let swa: &[(usize, ObjectId)] = if layout.is_iswa() {
+            &snap.swa_pages
+        } else {
+            &[]
+        };
+        requests.extend(swa.iter().map(|(_, id)| page(id, SWA)));
+        requests.extend(snap.tail.map(|id| PageRequest {
+            id,
+            expected_len: None,
+        }));
+        let reads = read_pages(self.catalog.store(), self.warm.as_deref(), &requests);
+        report.phases.read_ms += reads.read_ms;
+        report.phases.verify_ms += reads.verify_ms;
+        let mut results = reads.results.into_iter();
+        Fetched {
+            base: results.by_ref().take(snap.pages.len()).collect(),
+            swa: results.by_ref().take(swa.len()).collect(),
+            tail: results.next(),
+        }
     }
-    Ok(rows)
 }
