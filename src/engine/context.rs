@@ -67,6 +67,10 @@ pub struct Context<'m> {
     info: ContextInfo,
     /// Batch index of the last token decoded with logits, for sampling.
     logits_index: Option<i32>,
+    /// Nothing has entered the cache since it was created or last cleared. llama.cpp
+    /// zeroes a new cache's buffers, so clearing it again would only write the whole KV
+    /// buffer (hundreds of MiB at a long context) inside a restore's time.
+    pristine: bool,
 }
 
 impl<'m> Context<'m> {
@@ -145,6 +149,7 @@ impl<'m> Context<'m> {
             batch: LlamaBatch::new(n_batch as usize, 1),
             info,
             logits_index: None,
+            pristine: true,
         })
     }
 
@@ -170,6 +175,7 @@ impl<'m> Context<'m> {
         logits_last: bool,
         mut after_batch: impl FnMut(usize) -> ControlFlow<()>,
     ) -> Result<usize, EngineError> {
+        self.pristine = false;
         let n_ctx = self.info.n_ctx as usize;
         if start_pos + tokens.len() > n_ctx {
             return Err(EngineError::ContextFull {
@@ -227,6 +233,7 @@ impl<'m> Context<'m> {
         &mut self,
         entries: &[BatchEntry<'_>],
     ) -> Result<Vec<Option<i32>>, EngineError> {
+        self.pristine = false;
         let n_ctx = self.info.n_ctx as usize;
         let total: usize = entries.iter().map(|e| e.tokens.len()).sum();
         let first_pos = entries.first().map_or(0, |e| e.start_pos);
@@ -328,7 +335,10 @@ impl<'m> Context<'m> {
     /// Empties the whole cache; the next cells are placed from slot 0 again, as in a fresh
     /// context (restores rely on that to land cells where an uninterrupted run had them).
     pub fn clear_all(&mut self) {
-        self.ctx.clear_kv_cache();
+        if !self.pristine {
+            self.ctx.clear_kv_cache();
+            self.pristine = true;
+        }
         self.logits_index = None;
     }
 
@@ -343,6 +353,7 @@ impl<'m> Context<'m> {
     /// Makes `dst` share the cells of `src` at positions `p0..p1`. In a unified cache this
     /// only tags cells (no KV bytes move), which is how a page range is read out cheaply.
     pub fn share_range(&mut self, src: i32, dst: i32, p0: usize, p1: usize) {
+        self.pristine = false;
         self.ctx
             .copy_kv_cache_seq(src, dst, Some(p0 as u32), Some(p1 as u32))
             .ok();
@@ -370,6 +381,7 @@ impl<'m> Context<'m> {
         max_tokens: usize,
     ) -> Result<Vec<TokenId>, EngineError> {
         self.logits_index = None;
+        self.pristine = false;
         let (tokens, _) = self
             .ctx
             .state_seq_load_file(path, seq, max_tokens)
@@ -425,6 +437,7 @@ impl<'m> Context<'m> {
     pub fn state_set(&mut self, seq: i32, blob: &[u8], what: KvCapture) -> Result<(), EngineError> {
         self.check_seq(seq)?;
         self.logits_index = None;
+        self.pristine = false;
         // SAFETY: llama-cpp-2 asks for "valid state data", but with these flags (never
         // LLAMA_STATE_SEQ_FLAGS_ON_DEVICE) llama.cpp reads through `llama_io_read_host`,
         // which bounds-checks every read against `blob.len()` and throws at its end; every
