@@ -42,35 +42,20 @@ impl<'c> SessionBinding<'c> {
     ) -> Result<Self> {
         let identity = model_identity(model_path, &model.facts().description)
             .context("fingerprinting the model")?;
-        Ok(Self::with_identity(catalog, identity, model, ctx, engine))
-    }
-
-    /// As [`SessionBinding::new`], with a fingerprint already taken.
-    pub fn with_identity(
-        catalog: &'c SessionCatalog,
-        identity: ModelIdentity,
-        model: &Model,
-        ctx: &Context<'_>,
-        engine: EngineSettings,
-    ) -> Self {
-        Self {
+        Ok(Self {
             catalog,
             model: identity,
             kv: kv_identity(ctx.info()),
             engine,
             n_swa: model.facts().n_swa,
             warm: None,
-        }
+        })
     }
 
     /// Sessions opened from now on read and write pages through `warm` (the RAM tier).
     pub fn with_warm_pool(mut self, warm: Arc<WarmPool>) -> Self {
         self.warm = Some(warm);
         self
-    }
-
-    pub fn catalog(&self) -> &'c SessionCatalog {
-        self.catalog
     }
 
     pub fn model(&self) -> &ModelIdentity {
