@@ -14,7 +14,6 @@ use crate::kv::blob::{self, CellMeta, Section, SectionParts};
 use crate::kv::layout::{concat_cells, slice_cells};
 use crate::kv::KvLayout;
 use crate::sequence::MAIN_SEQ;
-use crate::session::live::RestorePhases;
 
 /// Where a session lives in a context: its sequence, the scratch sequence used to read page
 /// ranges, and whether it has the context to itself. A session alone in the context is
@@ -159,6 +158,29 @@ pub struct RestoreSection<'a> {
     pub first_pos: usize,
     pub count: usize,
     pub chunks: Vec<&'a [u8]>,
+}
+
+/// The stages of a restore, in milliseconds. Pages are read on several threads at once, so
+/// `read_ms` is the wall time of reading *and* verifying them, and `verify_ms` the blake3
+/// time summed over those threads (it can exceed the wall time it overlaps).
+#[derive(Debug, Clone, Copy, Default, PartialEq, serde::Serialize)]
+pub struct RestorePhases {
+    pub read_ms: f64,
+    pub verify_ms: f64,
+    /// Copying page rows into the state blob handed to llama.cpp.
+    pub assemble_ms: f64,
+    /// Emptying the cache and llama.cpp's `llama_state_seq_set_data` of that blob.
+    pub load_ms: f64,
+}
+
+impl RestorePhases {
+    /// Adds another restore's phases (a snapshot restore followed by a prefix reuse).
+    pub fn add(&mut self, other: &RestorePhases) {
+        self.read_ms += other.read_ms;
+        self.verify_ms += other.verify_ms;
+        self.assemble_ms += other.assemble_ms;
+        self.load_ms += other.load_ms;
+    }
 }
 
 /// Assembles a blob from validated pages and loads it into the slot's (empty) sequence,

@@ -21,6 +21,7 @@ mod restore;
 mod reuse;
 mod save;
 
+pub use super::capture::RestorePhases;
 use super::capture::{self};
 use super::catalog::SessionCatalog;
 use super::error::{Incompatibility, SessionError};
@@ -50,29 +51,6 @@ pub struct RestoreReport {
     pub phases: RestorePhases,
     /// Problems that made kvrun fall back to prefilling part of the log.
     pub warnings: Vec<String>,
-}
-
-/// The stages of a restore, in milliseconds. Pages are read on several threads at once, so
-/// `read_ms` is the wall time of reading *and* verifying them, and `verify_ms` the blake3
-/// time summed over those threads (it can exceed the wall time it overlaps).
-#[derive(Debug, Clone, Copy, Default, PartialEq, serde::Serialize)]
-pub struct RestorePhases {
-    pub read_ms: f64,
-    pub verify_ms: f64,
-    /// Copying page rows into the state blob handed to llama.cpp.
-    pub assemble_ms: f64,
-    /// Emptying the cache and llama.cpp's `llama_state_seq_set_data` of that blob.
-    pub load_ms: f64,
-}
-
-impl RestorePhases {
-    /// Adds another restore's phases (a snapshot restore followed by a prefix reuse).
-    pub fn add(&mut self, other: &RestorePhases) {
-        self.read_ms += other.read_ms;
-        self.verify_ms += other.verify_ms;
-        self.assemble_ms += other.assemble_ms;
-        self.load_ms += other.load_ms;
-    }
 }
 
 /// What a save did.
