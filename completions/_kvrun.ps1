@@ -46,7 +46,7 @@ Register-ArgumentCompleter -Native -CommandName 'kvrun' -ScriptBlock {
         }
         'kvrun;chat' {
             [CompletionResult]::new('--chat-template', '--chat-template', [CompletionResultType]::ParameterName, 'Chat template: a Jinja file, or a shipped one (gemma3, chatml) [default: the config file''s `chat-template`, then the model''s own, then its architecture''s default]')
-            [CompletionResult]::new('--session', '--session', [CompletionResultType]::ParameterName, 'Resume or create a named session; its KV cache is saved after every turn')
+            [CompletionResult]::new('--session', '--session', [CompletionResultType]::ParameterName, 'Resume or create a named session; its KV cache is saved after every turn (without it, the chat is an unnamed session, kept too and collected first under the cold budget)')
             [CompletionResult]::new('--system', '--system', [CompletionResultType]::ParameterName, 'A system prompt for the conversation')
             [CompletionResult]::new('-n', '-n', [CompletionResultType]::ParameterName, 'Largest reply in tokens, so a model that never stops cannot run on [default: 1024]')
             [CompletionResult]::new('--max-tokens', '--max-tokens', [CompletionResultType]::ParameterName, 'Largest reply in tokens, so a model that never stops cannot run on [default: 1024]')

@@ -42,7 +42,7 @@ set edit:completion:arg-completer[kvrun] = {|@words|
         }
         &'kvrun;chat'= {
             cand --chat-template 'Chat template: a Jinja file, or a shipped one (gemma3, chatml) [default: the config file''s `chat-template`, then the model''s own, then its architecture''s default]'
-            cand --session 'Resume or create a named session; its KV cache is saved after every turn'
+            cand --session 'Resume or create a named session; its KV cache is saved after every turn (without it, the chat is an unnamed session, kept too and collected first under the cold budget)'
             cand --system 'A system prompt for the conversation'
             cand -n 'Largest reply in tokens, so a model that never stops cannot run on [default: 1024]'
             cand --max-tokens 'Largest reply in tokens, so a model that never stops cannot run on [default: 1024]'

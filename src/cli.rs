@@ -132,7 +132,8 @@ pub struct ChatArgs {
     /// Line mode even on a terminal.
     #[arg(long)]
     pub plain: bool,
-    /// Resume or create a named session; its KV cache is saved after every turn.
+    /// Resume or create a named session; its KV cache is saved after every turn (without
+    /// it, the chat is an unnamed session, kept too and collected first under the cold budget).
     #[arg(long, value_name = "NAME")]
     pub session: Option<String>,
     /// A system prompt for the conversation.

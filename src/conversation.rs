@@ -3,9 +3,7 @@
 //! New turns are tokenized as the chat template's text *after* what earlier turns rendered,
 //! so earlier tokens, and the KV cache that holds them, are never re-tokenized or recomputed.
 
-use anyhow::{bail, Result};
-
-use crate::engine::{ChatMessage, Context, EngineError, Model, TokenId};
+use crate::engine::{ChatMessage, EngineError, Model, TokenId};
 use crate::sequence::Sequence;
 use crate::session::live::ConversationState;
 use crate::session::SessionManifest;
@@ -32,6 +30,33 @@ pub(crate) fn describe_tools(messages: &mut Vec<Message>, tools: &minijinja::Val
         _ => messages.insert(0, Message::text("system", &text)),
     }
 }
+
+/// Why a turn could not be added; the conversation is as it was before.
+#[derive(Debug, thiserror::Error)]
+pub enum TurnError {
+    #[error(
+        "this message does not fit the context ({used} + {added} tokens > {n_ctx}); /reset, or \
+         use a larger --ctx-size or --context-overflow truncate"
+    )]
+    DoesNotFit {
+        used: usize,
+        added: usize,
+        n_ctx: usize,
+    },
+    #[error(
+        "this conversation, rendered again with another chat template, does not fit the \
+         context ({needed} tokens > {n_ctx}); use a larger --ctx-size or --context-overflow \
+         truncate"
+    )]
+    RenderedAgainDoesNotFit { needed: usize, n_ctx: usize },
+    #[error("this message alone ({tokens} tokens) does not fit the context; raise --ctx-size")]
+    MessageTooLong { tokens: usize },
+    /// The chat template failed to render the conversation.
+    #[error(transparent)]
+    Template(#[from] EngineError),
+}
+
+type Result<T, E = TurnError> = std::result::Result<T, E>;
 
 pub struct Conversation<'m> {
     model: &'m Model,
@@ -151,16 +176,28 @@ impl<'m> Conversation<'m> {
 
     /// A conversation resumed from a saved session whose token log is `seq`.
     pub fn resumed(model: &'m Model, saved: &SessionManifest, seq: Sequence) -> Self {
+        let parts = (saved.messages.clone(), saved.rendered_len, saved.raw);
+        Self::from_parts(model, parts, saved.chat_template.clone(), seq)
+    }
+
+    /// A conversation of `messages` (whose template rendering is `rendered_len` long, or
+    /// plain text when `raw`) rendered into log `seq` with chat template `rendered_with`.
+    pub fn from_parts(
+        model: &'m Model,
+        (messages, rendered_len, raw): (Vec<ChatMessage>, usize, bool),
+        rendered_with: Option<TemplateIdentity>,
+        seq: Sequence,
+    ) -> Self {
         Self {
             model,
-            messages: saved.messages.clone(),
+            messages,
             seq,
-            rendered_len: saved.rendered_len,
-            raw: saved.raw,
+            rendered_len,
+            raw,
             tools: None,
             opens_reasoning: false,
             cache_miss: None,
-            rendered_with: saved.chat_template.clone(),
+            rendered_with,
         }
     }
 
@@ -189,9 +226,9 @@ impl<'m> Conversation<'m> {
         self.seq.len() - self.seq.kv_len()
     }
 
-    /// Forgets everything but the system prompt.
-    pub fn reset(&mut self, ctx: &mut Context<'_>) {
-        self.seq.reset(ctx);
+    /// Forgets everything but the system prompt (the holder of the log's cells drops them).
+    pub fn reset(&mut self) {
+        self.seq = Sequence::new().in_seq(self.seq.seq_id());
         self.messages.retain(|m| m.role == "system");
         self.messages.truncate(1);
         self.rendered_len = 0;
@@ -229,7 +266,7 @@ impl<'m> Conversation<'m> {
         });
         self.render(true).map_err(|e| {
             self.messages.pop();
-            e.into()
+            TurnError::Template(e)
         })
     }
 
@@ -278,18 +315,19 @@ impl<'m> Conversation<'m> {
         ))
     }
 
-    /// Adds a user turn, handling a context overflow as asked.
+    /// Adds a user turn to a context of `n_ctx` cells, handling an overflow as asked. When
+    /// the log had to be rebuilt (older turns dropped, or rendered again with another
+    /// template) its `kv_len` is 0 and the holder of its cells must drop them.
     pub fn add_user(
         &mut self,
-        ctx: &mut Context<'_>,
+        n_ctx: usize,
         text: &str,
         overflow: ContextOverflow,
     ) -> Result<Option<String>> {
         if let Some(old) = self.changed_template() {
-            return self.rerender(ctx, text, overflow, &old);
+            return self.rerender(n_ctx, text, overflow, &old);
         }
         let new_tokens = self.user_turn_tokens(text)?;
-        let n_ctx = ctx.info().n_ctx as usize;
         // Leave room for at least a short reply.
         let reserve = 16.min(n_ctx / 4);
         if self.seq.len() + new_tokens.len() + reserve <= n_ctx {
@@ -301,14 +339,13 @@ impl<'m> Conversation<'m> {
                 if !self.raw {
                     self.messages.pop();
                 }
-                bail!(
-                    "this message does not fit the context ({} + {} tokens > {n_ctx}); /reset, \
-                     or use a larger --ctx-size or --context-overflow truncate",
-                    self.seq.len(),
-                    new_tokens.len()
-                );
+                Err(TurnError::DoesNotFit {
+                    used: self.seq.len(),
+                    added: new_tokens.len(),
+                    n_ctx,
+                })
             }
-            (ContextOverflow::Truncate, false) => self.truncate_to_fit(ctx, n_ctx - reserve),
+            (ContextOverflow::Truncate, false) => self.truncate_to_fit(n_ctx - reserve),
         }
     }
 
@@ -318,25 +355,20 @@ impl<'m> Conversation<'m> {
     /// the two logs share; the cache misses from where they part.
     fn rerender(
         &mut self,
-        ctx: &mut Context<'_>,
+        n_ctx: usize,
         text: &str,
         overflow: ContextOverflow,
         old: &TemplateIdentity,
     ) -> Result<Option<String>> {
         let previous = self.seq.tokens().to_vec();
         let rendered = self.push_user(text)?;
-        let n_ctx = ctx.info().n_ctx as usize;
         let budget = n_ctx - 16.min(n_ctx / 4);
         let needed = self.model.tokenize_rendered(&rendered, 0, true).len();
         if needed > budget && overflow == ContextOverflow::Error {
             self.messages.pop();
-            bail!(
-                "this conversation, rendered again with another chat template, does not fit \
-                 the context ({needed} tokens > {n_ctx}); use a larger --ctx-size or \
-                 --context-overflow truncate"
-            );
+            return Err(TurnError::RenderedAgainDoesNotFit { needed, n_ctx });
         }
-        let dropped = self.truncate_to_fit(ctx, budget)?;
+        let dropped = self.truncate_to_fit(budget)?;
         self.opens_reasoning = rendered.text.trim_end().ends_with("<think>");
         self.cache_miss = self.token_divergence(&previous, self.seq.tokens());
         self.rendered_with = self.template();
@@ -361,14 +393,14 @@ impl<'m> Conversation<'m> {
 
     /// Drops the oldest turns (keeping the system prompt) until the conversation fits, then
     /// rebuilds the token log from the template. Returns a note for the user.
-    fn truncate_to_fit(&mut self, ctx: &mut Context<'_>, budget: usize) -> Result<Option<String>> {
+    fn truncate_to_fit(&mut self, budget: usize) -> Result<Option<String>> {
         let first = usize::from(self.messages.first().is_some_and(|m| m.role == "system"));
         let mut dropped = 0;
         loop {
             let rendered = self.render(true)?;
             let tokens = self.model.tokenize_rendered(&rendered, 0, true);
             if tokens.len() <= budget {
-                self.seq.reset(ctx);
+                self.seq = Sequence::new().in_seq(self.seq.seq_id());
                 self.seq.append(&tokens);
                 self.rendered_len = self.render(false)?.text.len();
                 return Ok((dropped > 0)
@@ -376,10 +408,9 @@ impl<'m> Conversation<'m> {
             }
             if self.messages.len() <= first + 1 {
                 self.messages.pop();
-                bail!(
-                    "this message alone ({} tokens) does not fit the context; raise --ctx-size",
-                    tokens.len()
-                );
+                return Err(TurnError::MessageTooLong {
+                    tokens: tokens.len(),
+                });
             }
             self.messages.remove(first);
             dropped += 1;

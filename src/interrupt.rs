@@ -14,8 +14,8 @@ pub struct Interrupt {
 
 #[derive(Debug, Default)]
 struct Flags {
-    /// Stop the reply being generated.
-    stop: AtomicBool,
+    /// Stop the reply being generated (shared with the requests a chat sends the engine).
+    stop: Arc<AtomicBool>,
     /// Leave: no reply may run any more.
     quit: AtomicBool,
 }
@@ -56,6 +56,11 @@ impl Interrupt {
     pub fn flag(&self) -> &AtomicBool {
         &self.flags.stop
     }
+
+    /// The same flag, shared: a request's cancel token watches it.
+    pub fn stop_flag(&self) -> Arc<AtomicBool> {
+        self.flags.stop.clone()
+    }
 }
 
 /// The signals that end an interactive command (or, for SIGINT, may only stop a reply).
@@ -67,9 +72,11 @@ pub const EXIT_SIGNALS: [i32; 3] = [
 
 /// Calls `on_signal` on a thread of its own for each SIGINT, SIGTERM and SIGHUP, instead of
 /// the default action (ending the process before anything is saved).
-pub fn on_signals(on_signal: impl FnMut(i32) + Send + 'static) -> anyhow::Result<()> {
-    let mut signals = signal_hook::iterator::Signals::new(EXIT_SIGNALS)
-        .map_err(|e| anyhow::anyhow!("installing signal handlers: {e}"))?;
+pub fn on_signals(on_signal: impl FnMut(i32) + Send + 'static) -> std::io::Result<()> {
+    let installing = |e: std::io::Error| {
+        std::io::Error::new(e.kind(), format!("installing signal handlers: {e}"))
+    };
+    let mut signals = signal_hook::iterator::Signals::new(EXIT_SIGNALS).map_err(installing)?;
     let mut on_signal = on_signal;
     std::thread::Builder::new()
         .name("kvrun-signals".into())
@@ -77,7 +84,8 @@ pub fn on_signals(on_signal: impl FnMut(i32) + Send + 'static) -> anyhow::Result
             for signal in signals.forever() {
                 on_signal(signal);
             }
-        })?;
+        })
+        .map_err(installing)?;
     Ok(())
 }
 

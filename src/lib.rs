@@ -6,9 +6,11 @@
 //! - Front ends: [`cli`] (clap definitions only) and [`commands`] (one module per
 //!   subcommand); [`tui`] (the full-screen chat) and [`ui`] (progress bars and notes on
 //!   stderr); [`server`] (`kvrun serve`: OpenAI and Anthropic HTTP).
-//! - Engines: [`chat`] (the chat/TUI engine thread and its [`chat::protocol`]) and
-//!   [`service`] (the batching engine behind the server: requests with their own reply
-//!   channels, cancel tokens, a prefix index across tiers).
+//! - The engine: [`service`], one thread owning the context, the sessions and the tiers,
+//!   reached through a `ServiceHandle` by every front end: requests with their own reply
+//!   channels and cancel tokens, continuous batching, a prefix index across tiers, and the
+//!   session commands (open, save, reset, fork). [`chat`] is the chat front ends' client of
+//!   it: the active conversation, and the [`chat::protocol`] the TUI and the REPL speak.
 //! - Conversations: [`conversation`] (messages and their token log), [`template`] (chat
 //!   templates), [`tools`] (tool calls and reasoning in replies), [`sequence`] (the token
 //!   log and the canonical decode schedule).

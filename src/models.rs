@@ -6,8 +6,6 @@
 
 use std::path::{Path, PathBuf};
 
-use anyhow::{bail, Context, Result};
-
 use crate::config::FileConfig;
 use crate::gguf;
 use crate::paths::Paths;
@@ -77,35 +75,51 @@ fn locate(spec: &str, models_dir: &Path) -> PathBuf {
     as_path
 }
 
+/// Why a model cannot be used, before llama.cpp ever sees it.
+#[derive(Debug, thiserror::Error)]
+pub enum ModelError {
+    #[error("the default model is not downloaded yet ({}); run `kvrun pull` first", .0.display())]
+    DefaultMissing(PathBuf),
+    #[error("model file {} (from KVRUN_MODEL) does not exist", .0.display())]
+    EnvMissing(PathBuf),
+    #[error("model file {} (from the config file) does not exist", .0.display())]
+    ConfigMissing(PathBuf),
+    #[error(
+        "model file {} does not exist (give a .gguf path or a name from `kvrun models`)",
+        .0.display()
+    )]
+    ArgumentMissing(PathBuf),
+    #[error("{} is a folder, not a .gguf model file", .0.display())]
+    Folder(PathBuf),
+    #[error("{} is not a usable GGUF model: {source}", path.display())]
+    NotGguf {
+        path: PathBuf,
+        #[source]
+        source: gguf::GgufError,
+    },
+}
+
 /// Checks that the file exists and is a well-formed GGUF (header, metadata, tensor table)
 /// before llama.cpp, which aborts the process on some malformed files, ever opens it.
-pub fn validate(choice: &ModelChoice) -> Result<gguf::ModelInfo> {
+pub fn validate(choice: &ModelChoice) -> Result<gguf::ModelInfo, ModelError> {
     let path = &choice.path;
     if !path.exists() {
-        match choice.source {
-            ModelSource::Default => bail!(
-                "the default model is not downloaded yet ({}); run `kvrun pull` first",
-                path.display()
-            ),
-            ModelSource::Env => bail!(
-                "model file {} (from KVRUN_MODEL) does not exist",
-                path.display()
-            ),
-            ModelSource::Config => bail!(
-                "model file {} (from the config file) does not exist",
-                path.display()
-            ),
-            ModelSource::Argument => bail!(
-                "model file {} does not exist (give a .gguf path or a name from `kvrun models`)",
-                path.display()
-            ),
-        }
+        let path = path.clone();
+        return Err(match choice.source {
+            ModelSource::Default => ModelError::DefaultMissing(path),
+            ModelSource::Env => ModelError::EnvMissing(path),
+            ModelSource::Config => ModelError::ConfigMissing(path),
+            ModelSource::Argument => ModelError::ArgumentMissing(path),
+        });
     }
     if path.is_dir() {
-        bail!("{} is a folder, not a .gguf model file", path.display());
+        return Err(ModelError::Folder(path.clone()));
     }
     let file = gguf::read_header(path)
         .and_then(|file| file.check_loadable().map(|()| file))
-        .with_context(|| format!("{} is not a usable GGUF model", path.display()))?;
+        .map_err(|source| ModelError::NotGguf {
+            path: path.clone(),
+            source,
+        })?;
     Ok(file.info())
 }

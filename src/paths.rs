@@ -6,8 +6,6 @@
 
 use std::path::{Path, PathBuf};
 
-use anyhow::{Context, Result};
-
 /// The resolved set of folders kvrun reads and writes.
 #[derive(Debug, Clone)]
 pub struct Paths {
@@ -21,15 +19,18 @@ pub struct Paths {
     pub logs: PathBuf,
 }
 
+/// The platform gives no home folder (and `KVRUN_HOME` is not set).
+#[derive(Debug, thiserror::Error)]
+#[error("cannot determine a home folder for kvrun's state; set KVRUN_HOME to choose one")]
+pub struct NoHomeFolder;
+
 impl Paths {
     /// Resolves the folders from `KVRUN_HOME` or the platform defaults. Creates nothing.
-    pub fn resolve() -> Result<Self> {
+    pub fn resolve() -> Result<Self, NoHomeFolder> {
         match std::env::var_os("KVRUN_HOME").filter(|v| !v.is_empty()) {
             Some(home) => Ok(Self::under(Path::new(&home))),
             None => {
-                let dirs = directories::ProjectDirs::from("", "", "kvrun").context(
-                    "cannot determine a home folder for kvrun's state; set KVRUN_HOME to choose one",
-                )?;
+                let dirs = directories::ProjectDirs::from("", "", "kvrun").ok_or(NoHomeFolder)?;
                 Ok(Self {
                     models: dirs.data_dir().join("models"),
                     data: dirs.data_dir().to_path_buf(),

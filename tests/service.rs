@@ -9,6 +9,8 @@ use std::time::{Duration, Instant};
 use common::*;
 use kvrun::engine::TokenId;
 use kvrun::models::{ModelChoice, ModelSource};
+use kvrun::service::handle::OpenSession;
+use kvrun::service::protocol::Transcript;
 use kvrun::service::protocol::{
     CancelToken, ConversationKey, FinishReason, Reply, Request, ServiceError, Started, TokenPiece,
     Usage,
@@ -97,6 +99,7 @@ impl Service {
             max_queue,
             chat_template: None,
             alias: None,
+            prefetch: None,
         };
         let (handle, thread) = kvrun::service::start(options).unwrap();
         let deadline = Instant::now() + Duration::from_secs(120);
@@ -137,6 +140,8 @@ struct Outcome {
     pieces: Vec<TokenPiece>,
     done: Option<Usage>,
     failed: Option<ServiceError>,
+    /// Prefill progress (done, total), for a request that asked for it.
+    progress: Vec<(usize, usize)>,
 }
 
 impl Outcome {
@@ -177,6 +182,8 @@ fn request(key: ConversationKey, prompt: Vec<TokenId>, max_tokens: usize) -> (Re
         grammar: None,
         logprobs: Some(3),
         template: None,
+        transcript: None,
+        progress: false,
         cancel: cancel.clone(),
         replies: tx,
         received: Instant::now(),
@@ -197,12 +204,17 @@ impl Pending {
             pieces: Vec::new(),
             done: None,
             failed: None,
+            progress: Vec::new(),
         };
         while let Some(reply) = self.replies.blocking_recv() {
             match reply {
                 Reply::Started(s) => {
                     assert!(out.started.is_none() && out.pieces.is_empty());
                     out.started = Some(s);
+                }
+                Reply::Progress { done, total } => {
+                    assert!(out.started.is_some() && out.pieces.is_empty(), "{out:?}");
+                    out.progress.push((done, total));
                 }
                 Reply::Token(t) => {
                     assert!(out.started.is_some(), "a token before Started");
@@ -325,6 +337,96 @@ fn a_conversation_continues_from_its_hot_cells_and_after_a_restart_from_the_stor
     // scratch (as a chat's next turn does): the same tokens, log-probabilities within
     // rounding.
     assert_close(&b, &from_scratch(&model, &second, 12), ROUNDING);
+}
+
+/// What a chat front end does: open the session (its whole snapshot comes back, the partial
+/// last page included), then send the log plus the new turn.
+#[test]
+fn a_session_opened_before_its_request_continues_exactly_as_if_never_closed() {
+    let model = tiny_model();
+    let open = |name: &str| OpenSession {
+        name: Some(name.to_string()),
+        sampling: SamplingSettings::greedy(),
+    };
+    // Reference: two turns in one engine, the second from the first's hot cells.
+    let reference_home = Home::new();
+    let service = Service::start(reference_home.path(), &model, 1);
+    let first = service.tokenize(&long_text(2));
+    let more = service.tokenize(" And then some more words to read.")[1..].to_vec();
+    let a = generate(&service, named("chat"), first.clone(), 12);
+    let log: Vec<TokenId> = first.iter().chain(&a.usage().tokens).copied().collect();
+    let second: Vec<TokenId> = log.iter().chain(&more).copied().collect();
+    let reference = generate(&service, named("chat"), second.clone(), 12);
+    service.stop();
+
+    let home = Home::new();
+    let service = Service::start(home.path(), &model, 1);
+    let (mut req, pending) = request(named("chat"), first.clone(), 12);
+    req.progress = true;
+    service.handle.submit(req).unwrap();
+    let again = pending.collect();
+    assert_eq!(again.tokens(), a.tokens());
+    // Each prompt chunk without logits reports: a page at a time, then the rest but the
+    // last token, which is decoded alone to sample the reply.
+    let last = first.len() - 1;
+    let mut expected: Vec<(usize, usize)> = (1..)
+        .map(|k| k * 256)
+        .take_while(|&done| done < last)
+        .map(|done| (done, first.len()))
+        .collect();
+    expected.push((last, first.len()));
+    assert_eq!(again.progress, expected);
+    assert!(a.progress.is_empty(), "progress nobody asked for");
+    let transcript = Transcript {
+        messages: vec![kvrun::engine::ChatMessage {
+            role: "user".into(),
+            content: "hello".into(),
+        }],
+        ..Transcript::raw()
+    };
+    service
+        .handle
+        .save_blocking("chat", transcript.clone())
+        .unwrap();
+    service.stop();
+
+    let service = Service::start(home.path(), &model, 1);
+    let opened = service.handle.open_blocking(open("chat")).unwrap();
+    assert_eq!(opened.log, log);
+    assert_eq!(opened.transcript, transcript);
+    // Everything the log's cache held at the save: all but the last sampled token.
+    assert_eq!(opened.cached.hot, 0);
+    assert_eq!(opened.cached.total(), log.len() - 1, "{:?}", opened.cached);
+    let b = generate(&service, named("chat"), second.clone(), 12);
+    assert_eq!(b.usage().cached.hot, log.len() - 1, "{:?}", b.usage());
+    assert_eq!(b.usage().prefilled, second.len() - (log.len() - 1));
+    assert_close(&b, &reference, 0.0);
+
+    // Fork copies the log under a new name; a taken or bad name is refused by variant.
+    service.handle.fork_blocking("chat", "copy").unwrap();
+    assert_eq!(
+        manifest_json(&home, "copy")["tokens"],
+        manifest_json(&home, "chat")["tokens"]
+    );
+    for to in ["copy", "../x"] {
+        let refused = service.handle.fork_blocking("chat", to);
+        assert!(
+            matches!(refused, Err(ServiceError::Refused(_))),
+            "{to}: {refused:?}"
+        );
+    }
+    // Reset empties the log and its cells; the transcript is what the save records.
+    service
+        .handle
+        .reset_blocking("chat", Transcript::raw())
+        .unwrap();
+    assert_eq!(
+        manifest_json(&home, "chat")["tokens"],
+        serde_json::json!([])
+    );
+    let again = service.handle.open_blocking(open("chat")).unwrap();
+    assert!(again.log.is_empty() && again.transcript.messages.is_empty());
+    service.stop();
 }
 
 #[test]
@@ -450,7 +552,7 @@ fn cancel_and_a_dropped_receiver_end_the_reply_within_a_token() {
     let mut tokens = 0;
     let usage = loop {
         match pending.replies.blocking_recv().unwrap() {
-            Reply::Started(_) => {}
+            Reply::Started(_) | Reply::Progress { .. } => {}
             Reply::Token(_) => {
                 tokens += 1;
                 if tokens == 3 {

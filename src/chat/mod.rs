@@ -1,12 +1,12 @@
-//! The chat engine: a worker thread that owns the model, the context and the open sessions,
-//! and speaks its [`protocol`] with a front end (the TUI or the line-mode REPL).
-//! Generation and restores run here, off the UI thread, so the screen keeps redrawing.
+//! The chat front ends' client of the engine: a thread that keeps the active conversation
+//! and speaks its [`protocol`] with a front end (the TUI or the line-mode REPL), while the
+//! service engine (the same one `kvrun serve` runs) owns the model, the context, the
+//! sessions and the tiers. Generation and restores run off the UI thread, so the screen
+//! keeps redrawing.
 
-mod engine;
-mod policy;
-mod progress;
+mod client;
+mod memory;
 pub mod protocol;
 pub mod slash;
-mod tiers;
 
-pub use engine::{spawn, ChatOptions, DEFAULT_CHAT_MAX_TOKENS};
+pub use client::{spawn, ChatOptions, DEFAULT_CHAT_MAX_TOKENS};

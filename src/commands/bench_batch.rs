@@ -92,6 +92,7 @@ impl Service {
             max_queue: parallel,
             chat_template: None,
             alias: None,
+            prefetch: None,
         };
         let (handle, thread) = crate::service::start(options)?;
         while handle.info().is_none() {
@@ -118,6 +119,8 @@ impl Service {
                 grammar: None,
                 logprobs: None,
                 template: None,
+                transcript: None,
+                progress: false,
                 cancel: cancel.clone(),
                 replies: tx,
                 received: Instant::now(),
@@ -183,7 +186,7 @@ impl Service {
 
     fn stop(self) -> Result<()> {
         self.handle.shutdown();
-        self.thread.join()
+        Ok(self.thread.join()?)
     }
 }
 

@@ -390,6 +390,7 @@ fn in_process_call(
         max_queue: 4,
         chat_template: None,
         alias: None,
+        prefetch: None,
     })?;
     let started = Instant::now();
     let model = loop {
@@ -397,10 +398,8 @@ fn in_process_call(
             break model.clone();
         }
         if thread.is_finished() || started.elapsed() > READY_DEADLINE {
-            return Err(thread
-                .join()
-                .err()
-                .unwrap_or_else(|| anyhow!("the engine never got ready")));
+            thread.join()?;
+            bail!("the engine never got ready");
         }
         std::thread::sleep(Duration::from_millis(20));
     };
@@ -419,6 +418,8 @@ fn in_process_call(
             grammar: None,
             logprobs: None,
             template: None,
+            transcript: None,
+            progress: false,
             cancel: CancelToken::new(),
             replies,
             received: sent,
@@ -427,7 +428,7 @@ fn in_process_call(
     let (mut first, mut last, mut call) = (None, sent, None);
     while let Some(reply) = rx.blocking_recv() {
         match reply {
-            Reply::Started(_) => {}
+            Reply::Started(_) | Reply::Progress { .. } => {}
             Reply::Token(_) => {
                 first.get_or_insert_with(Instant::now);
                 last = Instant::now();

@@ -1,8 +1,9 @@
 //! `kvrun chat`: an interactive conversation. On a terminal it is the TUI; with `--plain`,
 //! or when stdin or stdout is not a terminal, a line-mode REPL (`chat_line`). Both are front
-//! ends of the same chat engine (a worker thread), so sessions, switching and the tiers
-//! behave alike, and so do the ways out: each stops a reply under way within a token
-//! (through [`Interrupt`]), lets the engine save every open session, and only then exits.
+//! ends of the same chat client (a worker thread, itself a client of the service engine
+//! `kvrun serve` runs), so sessions, switching and the tiers behave alike, and so do the
+//! ways out: each stops a reply under way within a token (through [`Interrupt`]), lets the
+//! chat save its session, and only then exits.
 
 use std::io::IsTerminal;
 use std::process::ExitCode;

@@ -186,7 +186,8 @@ fn watch_signals(
         }
         leaving.signalled(signal);
         let _ = inputs.send(Input::Signal(signal));
-    })
+    })?;
+    Ok(())
 }
 
 /// Reads one message; a line ending in `\\` continues on the next.

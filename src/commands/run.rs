@@ -27,7 +27,7 @@ use crate::interrupt::{signal_exit_code, Interrupt};
 use crate::sequence::{GenerateOptions, Generated, StopReason, SyncObserver};
 use crate::session::catalog::SessionCatalog;
 use crate::session::live::{RestorePhases, SessionObserver};
-use crate::settings::{ContextOverflow, EngineSettings, SamplingSettings, DEFAULT_PAGE_TOKENS};
+use crate::settings::{EngineSettings, SamplingSettings, DEFAULT_PAGE_TOKENS};
 use crate::tools::parse_reply;
 use crate::ui::PrefillBar;
 
@@ -157,8 +157,7 @@ fn run_session(env: &Env, args: &RunArgs, name: &str) -> Result<ExitCode> {
             let before = conversation.seq.len();
             check_text_may_fit(text, before, &ctx, &model)
                 .with_context(|| format!("session '{name}'"))?;
-            let note = conversation
-                .add_user(&mut ctx, text, ContextOverflow::Error)
+            let note = session_setup::add_user_turn(&mut ctx, &mut conversation, text)
                 .with_context(|| format!("session '{name}'"))?;
             if let Some(note) = note {
                 env.ui.note(format!("session '{name}': {note}"));

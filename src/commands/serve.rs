@@ -118,6 +118,7 @@ fn settle(env: &Env, args: &ServeArgs) -> Result<ServeSettings> {
             max_queue: max_queue as usize,
             chat_template: super::chat_template_override(&args.model, env).map(str::to_string),
             alias: args.alias.clone().or_else(|| config.alias.clone()),
+            prefetch: None,
         },
         sampling: SamplingSettings::resolve(&args.sampling, config),
         max_tokens,
@@ -197,7 +198,7 @@ async fn serve(env: &Env, settings: ServeSettings) -> Result<ExitCode> {
     )
     .await;
     let engine_result = match joined {
-        Ok(Ok(result)) => result,
+        Ok(Ok(result)) => result.map_err(anyhow::Error::from),
         Ok(Err(e)) => Err(anyhow::anyhow!("the engine thread panicked: {e}")),
         Err(_) => Err(anyhow::anyhow!(
             "the engine did not finish saving within {SAVE_DEADLINE:?}"

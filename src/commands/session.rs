@@ -21,7 +21,7 @@ use crate::sequence::NoObserver;
 use crate::session::catalog::SessionCatalog;
 use crate::session::export;
 use crate::session::live::{RestorePhases, SessionObserver};
-use crate::settings::{ContextOverflow, DEFAULT_PAGE_TOKENS};
+use crate::settings::DEFAULT_PAGE_TOKENS;
 use crate::ui::PrefillBar;
 
 pub fn run(env: &Env, command: SessionCommand) -> Result<ExitCode> {
@@ -76,8 +76,7 @@ fn save(env: &Env, args: SessionSaveArgs) -> Result<ExitCode> {
         session_setup::resume(env, &mut live, &mut ctx, &model, args.raw, None)?;
     check_text_may_fit(&text, conversation.seq.len(), &ctx, &model)
         .with_context(|| format!("session '{}'", args.name))?;
-    conversation
-        .add_user(&mut ctx, &text, ContextOverflow::Error)
+    session_setup::add_user_turn(&mut ctx, &mut conversation, &text)
         .with_context(|| format!("session '{}'", args.name))?;
     session_setup::reuse_prefix(env, &mut live, &mut ctx, &mut conversation, &mut restore)?;
 

@@ -164,3 +164,19 @@ pub fn reuse_prefix(
     report.phases.add(&reuse.phases);
     Ok(())
 }
+
+/// Adds a user turn to a resumed conversation whose cells are in `ctx`, refusing one that
+/// does not fit. When the log had to be rebuilt (rendered again with another template),
+/// none of the restored cells belongs to it any more, so they go.
+pub fn add_user_turn(
+    ctx: &mut Context<'_>,
+    conversation: &mut Conversation<'_>,
+    text: &str,
+) -> Result<Option<String>> {
+    let n_ctx = ctx.info().n_ctx as usize;
+    let note = conversation.add_user(n_ctx, text, crate::settings::ContextOverflow::Error)?;
+    if conversation.seq.kv_len() == 0 {
+        ctx.clear_seq(conversation.seq.seq_id());
+    }
+    Ok(note)
+}

@@ -163,9 +163,9 @@ impl From<ServiceError> for ApiError {
                 .code("context_length_exceeded"),
             ServiceError::EmptyPrompt => Self::bad_request(message).param("messages"),
             ServiceError::BadToken(_) => Self::bad_request(message).param("prompt"),
-            ServiceError::Grammar(_) | ServiceError::InvalidSetting(_) => {
-                Self::bad_request(message)
-            }
+            ServiceError::Grammar(_)
+            | ServiceError::InvalidSetting(_)
+            | ServiceError::Refused(_) => Self::bad_request(message),
             ServiceError::QueueFull(_) => Self {
                 retry_after: Some(RETRY_AFTER_SECS),
                 ..Self::new(StatusCode::SERVICE_UNAVAILABLE, message).code("queue_full")

@@ -79,6 +79,8 @@ pub async fn start(state: &AppState, job: Job) -> Result<Generation, ApiError> {
         grammar: job.grammar,
         logprobs: job.logprobs,
         template: job.template,
+        transcript: None,
+        progress: false,
         cancel: cancel.clone(),
         replies: replies_tx,
         received: Instant::now(),
@@ -114,15 +116,19 @@ pub async fn start(state: &AppState, job: Job) -> Result<Generation, ApiError> {
 impl Generation {
     /// The next token, or the end.
     pub async fn next(&mut self) -> Result<Step, ApiError> {
-        match self.replies.recv().await {
-            Some(Reply::Token(piece)) => Ok(Step::Token(piece)),
-            Some(Reply::Done(usage)) => {
-                self.counters.record_usage(&usage);
-                Ok(Step::Done(usage))
-            }
-            Some(Reply::Failed(e)) => Err(e.into()),
-            Some(Reply::Started(_)) => Err(ApiError::internal("the engine started twice")),
-            None => Err(ApiError::internal("the engine dropped the request")),
+        loop {
+            return match self.replies.recv().await {
+                Some(Reply::Token(piece)) => Ok(Step::Token(piece)),
+                Some(Reply::Done(usage)) => {
+                    self.counters.record_usage(&usage);
+                    Ok(Step::Done(usage))
+                }
+                Some(Reply::Failed(e)) => Err(e.into()),
+                // Sent only to requests that ask for it; none of the APIs does.
+                Some(Reply::Progress { .. }) => continue,
+                Some(Reply::Started(_)) => Err(ApiError::internal("the engine started twice")),
+                None => Err(ApiError::internal("the engine dropped the request")),
+            };
         }
     }
 

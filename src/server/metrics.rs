@@ -329,6 +329,7 @@ mod tests {
             cold: TierBytes {
                 used: 100,
                 budget: Some(1000),
+                pages: 2,
             },
             queued: 3,
             ..Default::default()

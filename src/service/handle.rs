@@ -7,8 +7,9 @@ use std::sync::{Arc, OnceLock};
 use serde::Serialize;
 use tokio::sync::oneshot;
 
-use super::protocol::{Request, ServiceError};
-use crate::engine::Model;
+use super::protocol::{CachedTokens, Request, ServiceError, Transcript};
+use crate::engine::{Model, TokenId};
+use crate::template::TemplateIdentity;
 
 /// Facts about the loaded model and context, fixed once the engine is ready.
 #[derive(Debug, Clone, Serialize)]
@@ -34,8 +35,65 @@ pub enum Command {
     RemoveSession(String, oneshot::Sender<Result<(), ServiceError>>),
     /// Pins (or unpins) a session: a pinned one is never collected under the cold budget.
     PinSession(String, bool, oneshot::Sender<Result<(), ServiceError>>),
+    /// Opens (locking it, or creating it) a named session and restores its snapshot into
+    /// the context, so that its next request starts at once (a chat's switch).
+    Open(OpenSession, oneshot::Sender<Result<Opened, ServiceError>>),
+    /// Saves a session now, recording the transcript with its log.
+    Save(
+        String,
+        Transcript,
+        oneshot::Sender<Result<Saved, ServiceError>>,
+    ),
+    /// Empties a session's log (and its cells) and saves it with the transcript.
+    Reset(
+        String,
+        Transcript,
+        oneshot::Sender<Result<Saved, ServiceError>>,
+    ),
+    /// Saves session `from` and copies it to a new session `to`.
+    Fork {
+        from: String,
+        to: String,
+        reply: oneshot::Sender<Result<(), ServiceError>>,
+    },
     /// Cancel what runs, save every conversation, release every lock and exit.
     Shutdown,
+}
+
+/// What [`Command::Open`] opens.
+#[derive(Debug, Clone)]
+pub struct OpenSession {
+    /// `None`: a new session under a generated name, collected first under the cold budget
+    /// (a chat started without `--session`).
+    pub name: Option<String>,
+    /// Recorded in a new session's manifest (a saved session keeps its own).
+    pub sampling: crate::settings::SamplingSettings,
+}
+
+/// A session made hot by [`Command::Open`].
+#[derive(Debug, Clone)]
+pub struct Opened {
+    pub session: String,
+    /// Its token log (empty for a new session).
+    pub log: Vec<TokenId>,
+    /// What its last save recorded besides the log.
+    pub transcript: Transcript,
+    /// The chat template its turns were rendered with.
+    pub template: Option<TemplateIdentity>,
+    /// Tokens of the log now in the context, by the tier they came from (`hot`: it was
+    /// hot already).
+    pub cached: CachedTokens,
+    pub restore_ms: f64,
+    /// Parts of the snapshot that could not be used (the log is recomputed there).
+    pub warnings: Vec<String>,
+}
+
+/// What a save wrote.
+#[derive(Debug, Clone, Default)]
+pub struct Saved {
+    pub bytes: u64,
+    pub ms: f64,
+    pub warnings: Vec<String>,
 }
 
 /// One session the server knows, hot or not.
@@ -55,6 +113,8 @@ pub struct SessionStatus {
 pub struct TierBytes {
     pub used: u64,
     pub budget: Option<u64>,
+    /// Pages (objects, for the cold tier) it holds.
+    pub pages: u64,
 }
 
 /// Cumulative counters since start, and current use.
@@ -147,6 +207,45 @@ impl ServiceHandle {
         let (tx, rx) = oneshot::channel();
         self.send(Command::PinSession(name.to_string(), pinned, tx))?;
         rx.await.map_err(|_| ServiceError::ShuttingDown)?
+    }
+
+    /// The blocking calls below are for front ends on threads of their own (the chat's);
+    /// they must not run inside an async runtime.
+    pub fn stats_blocking(&self) -> Result<ServiceStats, ServiceError> {
+        self.call(Command::Stats)
+    }
+
+    pub fn open_blocking(&self, open: OpenSession) -> Result<Opened, ServiceError> {
+        self.call(|tx| Command::Open(open, tx))?
+    }
+
+    pub fn save_blocking(&self, name: &str, transcript: Transcript) -> Result<Saved, ServiceError> {
+        self.call(|tx| Command::Save(name.to_string(), transcript, tx))?
+    }
+
+    pub fn reset_blocking(
+        &self,
+        name: &str,
+        transcript: Transcript,
+    ) -> Result<Saved, ServiceError> {
+        self.call(|tx| Command::Reset(name.to_string(), transcript, tx))?
+    }
+
+    pub fn fork_blocking(&self, from: &str, to: &str) -> Result<(), ServiceError> {
+        self.call(|reply| Command::Fork {
+            from: from.to_string(),
+            to: to.to_string(),
+            reply,
+        })?
+    }
+
+    fn call<T>(
+        &self,
+        command: impl FnOnce(oneshot::Sender<T>) -> Command,
+    ) -> Result<T, ServiceError> {
+        let (tx, rx) = oneshot::channel();
+        self.send(command(tx))?;
+        rx.blocking_recv().map_err(|_| ServiceError::ShuttingDown)
     }
 
     pub fn shutdown(&self) {

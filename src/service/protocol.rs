@@ -9,8 +9,11 @@ use std::time::{Duration, Instant};
 use serde::Serialize;
 use tokio::sync::mpsc::UnboundedSender;
 
-use crate::engine::{TokenId, TokenLogprob};
+use crate::conversation::CacheMiss;
+use crate::engine::{ChatMessage, TokenId, TokenLogprob};
+use crate::session::live::ConversationState;
 use crate::settings::SamplingSettings;
+use crate::template::TemplateIdentity;
 
 /// Unique per process; the API layers derive their response ids from it.
 pub type RequestId = u64;
@@ -26,6 +29,41 @@ pub enum ConversationKey {
     Anonymous,
 }
 
+/// What a chat front end keeps with a conversation's log: its messages and how the chat
+/// template rendered them. The HTTP APIs send none (their clients keep the messages), so
+/// their sessions record only the log.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Transcript {
+    pub messages: Vec<ChatMessage>,
+    /// Length of the template's rendering of `messages` (without the reply's opener).
+    pub rendered_len: usize,
+    /// Plain text, no chat template.
+    pub raw: bool,
+    /// Where the last turn's prompt stopped extending the log, if it did.
+    pub cache_miss: Option<CacheMiss>,
+}
+
+impl Transcript {
+    /// The log of a client that keeps no messages (the HTTP APIs).
+    pub fn raw() -> Self {
+        Self {
+            raw: true,
+            ..Self::default()
+        }
+    }
+
+    /// As a session save records it, with the template that rendered the turns.
+    pub fn state(&self, template: Option<TemplateIdentity>) -> ConversationState<'_> {
+        ConversationState {
+            messages: &self.messages,
+            rendered_len: self.rendered_len,
+            raw: self.raw,
+            template,
+            cache_miss: self.cache_miss.as_ref(),
+        }
+    }
+}
+
 /// Stops a request's generation within one token. Dropping the reply receiver (a client
 /// that disconnected) cancels too: the engine treats a failed send as a cancel.
 #[derive(Debug, Clone, Default)]
@@ -34,6 +72,10 @@ pub struct CancelToken(Arc<AtomicBool>);
 impl CancelToken {
     pub fn new() -> Self {
         Self::default()
+    }
+    /// A token raised whenever `flag` is (a chat's Ctrl-C flag, shared with its requests).
+    pub fn watching(flag: Arc<AtomicBool>) -> Self {
+        Self(flag)
     }
     pub fn cancel(&self) {
         self.0.store(true, Ordering::Relaxed);
@@ -62,7 +104,11 @@ pub struct Request {
     pub logprobs: Option<usize>,
     /// The chat template that rendered `prompt` (`None` for plain text): the session
     /// records it.
-    pub template: Option<crate::template::TemplateIdentity>,
+    pub template: Option<TemplateIdentity>,
+    /// The messages to record with the log when the reply is saved (`None`: a raw log).
+    pub transcript: Option<Transcript>,
+    /// Send [`Reply::Progress`] while the prompt is prefilled.
+    pub progress: bool,
     pub cancel: CancelToken,
     pub replies: UnboundedSender<Reply>,
     /// When the front end received the request (queue time counts from here).
@@ -70,11 +116,17 @@ pub struct Request {
 }
 
 /// What the engine sends back for one request, in this order: `Started`, any number of
-/// `Token`s, then exactly one of `Done` or `Failed`.
+/// `Progress` (only when the request asked), any number of `Token`s, then exactly one of
+/// `Done` or `Failed`.
 #[derive(Debug, Clone)]
 pub enum Reply {
     /// The prompt's cached prefix is restored and prefill begins.
     Started(Started),
+    /// `done` of the `total` prompt tokens to prefill are in the cache.
+    Progress {
+        done: usize,
+        total: usize,
+    },
     /// One sampled token and the text it completes (may be empty mid-UTF-8).
     Token(TokenPiece),
     Done(Usage),
@@ -134,6 +186,9 @@ pub struct Usage {
     /// Prompt tokens decoded by this request (not served from a tier).
     pub prefilled: usize,
     pub generated: usize,
+    /// The generated token ids as the log holds them, an end-of-generation token included
+    /// (it sends no text, so no `Token` carries it).
+    pub tokens: Vec<TokenId>,
     pub finish: FinishReason,
     /// The stop string that ended the reply (Anthropic's `stop_sequence`).
     pub stop_sequence: Option<String>,
@@ -166,6 +221,9 @@ pub enum ServiceError {
     SessionInUse { name: String, detail: String },
     #[error("session '{name}' cannot be used with this server: {detail}")]
     Incompatible { name: String, detail: String },
+    /// A session operation the catalog refused: an invalid name, a name already taken.
+    #[error("{0}")]
+    Refused(String),
     #[error("the server is shutting down")]
     ShuttingDown,
     #[error("{0}")]

@@ -10,10 +10,8 @@
 use std::path::Path;
 use std::sync::Arc;
 
-use anyhow::{Context as _, Result};
-
 use super::catalog::SessionCatalog;
-use super::identity::{kv_identity, model_identity};
+use super::identity::{kv_identity, model_identity, FingerprintError};
 use super::live::LiveSession;
 use super::manifest::{KvIdentity, ModelIdentity, SessionManifest};
 use crate::engine::{Context, Model};
@@ -39,9 +37,8 @@ impl<'c> SessionBinding<'c> {
         model: &Model,
         ctx: &Context<'_>,
         engine: EngineSettings,
-    ) -> Result<Self> {
-        let identity = model_identity(model_path, &model.facts().description)
-            .context("fingerprinting the model")?;
+    ) -> Result<Self, FingerprintError> {
+        let identity = model_identity(model_path, &model.facts().description)?;
         Ok(Self {
             catalog,
             model: identity,

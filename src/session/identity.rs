@@ -4,8 +4,6 @@
 use std::io::{Read, Seek, SeekFrom};
 use std::path::Path;
 
-use anyhow::{Context as _, Result};
-
 use super::manifest::{KvIdentity, KvSnapshot, ModelIdentity, SessionManifest};
 use crate::engine::ContextInfo;
 use crate::kv::PageKey;
@@ -17,22 +15,48 @@ use crate::store::ObjectId;
 const SAMPLES: u64 = 16;
 const SAMPLE_BYTES: u64 = 64 * 1024;
 
+/// A model file that could not be fingerprinted.
+#[derive(Debug, thiserror::Error)]
+pub enum FingerprintError {
+    #[error("fingerprinting the model {}: {source}", path.display())]
+    Header {
+        path: std::path::PathBuf,
+        #[source]
+        source: crate::gguf::GgufError,
+    },
+    #[error("fingerprinting the model {}: {source}", path.display())]
+    Io {
+        path: std::path::PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+}
+
 /// Fingerprints a model: its GGUF header, tensor table and size, plus sampled weights.
-pub fn model_identity(path: &Path, name: &str) -> Result<ModelIdentity> {
-    let file =
-        crate::gguf::read_header(path).with_context(|| format!("reading {}", path.display()))?;
+pub fn model_identity(path: &Path, name: &str) -> Result<ModelIdentity, FingerprintError> {
+    let io = |source| FingerprintError::Io {
+        path: path.to_path_buf(),
+        source,
+    };
+    let file = crate::gguf::read_header(path).map_err(|source| FingerprintError::Header {
+        path: path.to_path_buf(),
+        source,
+    })?;
     let mut hasher = blake3::Hasher::new();
     hasher.update(b"kvrun model fingerprint v1");
     hasher.update(file.fingerprint().as_bytes());
     let data_start = file.data_offset();
     let data_len = file.file_size().saturating_sub(data_start);
-    let mut f = std::fs::File::open(path).with_context(|| format!("opening {}", path.display()))?;
+    let mut f = std::fs::File::open(path).map_err(io)?;
     let mut buf = Vec::with_capacity(SAMPLE_BYTES as usize);
     for i in 0..SAMPLES {
         let offset = data_start + data_len.saturating_sub(SAMPLE_BYTES) * i / (SAMPLES - 1);
-        f.seek(SeekFrom::Start(offset))?;
+        f.seek(SeekFrom::Start(offset)).map_err(io)?;
         buf.clear();
-        (&mut f).take(SAMPLE_BYTES).read_to_end(&mut buf)?;
+        (&mut f)
+            .take(SAMPLE_BYTES)
+            .read_to_end(&mut buf)
+            .map_err(io)?;
         hasher.update(&buf);
     }
     Ok(ModelIdentity {

@@ -50,7 +50,7 @@ pub fn uninterrupted_with(
     let mut out = Vec::new();
     for turn in turns {
         conversation
-            .add_user(&mut ctx, turn, ContextOverflow::Error)
+            .add_user(ctx.info().n_ctx as usize, turn, ContextOverflow::Error)
             .unwrap();
         let mut sampler = Sampler::new(&model, &greedy, conversation.seq.tokens());
         let options = GenerateOptions {

@@ -114,6 +114,7 @@ mod tests {
             },
             prefilled: 40,
             generated: 5,
+            tokens: vec![7; 5],
             finish: FinishReason::EndOfGeneration,
             stop_sequence: None,
             queued: Duration::ZERO,

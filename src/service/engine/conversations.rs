@@ -11,6 +11,7 @@ use crate::sequence::Sequence;
 use crate::service::protocol::{ConversationKey, ServiceError};
 use crate::session::live::LiveSession;
 use crate::session::SessionError;
+use crate::settings::SamplingSettings;
 
 /// A session this server has open: it holds the lock until shutdown or removal.
 pub struct Open<'c> {
@@ -87,7 +88,9 @@ impl<'c, 'm> Engine<'c, 'm> {
                         Target::Open(i)
                     });
                 }
-                self.open_session(ctx, name, true).map(Target::Open)
+                let sampling = crate::settings::SamplingSettings::greedy();
+                self.open_session(ctx, name, true, sampling)
+                    .map(Target::Open)
             }
             ConversationKey::Anonymous => {
                 let open = self
@@ -110,13 +113,16 @@ impl<'c, 'm> Engine<'c, 'm> {
                     (Some((i, _, _)), None) => Ok(Target::Open(i)),
                     (_, Some((j, _, _))) => {
                         let name = self.stored_unnamed.remove(j).name;
-                        match self.open_session(ctx, &name, false) {
+                        let greedy = crate::settings::SamplingSettings::greedy;
+                        match self.open_session(ctx, &name, false, greedy()) {
                             Ok(i) => Ok(Target::Open(i)),
                             // Someone else holds it now: start a new conversation.
-                            Err(_) => self.open_new_unnamed(ctx).map(Target::Open),
+                            Err(_) => self.open_new_unnamed(ctx, greedy()).map(Target::Open),
                         }
                     }
-                    (None, None) => self.open_new_unnamed(ctx).map(Target::Open),
+                    (None, None) => self
+                        .open_new_unnamed(ctx, crate::settings::SamplingSettings::greedy())
+                        .map(Target::Open),
                 }
             }
         }
@@ -126,21 +132,27 @@ impl<'c, 'm> Engine<'c, 'm> {
         self.conversations.iter().position(|o| o.live.name == name)
     }
 
-    fn open_new_unnamed(&mut self, ctx: &Context<'m>) -> Result<usize, ServiceError> {
+    pub(super) fn open_new_unnamed(
+        &mut self,
+        ctx: &Context<'m>,
+        sampling: SamplingSettings,
+    ) -> Result<usize, ServiceError> {
         loop {
             let name = generated_name();
             if self.find(&name).is_none() && !self.catalog.exists(&name).unwrap_or(true) {
-                return self.open_session(ctx, &name, false);
+                return self.open_session(ctx, &name, false, sampling);
             }
         }
     }
 
-    /// Locks session `name`, reads it if it exists and checks it fits this server.
-    fn open_session(
+    /// Locks session `name`, reads it if it exists and checks it fits this server. A new
+    /// session records `sampling`.
+    pub(super) fn open_session(
         &mut self,
         ctx: &Context<'m>,
         name: &str,
         named: bool,
+        sampling: SamplingSettings,
     ) -> Result<usize, ServiceError> {
         let incompatible = |detail: String| ServiceError::Incompatible {
             name: name.to_string(),
@@ -154,7 +166,8 @@ impl<'c, 'm> Engine<'c, 'm> {
             SessionError::Io { .. } | SessionError::Store(_) | SessionError::DiskFull { .. } => {
                 ServiceError::Internal(e.to_string())
             }
-            // A bad name, or a manifest this server cannot use (corrupt, too new).
+            e @ SessionError::InvalidName { .. } => ServiceError::Refused(e.to_string()),
+            // A manifest this server cannot use (corrupt, too new).
             other => incompatible(other.to_string()),
         })?;
         let (tokens, unnamed, pinned, prompt_len) = manifest
@@ -163,12 +176,7 @@ impl<'c, 'm> Engine<'c, 'm> {
                 (m.tokens.clone(), m.unnamed, m.pinned, m.prompt_tokens)
             });
         self.stored_unnamed.retain(|s| s.name != name);
-        let mut live = self.sessions.open(
-            name,
-            lock,
-            manifest,
-            crate::settings::SamplingSettings::greedy(),
-        );
+        let mut live = self.sessions.open(name, lock, manifest, sampling);
         live.check_compatible(ctx)
             .map_err(|e| incompatible(e.to_string()))?;
         live.set_unnamed(unnamed);
@@ -203,12 +211,19 @@ impl<'c, 'm> Engine<'c, 'm> {
 
     /// The least recently used idle hot conversation other than `keep`.
     pub(super) fn coolest(&self, keep: usize) -> Option<usize> {
+        super::policy::coolest(&self.residency(), keep)
+    }
+
+    /// The open conversations as the hot tier's policy sees them.
+    pub(super) fn residency(&self) -> Vec<super::policy::Residency> {
         self.conversations
             .iter()
-            .enumerate()
-            .filter(|(i, o)| *i != keep && o.hot.is_some() && !o.busy)
-            .min_by_key(|(_, o)| o.last_used)
-            .map(|(i, _)| i)
+            .map(|o| super::policy::Residency {
+                last_used: o.last_used,
+                hot: o.hot.is_some(),
+                busy: o.busy,
+            })
+            .collect()
     }
 
     /// Cells the hot sequences hold.

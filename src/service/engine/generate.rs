@@ -10,9 +10,9 @@ use super::Engine;
 use crate::engine::{BatchEntry, Context, Sampler, TokenId, TokenLogprob, Utf8Stream};
 use crate::sequence::{NoObserver, SyncObserver};
 use crate::service::protocol::{
-    CachedTokens, FinishReason, Reply, Request, ServiceError, TokenPiece, Usage,
+    CachedTokens, FinishReason, Reply, Request, ServiceError, TokenPiece, Transcript, Usage,
 };
-use crate::session::live::{ConversationState, SessionObserver};
+use crate::session::live::SessionObserver;
 use crate::template::TemplateIdentity;
 
 pub struct Active {
@@ -25,7 +25,8 @@ pub struct Active {
     piece: Vec<u8>,
     cached: CachedTokens,
     prefilled: usize,
-    generated: usize,
+    /// The generated ids, as the log holds them.
+    tokens: Vec<TokenId>,
     admitted: Instant,
     first_token: Option<Instant>,
     /// Set once generation has ended; the request is then finished between steps.
@@ -54,7 +55,7 @@ impl Active {
             piece: Vec::new(),
             cached,
             prefilled: 0,
-            generated: 0,
+            tokens: Vec::new(),
             admitted,
             first_token: None,
             finish: None,
@@ -166,6 +167,14 @@ impl<'c, 'm> Engine<'c, 'm> {
             let active = &mut self.active[i];
             if active.first_token.is_none() {
                 active.add_prefilled(n);
+                if active.request.progress && idx.is_none() {
+                    let total = active.request.prompt.len() - active.cached.total();
+                    let done = Reply::Progress {
+                        done: active.prefilled,
+                        total,
+                    };
+                    let _ = active.request.replies.send(done);
+                }
             }
             if let Some(idx) = idx {
                 let token = ctx.sample_at(&mut active.sampler, idx);
@@ -223,7 +232,7 @@ impl<'c, 'm> Engine<'c, 'm> {
         let open = &mut self.conversations[index];
         active.first_token.get_or_insert_with(Instant::now);
         open.seq.append(&[token]);
-        active.generated += 1;
+        active.tokens.push(token);
         let n_ctx = ctx.info().n_ctx as usize;
         let end_of_generation = self.model.is_end_of_generation(token);
         let mut text = String::new();
@@ -239,7 +248,7 @@ impl<'c, 'm> Engine<'c, 'm> {
         if active.finish.is_none() {
             active.finish = if end_of_generation {
                 Some(FinishReason::EndOfGeneration)
-            } else if active.generated >= active.request.max_tokens {
+            } else if active.tokens.len() >= active.request.max_tokens {
                 Some(FinishReason::MaxTokens)
             } else if open.seq.len() > n_ctx {
                 Some(FinishReason::ContextFull)
@@ -295,7 +304,8 @@ impl<'c, 'm> Engine<'c, 'm> {
             prompt_tokens: prompt_len,
             cached: active.cached,
             prefilled: active.prefilled,
-            generated: active.generated,
+            generated: active.tokens.len(),
+            tokens: active.tokens.clone(),
             finish,
             stop_sequence: active.matched_stop.clone(),
             queued: active
@@ -316,7 +326,8 @@ impl<'c, 'm> Engine<'c, 'm> {
         if let Some(index) = self.find(&active.conversation) {
             let interrupted = finish == FinishReason::Cancelled;
             let template = active.request.template.clone();
-            self.save(ctx, index, prompt_len, interrupted, template);
+            let transcript = active.request.transcript.as_ref();
+            self.save(ctx, index, prompt_len, interrupted, (transcript, template));
         }
         self.enforce_cold_budget(ctx);
     }
@@ -328,7 +339,7 @@ impl<'c, 'm> Engine<'c, 'm> {
         index: usize,
         prompt_len: usize,
         interrupted: bool,
-        template: Option<TemplateIdentity>,
+        (transcript, template): (Option<&Transcript>, Option<TemplateIdentity>),
     ) {
         let open = &mut self.conversations[index];
         open.busy = false;
@@ -337,13 +348,8 @@ impl<'c, 'm> Engine<'c, 'm> {
         open.last_used_unix = crate::clock::unix_now();
         open.live.set_prompt_tokens(prompt_len);
         open.live.set_interrupted(interrupted);
-        let state = ConversationState {
-            messages: &[],
-            rendered_len: 0,
-            raw: true,
-            template,
-            cache_miss: None,
-        };
+        let raw = Transcript::raw();
+        let state = transcript.unwrap_or(&raw).state(template);
         match open.live.save(ctx, &open.seq, state) {
             Ok(report) => report.warnings.iter().for_each(|w| tracing::warn!("{w}")),
             Err(e) => tracing::error!(
@@ -369,6 +375,7 @@ impl<'c, 'm> Engine<'c, 'm> {
             cached: CachedTokens::default(),
             prefilled: 0,
             generated: 0,
+            tokens: Vec::new(),
             finish: FinishReason::Cancelled,
             stop_sequence: None,
             queued: now.saturating_duration_since(request.received),

@@ -11,6 +11,8 @@
 mod admit;
 mod conversations;
 mod generate;
+mod lifecycle;
+mod policy;
 mod prefix;
 mod retention;
 
@@ -24,8 +26,6 @@ use std::sync::mpsc::{Receiver, RecvTimeoutError};
 use std::sync::{Arc, OnceLock};
 use std::thread::JoinHandle;
 use std::time::Duration;
-
-use anyhow::{Context as _, Result};
 
 use super::handle::{Command, ServiceHandle, ServiceInfo};
 use super::protocol::{Request, ServiceError};
@@ -43,8 +43,12 @@ pub struct ServiceOptions {
     pub paths: crate::paths::Paths,
     pub model: crate::models::ModelChoice,
     pub engine: crate::settings::EngineSettings,
-    /// Budgets of the warm and cold tiers; `hot_sessions` is ignored (`parallel` rules).
+    /// Budgets of the warm and cold tiers and the idle times; `hot_sessions` is ignored
+    /// (`parallel` sequences are the hot tier).
     pub tiers: crate::settings::TierSettings,
+    /// A session whose pages start loading into RAM while the model loads (the one a chat
+    /// opens first).
+    pub prefetch: Option<String>,
     /// Sequences decoded together (default 4).
     pub parallel: usize,
     /// Requests waiting beyond `parallel` (default 64); past it a submit gets QueueFull.
@@ -53,6 +57,31 @@ pub struct ServiceOptions {
     /// [`ServiceInfo::model_name`]; the model's own name when None.
     pub alias: Option<String>,
 }
+
+/// Why the engine could not start (or ended) before serving.
+#[derive(Debug, thiserror::Error)]
+pub enum StartError {
+    #[error(transparent)]
+    Session(#[from] crate::session::SessionError),
+    #[error(transparent)]
+    Model(#[from] crate::models::ModelError),
+    #[error("loading {}: {source}", path.display())]
+    Load {
+        path: std::path::PathBuf,
+        #[source]
+        source: crate::engine::EngineError,
+    },
+    #[error(transparent)]
+    Engine(#[from] crate::engine::EngineError),
+    #[error(transparent)]
+    Fingerprint(#[from] crate::session::identity::FingerprintError),
+    #[error("starting the engine thread: {0}")]
+    Thread(std::io::Error),
+    #[error("the engine thread panicked")]
+    Panicked,
+}
+
+type Result<T, E = StartError> = std::result::Result<T, E>;
 
 /// The engine's thread. It ends after [`ServiceHandle::shutdown`], when every handle is
 /// gone, or when the model fails to load (`join` returns that error).
@@ -68,7 +97,7 @@ impl EngineThread {
     pub fn join(self) -> Result<()> {
         match self.thread.join() {
             Ok(result) => result,
-            Err(_) => anyhow::bail!("the engine thread panicked"),
+            Err(_) => Err(StartError::Panicked),
         }
     }
 }
@@ -89,7 +118,7 @@ pub fn start(options: ServiceOptions) -> Result<(ServiceHandle, EngineThread)> {
     let thread = std::thread::Builder::new()
         .name("kvrun-service".into())
         .spawn(move || run(options, receiver, pending, ready))
-        .context("starting the engine thread")?;
+        .map_err(StartError::Thread)?;
     Ok((handle, EngineThread { thread }))
 }
 
@@ -100,9 +129,20 @@ fn run(
     ready: Arc<OnceLock<(Arc<Model>, ServiceInfo)>>,
 ) -> Result<()> {
     let catalog = SessionCatalog::open(&options.paths)?;
+    let warm = Arc::new(WarmPool::new(options.tiers.warm_budget));
+    if let Some(name) = &options.prefetch {
+        if let Ok(m) = catalog.read_manifest(name) {
+            warm.prefetch(catalog.store().clone(), m.restore_objects().collect());
+        }
+    }
     crate::models::validate(&options.model)?;
-    let mut model = Model::load(&options.model.path, options.engine.gpu_layers)
-        .with_context(|| format!("loading {}", options.model.path.display()))?;
+    let mut model =
+        Model::load(&options.model.path, options.engine.gpu_layers).map_err(|source| {
+            StartError::Load {
+                path: options.model.path.clone(),
+                source,
+            }
+        })?;
     if let Some(spec) = &options.chat_template {
         model.set_chat_template(spec)?;
     }
@@ -126,7 +166,6 @@ fn run(
         created_unix: unix_now(),
     };
     let _ = ready.set((model.clone(), info));
-    let warm = Arc::new(WarmPool::new(options.tiers.warm_budget));
     let sessions = SessionBinding::new(
         &catalog,
         &options.model.path,
@@ -175,8 +214,8 @@ fn run(
         }
         if busy {
             engine.step(&mut ctx);
-        } else if let Some(idle) = engine.tiers.warm_idle {
-            engine.warm.evict_idle(idle);
+        } else {
+            engine.idle(&mut ctx);
         }
     }
     engine.shutdown(&mut ctx);
@@ -222,7 +261,33 @@ impl<'c, 'm> Engine<'c, 'm> {
             Command::PinSession(name, pinned, reply) => {
                 let _ = reply.send(self.pin_session(&name, pinned));
             }
+            Command::Open(open, reply) => {
+                let _ = reply.send(self.open_hot(ctx, open.name.as_deref(), open.sampling));
+            }
+            Command::Save(name, transcript, reply) => {
+                let _ = reply.send(self.save_now(ctx, &name, &transcript));
+            }
+            Command::Reset(name, transcript, reply) => {
+                let _ = reply.send(self.reset(ctx, &name, &transcript));
+            }
+            Command::Fork { from, to, reply } => {
+                let _ = reply.send(self.fork(ctx, &from, &to));
+            }
             Command::Shutdown => self.shutting_down = true,
+        }
+    }
+
+    /// Between requests: hot conversations idle for `hot_idle` leave the context (all but
+    /// the one used last), pages unused for `warm_idle` leave RAM.
+    fn idle(&mut self, ctx: &mut Context<'m>) {
+        if let Some(idle) = self.tiers.hot_idle {
+            let now = std::time::Instant::now();
+            for i in policy::idle_victims(&self.residency(), idle, now) {
+                self.cool(ctx, i);
+            }
+        }
+        if let Some(idle) = self.tiers.warm_idle {
+            self.warm.evict_idle(idle);
         }
     }
 

@@ -24,6 +24,12 @@ impl Counters {
         self.cached[2] += cached.cold as u64;
     }
 
+    /// A session restored into the context without a request (a chat's switch).
+    pub fn record_restore(&mut self, cached: CachedTokens) {
+        self.cached[1] += cached.warm as u64;
+        self.cached[2] += cached.cold as u64;
+    }
+
     pub fn record_finish(&mut self, usage: &Usage) {
         self.prefilled_tokens += usage.prefilled as u64;
         self.generated_tokens += usage.generated as u64;
@@ -40,7 +46,8 @@ impl<'c, 'm> Engine<'c, 'm> {
             .map(|s| ctx.state_size(s) as u64)
             .sum();
         let warm = self.warm.stats();
-        let cold_used = self.catalog.store().usage().map_or(0, |(_, b)| b);
+        let (cold_objects, cold_used) = self.catalog.store().usage().unwrap_or((0, 0));
+        let page_tokens = u64::from(ctx.info().page_tokens.max(1));
         let mut sessions: Vec<SessionStatus> = self
             .conversations
             .iter()
@@ -87,14 +94,17 @@ impl<'c, 'm> Engine<'c, 'm> {
             hot: TierBytes {
                 used: hot_bytes,
                 budget: None,
+                pages: self.hot_cells() as u64 / page_tokens,
             },
             warm: TierBytes {
                 used: warm.used_bytes,
                 budget: Some(warm.budget_bytes),
+                pages: warm.pages,
             },
             cold: TierBytes {
                 used: cold_used,
                 budget: self.tiers.cold_budget,
+                pages: cold_objects,
             },
             sessions,
         }
