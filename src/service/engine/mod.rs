@@ -10,6 +10,7 @@
 
 mod admit;
 mod conversations;
+mod elastic;
 mod generate;
 mod prefix;
 mod retention;
@@ -36,6 +37,7 @@ use crate::session::SessionBinding;
 use crate::settings::DEFAULT_PAGE_TOKENS;
 use crate::tiers::WarmPool;
 
+pub use elastic::ContextSizing;
 pub use stop::StopFilter;
 
 /// What `kvrun serve` starts the engine with.
@@ -43,7 +45,10 @@ pub struct ServiceOptions {
     pub paths: crate::paths::Paths,
     pub model: crate::models::ModelChoice,
     pub engine: crate::settings::EngineSettings,
+    /// A context of `engine.ctx_size` cells, or one that grows with the live tokens.
+    pub sizing: ContextSizing,
     /// Budgets of the warm and cold tiers; `hot_sessions` is ignored (`parallel` rules).
+    /// Conversations idle for `hot_idle` leave the context, which an elastic one follows.
     pub tiers: crate::settings::TierSettings,
     /// Sequences decoded together (default 4).
     pub parallel: usize,
@@ -109,18 +114,21 @@ fn run(
     let model = Arc::new(model);
     let parallel = options.parallel.max(1);
     // One sequence per decoding request, plus the scratch sequence page captures use.
-    let mut ctx = Context::new(
-        &model,
+    let mut sizing = elastic::Sizing::new(
+        options.sizing,
         &options.engine,
+        model.facts().n_ctx_train,
         DEFAULT_PAGE_TOKENS,
-        parallel as u32 + 1,
-    )?;
+        parallel as u32,
+    );
+    let mut ctx = sizing.create(&model)?;
     let info = ServiceInfo {
         model_name: options
             .alias
             .clone()
             .unwrap_or_else(|| model.facts().description.clone()),
-        n_ctx: ctx.info().n_ctx as usize,
+        // What a request may use: an elastic context grows to it.
+        n_ctx: sizing.ceiling as usize,
         parallel,
         page_tokens: ctx.info().page_tokens as usize,
         created_unix: unix_now(),
@@ -141,6 +149,7 @@ fn run(
         sessions,
         warm,
         tiers: options.tiers.clone(),
+        sizing,
         parallel,
         conversations: Vec::new(),
         stored_unnamed: Vec::new(),
@@ -175,8 +184,8 @@ fn run(
         }
         if busy {
             engine.step(&mut ctx);
-        } else if let Some(idle) = engine.tiers.warm_idle {
-            engine.warm.evict_idle(idle);
+        } else {
+            engine.idle(&mut ctx);
         }
     }
     engine.shutdown(&mut ctx);
@@ -191,6 +200,7 @@ struct Engine<'c, 'm> {
     sessions: SessionBinding<'c>,
     warm: Arc<WarmPool>,
     tiers: crate::settings::TierSettings,
+    sizing: elastic::Sizing,
     parallel: usize,
     /// Sessions this server has open (and holds the locks of), hot or not.
     conversations: Vec<conversations::Open<'c>>,
@@ -223,6 +233,25 @@ impl<'c, 'm> Engine<'c, 'm> {
                 let _ = reply.send(self.pin_session(&name, pinned));
             }
             Command::Shutdown => self.shutting_down = true,
+        }
+    }
+
+    /// Between requests: conversations idle for `hot_idle` leave the context (their pages
+    /// are saved), an elastic context then shrinks, and pages unused for `warm_idle` leave
+    /// RAM.
+    fn idle(&mut self, ctx: &mut Context<'m>) {
+        if let Some(idle) = self.tiers.hot_idle {
+            let now = std::time::Instant::now();
+            for index in 0..self.conversations.len() {
+                let open = &self.conversations[index];
+                if open.hot.is_some() && !open.busy && now - open.last_used >= idle {
+                    self.cool(ctx, index);
+                }
+            }
+            self.shrink_when_empty(ctx);
+        }
+        if let Some(idle) = self.tiers.warm_idle {
+            self.warm.evict_idle(idle);
         }
     }
 
