@@ -51,8 +51,8 @@ Register-ArgumentCompleter -Native -CommandName 'kvrun' -ScriptBlock {
             [CompletionResult]::new('-n', '-n', [CompletionResultType]::ParameterName, 'Largest reply in tokens, so a model that never stops cannot run on [default: 1024]')
             [CompletionResult]::new('--max-tokens', '--max-tokens', [CompletionResultType]::ParameterName, 'Largest reply in tokens, so a model that never stops cannot run on [default: 1024]')
             [CompletionResult]::new('--context-overflow', '--context-overflow', [CompletionResultType]::ParameterName, 'What to do when the conversation outgrows the context: drop the oldest turns, or stop with an error [default: truncate]')
-            [CompletionResult]::new('-c', '-c', [CompletionResultType]::ParameterName, 'Context size in tokens [default: 8192, capped at the model''s training context]')
-            [CompletionResult]::new('--ctx-size', '--ctx-size', [CompletionResultType]::ParameterName, 'Context size in tokens [default: 8192, capped at the model''s training context]')
+            [CompletionResult]::new('-c', '-c', [CompletionResultType]::ParameterName, 'Context size in tokens, or `auto`: grow with the live tokens up to --max-ctx-size (kvrun serve) [default: auto for kvrun serve, else 8192; capped at the model''s training context]')
+            [CompletionResult]::new('--ctx-size', '--ctx-size', [CompletionResultType]::ParameterName, 'Context size in tokens, or `auto`: grow with the live tokens up to --max-ctx-size (kvrun serve) [default: auto for kvrun serve, else 8192; capped at the model''s training context]')
             [CompletionResult]::new('-t', '-t', [CompletionResultType]::ParameterName, 'CPU threads [default: the number of cores]')
             [CompletionResult]::new('--threads', '--threads', [CompletionResultType]::ParameterName, 'CPU threads [default: the number of cores]')
             [CompletionResult]::new('--gpu-layers', '--gpu-layers', [CompletionResultType]::ParameterName, 'Layers to offload to the GPU (needs a GPU build) [default: all when built with a GPU backend, else 0]')
@@ -69,7 +69,7 @@ Register-ArgumentCompleter -Native -CommandName 'kvrun' -ScriptBlock {
             [CompletionResult]::new('--hot-sessions', '--hot-sessions', [CompletionResultType]::ParameterName, 'Sessions kept resident in the context at once (switching to one is instant) [default: 4]')
             [CompletionResult]::new('--warm-budget', '--warm-budget', [CompletionResultType]::ParameterName, 'RAM for pages of sessions that left the context, e.g. 2GiB [default: 2GiB]')
             [CompletionResult]::new('--cold-budget', '--cold-budget', [CompletionResultType]::ParameterName, 'Disk for the page store; past it, pages no session uses go first [default: none]')
-            [CompletionResult]::new('--hot-idle', '--hot-idle', [CompletionResultType]::ParameterName, 'A session idle this long leaves the context, e.g. 10m [default: never]')
+            [CompletionResult]::new('--hot-idle', '--hot-idle', [CompletionResultType]::ParameterName, 'A session idle this long leaves the context, e.g. 10m; then an elastic context (kvrun serve --ctx-size auto) shrinks [default: 5m for kvrun serve --ctx-size auto, else never]')
             [CompletionResult]::new('--warm-idle', '--warm-idle', [CompletionResultType]::ParameterName, 'Pages unused this long leave RAM, e.g. 1h [default: never]')
             [CompletionResult]::new('--plain', '--plain', [CompletionResultType]::ParameterName, 'Line mode even on a terminal')
             [CompletionResult]::new('-v', '-v', [CompletionResultType]::ParameterName, 'Show more diagnostics on stderr (-v: info and llama.cpp''s log, -vv: debug). KVRUN_LOG takes a tracing filter instead (e.g. KVRUN_LOG=kvrun=debug)')
@@ -95,8 +95,8 @@ Register-ArgumentCompleter -Native -CommandName 'kvrun' -ScriptBlock {
             [CompletionResult]::new('--tools', '--tools', [CompletionResultType]::ParameterName, 'Tools the model may call: a JSON list of OpenAI tool definitions. Calls are parsed from the reply (`tool_calls` in --json)')
             [CompletionResult]::new('--tool-choice', '--tool-choice', [CompletionResultType]::ParameterName, 'auto (the model decides), none, required (a call is forced), or a tool''s name (that call is forced) [default: auto]')
             [CompletionResult]::new('--json-schema', '--json-schema', [CompletionResultType]::ParameterName, 'Force the reply to be JSON valid under this JSON schema (a file)')
-            [CompletionResult]::new('-c', '-c', [CompletionResultType]::ParameterName, 'Context size in tokens [default: 8192, capped at the model''s training context]')
-            [CompletionResult]::new('--ctx-size', '--ctx-size', [CompletionResultType]::ParameterName, 'Context size in tokens [default: 8192, capped at the model''s training context]')
+            [CompletionResult]::new('-c', '-c', [CompletionResultType]::ParameterName, 'Context size in tokens, or `auto`: grow with the live tokens up to --max-ctx-size (kvrun serve) [default: auto for kvrun serve, else 8192; capped at the model''s training context]')
+            [CompletionResult]::new('--ctx-size', '--ctx-size', [CompletionResultType]::ParameterName, 'Context size in tokens, or `auto`: grow with the live tokens up to --max-ctx-size (kvrun serve) [default: auto for kvrun serve, else 8192; capped at the model''s training context]')
             [CompletionResult]::new('-t', '-t', [CompletionResultType]::ParameterName, 'CPU threads [default: the number of cores]')
             [CompletionResult]::new('--threads', '--threads', [CompletionResultType]::ParameterName, 'CPU threads [default: the number of cores]')
             [CompletionResult]::new('--gpu-layers', '--gpu-layers', [CompletionResultType]::ParameterName, 'Layers to offload to the GPU (needs a GPU build) [default: all when built with a GPU backend, else 0]')
@@ -132,12 +132,13 @@ Register-ArgumentCompleter -Native -CommandName 'kvrun' -ScriptBlock {
             [CompletionResult]::new('--alias', '--alias', [CompletionResultType]::ParameterName, 'The model name responses carry [default: the model''s own name]')
             [CompletionResult]::new('-n', '-n', [CompletionResultType]::ParameterName, 'Largest reply in tokens: a request that asks for more, or sets no limit, gets N, so a model that never stops cannot hold a sequence until the context fills [default: the room the context leaves]')
             [CompletionResult]::new('--max-tokens', '--max-tokens', [CompletionResultType]::ParameterName, 'Largest reply in tokens: a request that asks for more, or sets no limit, gets N, so a model that never stops cannot hold a sequence until the context fills [default: the room the context leaves]')
+            [CompletionResult]::new('--max-ctx-size', '--max-ctx-size', [CompletionResultType]::ParameterName, 'Largest context --ctx-size auto grows to, in tokens [default: the model''s training context]')
             [CompletionResult]::new('--max-queue', '--max-queue', [CompletionResultType]::ParameterName, 'Requests that may wait for a free sequence; past it, 503 with Retry-After [default: 64]')
             [CompletionResult]::new('--max-body-bytes', '--max-body-bytes', [CompletionResultType]::ParameterName, 'Largest request body, e.g. 32MiB; past it, 413 [default: 32MiB]')
             [CompletionResult]::new('--request-timeout', '--request-timeout', [CompletionResultType]::ParameterName, 'Longest time to the start of a response (a stream, once started, runs on), e.g. 10m; 0 turns it off [default: 10m]')
             [CompletionResult]::new('--cors-origin', '--cors-origin', [CompletionResultType]::ParameterName, 'Allow browser requests from this origin (repeatable; `*` for any) [default: none, CORS off]')
-            [CompletionResult]::new('-c', '-c', [CompletionResultType]::ParameterName, 'Context size in tokens [default: 8192, capped at the model''s training context]')
-            [CompletionResult]::new('--ctx-size', '--ctx-size', [CompletionResultType]::ParameterName, 'Context size in tokens [default: 8192, capped at the model''s training context]')
+            [CompletionResult]::new('-c', '-c', [CompletionResultType]::ParameterName, 'Context size in tokens, or `auto`: grow with the live tokens up to --max-ctx-size (kvrun serve) [default: auto for kvrun serve, else 8192; capped at the model''s training context]')
+            [CompletionResult]::new('--ctx-size', '--ctx-size', [CompletionResultType]::ParameterName, 'Context size in tokens, or `auto`: grow with the live tokens up to --max-ctx-size (kvrun serve) [default: auto for kvrun serve, else 8192; capped at the model''s training context]')
             [CompletionResult]::new('-t', '-t', [CompletionResultType]::ParameterName, 'CPU threads [default: the number of cores]')
             [CompletionResult]::new('--threads', '--threads', [CompletionResultType]::ParameterName, 'CPU threads [default: the number of cores]')
             [CompletionResult]::new('--gpu-layers', '--gpu-layers', [CompletionResultType]::ParameterName, 'Layers to offload to the GPU (needs a GPU build) [default: all when built with a GPU backend, else 0]')
@@ -154,7 +155,7 @@ Register-ArgumentCompleter -Native -CommandName 'kvrun' -ScriptBlock {
             [CompletionResult]::new('--hot-sessions', '--hot-sessions', [CompletionResultType]::ParameterName, 'Sessions kept resident in the context at once (switching to one is instant) [default: 4]')
             [CompletionResult]::new('--warm-budget', '--warm-budget', [CompletionResultType]::ParameterName, 'RAM for pages of sessions that left the context, e.g. 2GiB [default: 2GiB]')
             [CompletionResult]::new('--cold-budget', '--cold-budget', [CompletionResultType]::ParameterName, 'Disk for the page store; past it, pages no session uses go first [default: none]')
-            [CompletionResult]::new('--hot-idle', '--hot-idle', [CompletionResultType]::ParameterName, 'A session idle this long leaves the context, e.g. 10m [default: never]')
+            [CompletionResult]::new('--hot-idle', '--hot-idle', [CompletionResultType]::ParameterName, 'A session idle this long leaves the context, e.g. 10m; then an elastic context (kvrun serve --ctx-size auto) shrinks [default: 5m for kvrun serve --ctx-size auto, else never]')
             [CompletionResult]::new('--warm-idle', '--warm-idle', [CompletionResultType]::ParameterName, 'Pages unused this long leave RAM, e.g. 1h [default: never]')
             [CompletionResult]::new('-v', '-v', [CompletionResultType]::ParameterName, 'Show more diagnostics on stderr (-v: info and llama.cpp''s log, -vv: debug). KVRUN_LOG takes a tracing filter instead (e.g. KVRUN_LOG=kvrun=debug)')
             [CompletionResult]::new('--verbose', '--verbose', [CompletionResultType]::ParameterName, 'Show more diagnostics on stderr (-v: info and llama.cpp''s log, -vv: debug). KVRUN_LOG takes a tracing filter instead (e.g. KVRUN_LOG=kvrun=debug)')
@@ -227,8 +228,8 @@ Register-ArgumentCompleter -Native -CommandName 'kvrun' -ScriptBlock {
             [CompletionResult]::new('--chat-template', '--chat-template', [CompletionResultType]::ParameterName, 'Chat template: a Jinja file, or a shipped one (gemma3, chatml) [default: the config file''s `chat-template`, then the model''s own, then its architecture''s default]')
             [CompletionResult]::new('-f', '-f', [CompletionResultType]::ParameterName, 'The document to prefill; `-` reads stdin')
             [CompletionResult]::new('--file', '--file', [CompletionResultType]::ParameterName, 'The document to prefill; `-` reads stdin')
-            [CompletionResult]::new('-c', '-c', [CompletionResultType]::ParameterName, 'Context size in tokens [default: 8192, capped at the model''s training context]')
-            [CompletionResult]::new('--ctx-size', '--ctx-size', [CompletionResultType]::ParameterName, 'Context size in tokens [default: 8192, capped at the model''s training context]')
+            [CompletionResult]::new('-c', '-c', [CompletionResultType]::ParameterName, 'Context size in tokens, or `auto`: grow with the live tokens up to --max-ctx-size (kvrun serve) [default: auto for kvrun serve, else 8192; capped at the model''s training context]')
+            [CompletionResult]::new('--ctx-size', '--ctx-size', [CompletionResultType]::ParameterName, 'Context size in tokens, or `auto`: grow with the live tokens up to --max-ctx-size (kvrun serve) [default: auto for kvrun serve, else 8192; capped at the model''s training context]')
             [CompletionResult]::new('-t', '-t', [CompletionResultType]::ParameterName, 'CPU threads [default: the number of cores]')
             [CompletionResult]::new('--threads', '--threads', [CompletionResultType]::ParameterName, 'CPU threads [default: the number of cores]')
             [CompletionResult]::new('--gpu-layers', '--gpu-layers', [CompletionResultType]::ParameterName, 'Layers to offload to the GPU (needs a GPU build) [default: all when built with a GPU backend, else 0]')
@@ -250,8 +251,8 @@ Register-ArgumentCompleter -Native -CommandName 'kvrun' -ScriptBlock {
         }
         'kvrun;session;restore' {
             [CompletionResult]::new('--chat-template', '--chat-template', [CompletionResultType]::ParameterName, 'Chat template: a Jinja file, or a shipped one (gemma3, chatml) [default: the config file''s `chat-template`, then the model''s own, then its architecture''s default]')
-            [CompletionResult]::new('-c', '-c', [CompletionResultType]::ParameterName, 'Context size in tokens [default: 8192, capped at the model''s training context]')
-            [CompletionResult]::new('--ctx-size', '--ctx-size', [CompletionResultType]::ParameterName, 'Context size in tokens [default: 8192, capped at the model''s training context]')
+            [CompletionResult]::new('-c', '-c', [CompletionResultType]::ParameterName, 'Context size in tokens, or `auto`: grow with the live tokens up to --max-ctx-size (kvrun serve) [default: auto for kvrun serve, else 8192; capped at the model''s training context]')
+            [CompletionResult]::new('--ctx-size', '--ctx-size', [CompletionResultType]::ParameterName, 'Context size in tokens, or `auto`: grow with the live tokens up to --max-ctx-size (kvrun serve) [default: auto for kvrun serve, else 8192; capped at the model''s training context]')
             [CompletionResult]::new('-t', '-t', [CompletionResultType]::ParameterName, 'CPU threads [default: the number of cores]')
             [CompletionResult]::new('--threads', '--threads', [CompletionResultType]::ParameterName, 'CPU threads [default: the number of cores]')
             [CompletionResult]::new('--gpu-layers', '--gpu-layers', [CompletionResultType]::ParameterName, 'Layers to offload to the GPU (needs a GPU build) [default: all when built with a GPU backend, else 0]')
@@ -405,7 +406,7 @@ Register-ArgumentCompleter -Native -CommandName 'kvrun' -ScriptBlock {
             [CompletionResult]::new('--hot-sessions', '--hot-sessions', [CompletionResultType]::ParameterName, 'Sessions kept resident in the context at once (switching to one is instant) [default: 4]')
             [CompletionResult]::new('--warm-budget', '--warm-budget', [CompletionResultType]::ParameterName, 'RAM for pages of sessions that left the context, e.g. 2GiB [default: 2GiB]')
             [CompletionResult]::new('--cold-budget', '--cold-budget', [CompletionResultType]::ParameterName, 'Disk for the page store; past it, pages no session uses go first [default: none]')
-            [CompletionResult]::new('--hot-idle', '--hot-idle', [CompletionResultType]::ParameterName, 'A session idle this long leaves the context, e.g. 10m [default: never]')
+            [CompletionResult]::new('--hot-idle', '--hot-idle', [CompletionResultType]::ParameterName, 'A session idle this long leaves the context, e.g. 10m; then an elastic context (kvrun serve --ctx-size auto) shrinks [default: 5m for kvrun serve --ctx-size auto, else never]')
             [CompletionResult]::new('--warm-idle', '--warm-idle', [CompletionResultType]::ParameterName, 'Pages unused this long leave RAM, e.g. 1h [default: never]')
             [CompletionResult]::new('--json', '--json', [CompletionResultType]::ParameterName, 'Print JSON')
             [CompletionResult]::new('-v', '-v', [CompletionResultType]::ParameterName, 'Show more diagnostics on stderr (-v: info and llama.cpp''s log, -vv: debug). KVRUN_LOG takes a tracing filter instead (e.g. KVRUN_LOG=kvrun=debug)')
@@ -433,6 +434,7 @@ Register-ArgumentCompleter -Native -CommandName 'kvrun' -ScriptBlock {
             [CompletionResult]::new('serve', 'serve', [CompletionResultType]::ParameterValue, '`kvrun serve` over HTTP: time to first token of an agent-sized prompt (first call, next turn, after a restart), the server''s overhead, concurrent decode')
             [CompletionResult]::new('batch', 'batch', [CompletionResultType]::ParameterValue, 'Concurrent streams through the service engine against llama.cpp''s batched decode')
             [CompletionResult]::new('kv-types', 'kv-types', [CompletionResultType]::ParameterValue, 'KV element types against f16: bytes per token, restore time, greedy agreement and log-probability drift')
+            [CompletionResult]::new('ctx', 'ctx', [CompletionResultType]::ParameterValue, 'The elastic context (`kvrun serve --ctx-size auto`) against a fixed one of the same ceiling: the server''s resident memory idle and holding each length, and what a growth step paused')
             [CompletionResult]::new('help', 'help', [CompletionResultType]::ParameterValue, 'Print this message or the help of the given subcommand(s)')
             break
         }
@@ -441,8 +443,8 @@ Register-ArgumentCompleter -Native -CommandName 'kvrun' -ScriptBlock {
             [CompletionResult]::new('--prompt-tokens', '--prompt-tokens', [CompletionResultType]::ParameterName, 'Prompt lengths to measure, in tokens')
             [CompletionResult]::new('--decode-tokens', '--decode-tokens', [CompletionResultType]::ParameterName, 'Tokens to generate for the decode figure')
             [CompletionResult]::new('--repeat', '--repeat', [CompletionResultType]::ParameterName, 'Repetitions per row; the table shows the median')
-            [CompletionResult]::new('-c', '-c', [CompletionResultType]::ParameterName, 'Context size in tokens [default: 8192, capped at the model''s training context]')
-            [CompletionResult]::new('--ctx-size', '--ctx-size', [CompletionResultType]::ParameterName, 'Context size in tokens [default: 8192, capped at the model''s training context]')
+            [CompletionResult]::new('-c', '-c', [CompletionResultType]::ParameterName, 'Context size in tokens, or `auto`: grow with the live tokens up to --max-ctx-size (kvrun serve) [default: auto for kvrun serve, else 8192; capped at the model''s training context]')
+            [CompletionResult]::new('--ctx-size', '--ctx-size', [CompletionResultType]::ParameterName, 'Context size in tokens, or `auto`: grow with the live tokens up to --max-ctx-size (kvrun serve) [default: auto for kvrun serve, else 8192; capped at the model''s training context]')
             [CompletionResult]::new('-t', '-t', [CompletionResultType]::ParameterName, 'CPU threads [default: the number of cores]')
             [CompletionResult]::new('--threads', '--threads', [CompletionResultType]::ParameterName, 'CPU threads [default: the number of cores]')
             [CompletionResult]::new('--gpu-layers', '--gpu-layers', [CompletionResultType]::ParameterName, 'Layers to offload to the GPU (needs a GPU build) [default: all when built with a GPU backend, else 0]')
@@ -467,8 +469,8 @@ Register-ArgumentCompleter -Native -CommandName 'kvrun' -ScriptBlock {
             [CompletionResult]::new('--share-prefix', '--share-prefix', [CompletionResultType]::ParameterName, 'share-prefix')
             [CompletionResult]::new('--shape', '--shape', [CompletionResultType]::ParameterName, 'Instead of MODEL, benchmark a generated random-weight model of this shape (no download; written into the benchmark''s temp folder unless --shape-dir is given)')
             [CompletionResult]::new('--shape-dir', '--shape-dir', [CompletionResultType]::ParameterName, 'Keep the generated --shape model in this folder, and reuse it when already there')
-            [CompletionResult]::new('-c', '-c', [CompletionResultType]::ParameterName, 'Context size in tokens [default: 8192, capped at the model''s training context]')
-            [CompletionResult]::new('--ctx-size', '--ctx-size', [CompletionResultType]::ParameterName, 'Context size in tokens [default: 8192, capped at the model''s training context]')
+            [CompletionResult]::new('-c', '-c', [CompletionResultType]::ParameterName, 'Context size in tokens, or `auto`: grow with the live tokens up to --max-ctx-size (kvrun serve) [default: auto for kvrun serve, else 8192; capped at the model''s training context]')
+            [CompletionResult]::new('--ctx-size', '--ctx-size', [CompletionResultType]::ParameterName, 'Context size in tokens, or `auto`: grow with the live tokens up to --max-ctx-size (kvrun serve) [default: auto for kvrun serve, else 8192; capped at the model''s training context]')
             [CompletionResult]::new('-t', '-t', [CompletionResultType]::ParameterName, 'CPU threads [default: the number of cores]')
             [CompletionResult]::new('--threads', '--threads', [CompletionResultType]::ParameterName, 'CPU threads [default: the number of cores]')
             [CompletionResult]::new('--gpu-layers', '--gpu-layers', [CompletionResultType]::ParameterName, 'Layers to offload to the GPU (needs a GPU build) [default: all when built with a GPU backend, else 0]')
@@ -491,8 +493,8 @@ Register-ArgumentCompleter -Native -CommandName 'kvrun' -ScriptBlock {
             [CompletionResult]::new('--sessions', '--sessions', [CompletionResultType]::ParameterName, 'Sessions to switch between')
             [CompletionResult]::new('--tokens', '--tokens', [CompletionResultType]::ParameterName, 'Tokens in each session')
             [CompletionResult]::new('--rounds', '--rounds', [CompletionResultType]::ParameterName, 'Rounds of switching through all sessions')
-            [CompletionResult]::new('-c', '-c', [CompletionResultType]::ParameterName, 'Context size in tokens [default: 8192, capped at the model''s training context]')
-            [CompletionResult]::new('--ctx-size', '--ctx-size', [CompletionResultType]::ParameterName, 'Context size in tokens [default: 8192, capped at the model''s training context]')
+            [CompletionResult]::new('-c', '-c', [CompletionResultType]::ParameterName, 'Context size in tokens, or `auto`: grow with the live tokens up to --max-ctx-size (kvrun serve) [default: auto for kvrun serve, else 8192; capped at the model''s training context]')
+            [CompletionResult]::new('--ctx-size', '--ctx-size', [CompletionResultType]::ParameterName, 'Context size in tokens, or `auto`: grow with the live tokens up to --max-ctx-size (kvrun serve) [default: auto for kvrun serve, else 8192; capped at the model''s training context]')
             [CompletionResult]::new('-t', '-t', [CompletionResultType]::ParameterName, 'CPU threads [default: the number of cores]')
             [CompletionResult]::new('--threads', '--threads', [CompletionResultType]::ParameterName, 'CPU threads [default: the number of cores]')
             [CompletionResult]::new('--gpu-layers', '--gpu-layers', [CompletionResultType]::ParameterName, 'Layers to offload to the GPU (needs a GPU build) [default: all when built with a GPU backend, else 0]')
@@ -515,8 +517,8 @@ Register-ArgumentCompleter -Native -CommandName 'kvrun' -ScriptBlock {
             [CompletionResult]::new('--prompt-tokens', '--prompt-tokens', [CompletionResultType]::ParameterName, 'Tokens in the agent-shaped prompt (system blocks and tool schemas)')
             [CompletionResult]::new('--decode-tokens', '--decode-tokens', [CompletionResultType]::ParameterName, 'Tokens generated per call')
             [CompletionResult]::new('--streams', '--streams', [CompletionResultType]::ParameterName, 'Concurrent streams for the aggregate decode rows')
-            [CompletionResult]::new('-c', '-c', [CompletionResultType]::ParameterName, 'Context size in tokens [default: 8192, capped at the model''s training context]')
-            [CompletionResult]::new('--ctx-size', '--ctx-size', [CompletionResultType]::ParameterName, 'Context size in tokens [default: 8192, capped at the model''s training context]')
+            [CompletionResult]::new('-c', '-c', [CompletionResultType]::ParameterName, 'Context size in tokens, or `auto`: grow with the live tokens up to --max-ctx-size (kvrun serve) [default: auto for kvrun serve, else 8192; capped at the model''s training context]')
+            [CompletionResult]::new('--ctx-size', '--ctx-size', [CompletionResultType]::ParameterName, 'Context size in tokens, or `auto`: grow with the live tokens up to --max-ctx-size (kvrun serve) [default: auto for kvrun serve, else 8192; capped at the model''s training context]')
             [CompletionResult]::new('-t', '-t', [CompletionResultType]::ParameterName, 'CPU threads [default: the number of cores]')
             [CompletionResult]::new('--threads', '--threads', [CompletionResultType]::ParameterName, 'CPU threads [default: the number of cores]')
             [CompletionResult]::new('--gpu-layers', '--gpu-layers', [CompletionResultType]::ParameterName, 'Layers to offload to the GPU (needs a GPU build) [default: all when built with a GPU backend, else 0]')
@@ -539,8 +541,9 @@ Register-ArgumentCompleter -Native -CommandName 'kvrun' -ScriptBlock {
             [CompletionResult]::new('--streams', '--streams', [CompletionResultType]::ParameterName, 'Concurrent streams to measure')
             [CompletionResult]::new('--prompt-tokens', '--prompt-tokens', [CompletionResultType]::ParameterName, 'Prompt tokens of each stream')
             [CompletionResult]::new('--decode-tokens', '--decode-tokens', [CompletionResultType]::ParameterName, 'Tokens each stream generates')
-            [CompletionResult]::new('-c', '-c', [CompletionResultType]::ParameterName, 'Context size in tokens [default: 8192, capped at the model''s training context]')
-            [CompletionResult]::new('--ctx-size', '--ctx-size', [CompletionResultType]::ParameterName, 'Context size in tokens [default: 8192, capped at the model''s training context]')
+            [CompletionResult]::new('--rounds', '--rounds', [CompletionResultType]::ParameterName, 'Measurements of each stream count, the service''s and llama.cpp''s alternating; the table shows the best throughput (the least disturbed on a shared machine) and the slowest time to first token')
+            [CompletionResult]::new('-c', '-c', [CompletionResultType]::ParameterName, 'Context size in tokens, or `auto`: grow with the live tokens up to --max-ctx-size (kvrun serve) [default: auto for kvrun serve, else 8192; capped at the model''s training context]')
+            [CompletionResult]::new('--ctx-size', '--ctx-size', [CompletionResultType]::ParameterName, 'Context size in tokens, or `auto`: grow with the live tokens up to --max-ctx-size (kvrun serve) [default: auto for kvrun serve, else 8192; capped at the model''s training context]')
             [CompletionResult]::new('-t', '-t', [CompletionResultType]::ParameterName, 'CPU threads [default: the number of cores]')
             [CompletionResult]::new('--threads', '--threads', [CompletionResultType]::ParameterName, 'CPU threads [default: the number of cores]')
             [CompletionResult]::new('--gpu-layers', '--gpu-layers', [CompletionResultType]::ParameterName, 'Layers to offload to the GPU (needs a GPU build) [default: all when built with a GPU backend, else 0]')
@@ -563,8 +566,8 @@ Register-ArgumentCompleter -Native -CommandName 'kvrun' -ScriptBlock {
             [CompletionResult]::new('--types', '--types', [CompletionResultType]::ParameterName, 'KV types to compare; f16, the reference, is always measured')
             [CompletionResult]::new('--tokens', '--tokens', [CompletionResultType]::ParameterName, 'Session lengths to measure, in tokens')
             [CompletionResult]::new('--decode-tokens', '--decode-tokens', [CompletionResultType]::ParameterName, 'Greedy tokens generated after each session (and scored under teacher forcing)')
-            [CompletionResult]::new('-c', '-c', [CompletionResultType]::ParameterName, 'Context size in tokens [default: 8192, capped at the model''s training context]')
-            [CompletionResult]::new('--ctx-size', '--ctx-size', [CompletionResultType]::ParameterName, 'Context size in tokens [default: 8192, capped at the model''s training context]')
+            [CompletionResult]::new('-c', '-c', [CompletionResultType]::ParameterName, 'Context size in tokens, or `auto`: grow with the live tokens up to --max-ctx-size (kvrun serve) [default: auto for kvrun serve, else 8192; capped at the model''s training context]')
+            [CompletionResult]::new('--ctx-size', '--ctx-size', [CompletionResultType]::ParameterName, 'Context size in tokens, or `auto`: grow with the live tokens up to --max-ctx-size (kvrun serve) [default: auto for kvrun serve, else 8192; capped at the model''s training context]')
             [CompletionResult]::new('-t', '-t', [CompletionResultType]::ParameterName, 'CPU threads [default: the number of cores]')
             [CompletionResult]::new('--threads', '--threads', [CompletionResultType]::ParameterName, 'CPU threads [default: the number of cores]')
             [CompletionResult]::new('--gpu-layers', '--gpu-layers', [CompletionResultType]::ParameterName, 'Layers to offload to the GPU (needs a GPU build) [default: all when built with a GPU backend, else 0]')
@@ -583,6 +586,30 @@ Register-ArgumentCompleter -Native -CommandName 'kvrun' -ScriptBlock {
             [CompletionResult]::new('--version', '--version', [CompletionResultType]::ParameterName, 'Print version')
             break
         }
+        'kvrun;bench;ctx' {
+            [CompletionResult]::new('--chat-template', '--chat-template', [CompletionResultType]::ParameterName, 'Chat template: a Jinja file, or a shipped one (gemma3, chatml) [default: the config file''s `chat-template`, then the model''s own, then its architecture''s default]')
+            [CompletionResult]::new('--tokens', '--tokens', [CompletionResultType]::ParameterName, 'Tokens one conversation holds at each measurement (it grows from one to the next)')
+            [CompletionResult]::new('--max-ctx-size', '--max-ctx-size', [CompletionResultType]::ParameterName, 'The ceiling of the elastic context and the size of the fixed one [default: the model''s training context]')
+            [CompletionResult]::new('-c', '-c', [CompletionResultType]::ParameterName, 'Context size in tokens, or `auto`: grow with the live tokens up to --max-ctx-size (kvrun serve) [default: auto for kvrun serve, else 8192; capped at the model''s training context]')
+            [CompletionResult]::new('--ctx-size', '--ctx-size', [CompletionResultType]::ParameterName, 'Context size in tokens, or `auto`: grow with the live tokens up to --max-ctx-size (kvrun serve) [default: auto for kvrun serve, else 8192; capped at the model''s training context]')
+            [CompletionResult]::new('-t', '-t', [CompletionResultType]::ParameterName, 'CPU threads [default: the number of cores]')
+            [CompletionResult]::new('--threads', '--threads', [CompletionResultType]::ParameterName, 'CPU threads [default: the number of cores]')
+            [CompletionResult]::new('--gpu-layers', '--gpu-layers', [CompletionResultType]::ParameterName, 'Layers to offload to the GPU (needs a GPU build) [default: all when built with a GPU backend, else 0]')
+            [CompletionResult]::new('-b', '-b', [CompletionResultType]::ParameterName, 'Largest prompt batch in tokens; batches never cross a KV page boundary [default: 256]')
+            [CompletionResult]::new('--batch-size', '--batch-size', [CompletionResultType]::ParameterName, 'Largest prompt batch in tokens; batches never cross a KV page boundary [default: 256]')
+            [CompletionResult]::new('--kv-type', '--kv-type', [CompletionResultType]::ParameterName, 'KV cache element type [default: f16]')
+            [CompletionResult]::new('--flash-attn', '--flash-attn', [CompletionResultType]::ParameterName, 'Flash attention [default: auto]')
+            [CompletionResult]::new('--tiny', '--tiny', [CompletionResultType]::ParameterName, 'Measure kvrun''s tiny random-weight llama test model (written into the benchmark''s folder, with a training context of the ceiling or 32768) instead of --model')
+            [CompletionResult]::new('-v', '-v', [CompletionResultType]::ParameterName, 'Show more diagnostics on stderr (-v: info and llama.cpp''s log, -vv: debug). KVRUN_LOG takes a tracing filter instead (e.g. KVRUN_LOG=kvrun=debug)')
+            [CompletionResult]::new('--verbose', '--verbose', [CompletionResultType]::ParameterName, 'Show more diagnostics on stderr (-v: info and llama.cpp''s log, -vv: debug). KVRUN_LOG takes a tracing filter instead (e.g. KVRUN_LOG=kvrun=debug)')
+            [CompletionResult]::new('-q', '-q', [CompletionResultType]::ParameterName, 'Hide progress bars and notes; errors still print')
+            [CompletionResult]::new('--quiet', '--quiet', [CompletionResultType]::ParameterName, 'Hide progress bars and notes; errors still print')
+            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help')
+            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help')
+            [CompletionResult]::new('-V', '-V ', [CompletionResultType]::ParameterName, 'Print version')
+            [CompletionResult]::new('--version', '--version', [CompletionResultType]::ParameterName, 'Print version')
+            break
+        }
         'kvrun;bench;help' {
             [CompletionResult]::new('speed', 'speed', [CompletionResultType]::ParameterValue, 'Prefill and decode tokens per second, kvrun''s schedule next to llama.cpp''s')
             [CompletionResult]::new('restore', 'restore', [CompletionResultType]::ParameterValue, 'Session restore against cold prefill and llama.cpp''s own state files')
@@ -590,6 +617,7 @@ Register-ArgumentCompleter -Native -CommandName 'kvrun' -ScriptBlock {
             [CompletionResult]::new('serve', 'serve', [CompletionResultType]::ParameterValue, '`kvrun serve` over HTTP: time to first token of an agent-sized prompt (first call, next turn, after a restart), the server''s overhead, concurrent decode')
             [CompletionResult]::new('batch', 'batch', [CompletionResultType]::ParameterValue, 'Concurrent streams through the service engine against llama.cpp''s batched decode')
             [CompletionResult]::new('kv-types', 'kv-types', [CompletionResultType]::ParameterValue, 'KV element types against f16: bytes per token, restore time, greedy agreement and log-probability drift')
+            [CompletionResult]::new('ctx', 'ctx', [CompletionResultType]::ParameterValue, 'The elastic context (`kvrun serve --ctx-size auto`) against a fixed one of the same ceiling: the server''s resident memory idle and holding each length, and what a growth step paused')
             [CompletionResult]::new('help', 'help', [CompletionResultType]::ParameterValue, 'Print this message or the help of the given subcommand(s)')
             break
         }
@@ -609,6 +637,9 @@ Register-ArgumentCompleter -Native -CommandName 'kvrun' -ScriptBlock {
             break
         }
         'kvrun;bench;help;kv-types' {
+            break
+        }
+        'kvrun;bench;help;ctx' {
             break
         }
         'kvrun;bench;help;help' {
@@ -719,6 +750,7 @@ Register-ArgumentCompleter -Native -CommandName 'kvrun' -ScriptBlock {
             [CompletionResult]::new('serve', 'serve', [CompletionResultType]::ParameterValue, '`kvrun serve` over HTTP: time to first token of an agent-sized prompt (first call, next turn, after a restart), the server''s overhead, concurrent decode')
             [CompletionResult]::new('batch', 'batch', [CompletionResultType]::ParameterValue, 'Concurrent streams through the service engine against llama.cpp''s batched decode')
             [CompletionResult]::new('kv-types', 'kv-types', [CompletionResultType]::ParameterValue, 'KV element types against f16: bytes per token, restore time, greedy agreement and log-probability drift')
+            [CompletionResult]::new('ctx', 'ctx', [CompletionResultType]::ParameterValue, 'The elastic context (`kvrun serve --ctx-size auto`) against a fixed one of the same ceiling: the server''s resident memory idle and holding each length, and what a growth step paused')
             break
         }
         'kvrun;help;bench;speed' {
@@ -737,6 +769,9 @@ Register-ArgumentCompleter -Native -CommandName 'kvrun' -ScriptBlock {
             break
         }
         'kvrun;help;bench;kv-types' {
+            break
+        }
+        'kvrun;help;bench;ctx' {
             break
         }
         'kvrun;help;completions' {

@@ -47,8 +47,8 @@ set edit:completion:arg-completer[kvrun] = {|@words|
             cand -n 'Largest reply in tokens, so a model that never stops cannot run on [default: 1024]'
             cand --max-tokens 'Largest reply in tokens, so a model that never stops cannot run on [default: 1024]'
             cand --context-overflow 'What to do when the conversation outgrows the context: drop the oldest turns, or stop with an error [default: truncate]'
-            cand -c 'Context size in tokens [default: 8192, capped at the model''s training context]'
-            cand --ctx-size 'Context size in tokens [default: 8192, capped at the model''s training context]'
+            cand -c 'Context size in tokens, or `auto`: grow with the live tokens up to --max-ctx-size (kvrun serve) [default: auto for kvrun serve, else 8192; capped at the model''s training context]'
+            cand --ctx-size 'Context size in tokens, or `auto`: grow with the live tokens up to --max-ctx-size (kvrun serve) [default: auto for kvrun serve, else 8192; capped at the model''s training context]'
             cand -t 'CPU threads [default: the number of cores]'
             cand --threads 'CPU threads [default: the number of cores]'
             cand --gpu-layers 'Layers to offload to the GPU (needs a GPU build) [default: all when built with a GPU backend, else 0]'
@@ -65,7 +65,7 @@ set edit:completion:arg-completer[kvrun] = {|@words|
             cand --hot-sessions 'Sessions kept resident in the context at once (switching to one is instant) [default: 4]'
             cand --warm-budget 'RAM for pages of sessions that left the context, e.g. 2GiB [default: 2GiB]'
             cand --cold-budget 'Disk for the page store; past it, pages no session uses go first [default: none]'
-            cand --hot-idle 'A session idle this long leaves the context, e.g. 10m [default: never]'
+            cand --hot-idle 'A session idle this long leaves the context, e.g. 10m; then an elastic context (kvrun serve --ctx-size auto) shrinks [default: 5m for kvrun serve --ctx-size auto, else never]'
             cand --warm-idle 'Pages unused this long leave RAM, e.g. 1h [default: never]'
             cand --plain 'Line mode even on a terminal'
             cand -v 'Show more diagnostics on stderr (-v: info and llama.cpp''s log, -vv: debug). KVRUN_LOG takes a tracing filter instead (e.g. KVRUN_LOG=kvrun=debug)'
@@ -90,8 +90,8 @@ set edit:completion:arg-completer[kvrun] = {|@words|
             cand --tools 'Tools the model may call: a JSON list of OpenAI tool definitions. Calls are parsed from the reply (`tool_calls` in --json)'
             cand --tool-choice 'auto (the model decides), none, required (a call is forced), or a tool''s name (that call is forced) [default: auto]'
             cand --json-schema 'Force the reply to be JSON valid under this JSON schema (a file)'
-            cand -c 'Context size in tokens [default: 8192, capped at the model''s training context]'
-            cand --ctx-size 'Context size in tokens [default: 8192, capped at the model''s training context]'
+            cand -c 'Context size in tokens, or `auto`: grow with the live tokens up to --max-ctx-size (kvrun serve) [default: auto for kvrun serve, else 8192; capped at the model''s training context]'
+            cand --ctx-size 'Context size in tokens, or `auto`: grow with the live tokens up to --max-ctx-size (kvrun serve) [default: auto for kvrun serve, else 8192; capped at the model''s training context]'
             cand -t 'CPU threads [default: the number of cores]'
             cand --threads 'CPU threads [default: the number of cores]'
             cand --gpu-layers 'Layers to offload to the GPU (needs a GPU build) [default: all when built with a GPU backend, else 0]'
@@ -126,12 +126,13 @@ set edit:completion:arg-completer[kvrun] = {|@words|
             cand --alias 'The model name responses carry [default: the model''s own name]'
             cand -n 'Largest reply in tokens: a request that asks for more, or sets no limit, gets N, so a model that never stops cannot hold a sequence until the context fills [default: the room the context leaves]'
             cand --max-tokens 'Largest reply in tokens: a request that asks for more, or sets no limit, gets N, so a model that never stops cannot hold a sequence until the context fills [default: the room the context leaves]'
+            cand --max-ctx-size 'Largest context --ctx-size auto grows to, in tokens [default: the model''s training context]'
             cand --max-queue 'Requests that may wait for a free sequence; past it, 503 with Retry-After [default: 64]'
             cand --max-body-bytes 'Largest request body, e.g. 32MiB; past it, 413 [default: 32MiB]'
             cand --request-timeout 'Longest time to the start of a response (a stream, once started, runs on), e.g. 10m; 0 turns it off [default: 10m]'
             cand --cors-origin 'Allow browser requests from this origin (repeatable; `*` for any) [default: none, CORS off]'
-            cand -c 'Context size in tokens [default: 8192, capped at the model''s training context]'
-            cand --ctx-size 'Context size in tokens [default: 8192, capped at the model''s training context]'
+            cand -c 'Context size in tokens, or `auto`: grow with the live tokens up to --max-ctx-size (kvrun serve) [default: auto for kvrun serve, else 8192; capped at the model''s training context]'
+            cand --ctx-size 'Context size in tokens, or `auto`: grow with the live tokens up to --max-ctx-size (kvrun serve) [default: auto for kvrun serve, else 8192; capped at the model''s training context]'
             cand -t 'CPU threads [default: the number of cores]'
             cand --threads 'CPU threads [default: the number of cores]'
             cand --gpu-layers 'Layers to offload to the GPU (needs a GPU build) [default: all when built with a GPU backend, else 0]'
@@ -148,7 +149,7 @@ set edit:completion:arg-completer[kvrun] = {|@words|
             cand --hot-sessions 'Sessions kept resident in the context at once (switching to one is instant) [default: 4]'
             cand --warm-budget 'RAM for pages of sessions that left the context, e.g. 2GiB [default: 2GiB]'
             cand --cold-budget 'Disk for the page store; past it, pages no session uses go first [default: none]'
-            cand --hot-idle 'A session idle this long leaves the context, e.g. 10m [default: never]'
+            cand --hot-idle 'A session idle this long leaves the context, e.g. 10m; then an elastic context (kvrun serve --ctx-size auto) shrinks [default: 5m for kvrun serve --ctx-size auto, else never]'
             cand --warm-idle 'Pages unused this long leave RAM, e.g. 1h [default: never]'
             cand -v 'Show more diagnostics on stderr (-v: info and llama.cpp''s log, -vv: debug). KVRUN_LOG takes a tracing filter instead (e.g. KVRUN_LOG=kvrun=debug)'
             cand --verbose 'Show more diagnostics on stderr (-v: info and llama.cpp''s log, -vv: debug). KVRUN_LOG takes a tracing filter instead (e.g. KVRUN_LOG=kvrun=debug)'
@@ -216,8 +217,8 @@ set edit:completion:arg-completer[kvrun] = {|@words|
             cand --chat-template 'Chat template: a Jinja file, or a shipped one (gemma3, chatml) [default: the config file''s `chat-template`, then the model''s own, then its architecture''s default]'
             cand -f 'The document to prefill; `-` reads stdin'
             cand --file 'The document to prefill; `-` reads stdin'
-            cand -c 'Context size in tokens [default: 8192, capped at the model''s training context]'
-            cand --ctx-size 'Context size in tokens [default: 8192, capped at the model''s training context]'
+            cand -c 'Context size in tokens, or `auto`: grow with the live tokens up to --max-ctx-size (kvrun serve) [default: auto for kvrun serve, else 8192; capped at the model''s training context]'
+            cand --ctx-size 'Context size in tokens, or `auto`: grow with the live tokens up to --max-ctx-size (kvrun serve) [default: auto for kvrun serve, else 8192; capped at the model''s training context]'
             cand -t 'CPU threads [default: the number of cores]'
             cand --threads 'CPU threads [default: the number of cores]'
             cand --gpu-layers 'Layers to offload to the GPU (needs a GPU build) [default: all when built with a GPU backend, else 0]'
@@ -238,8 +239,8 @@ set edit:completion:arg-completer[kvrun] = {|@words|
         }
         &'kvrun;session;restore'= {
             cand --chat-template 'Chat template: a Jinja file, or a shipped one (gemma3, chatml) [default: the config file''s `chat-template`, then the model''s own, then its architecture''s default]'
-            cand -c 'Context size in tokens [default: 8192, capped at the model''s training context]'
-            cand --ctx-size 'Context size in tokens [default: 8192, capped at the model''s training context]'
+            cand -c 'Context size in tokens, or `auto`: grow with the live tokens up to --max-ctx-size (kvrun serve) [default: auto for kvrun serve, else 8192; capped at the model''s training context]'
+            cand --ctx-size 'Context size in tokens, or `auto`: grow with the live tokens up to --max-ctx-size (kvrun serve) [default: auto for kvrun serve, else 8192; capped at the model''s training context]'
             cand -t 'CPU threads [default: the number of cores]'
             cand --threads 'CPU threads [default: the number of cores]'
             cand --gpu-layers 'Layers to offload to the GPU (needs a GPU build) [default: all when built with a GPU backend, else 0]'
@@ -375,7 +376,7 @@ set edit:completion:arg-completer[kvrun] = {|@words|
             cand --hot-sessions 'Sessions kept resident in the context at once (switching to one is instant) [default: 4]'
             cand --warm-budget 'RAM for pages of sessions that left the context, e.g. 2GiB [default: 2GiB]'
             cand --cold-budget 'Disk for the page store; past it, pages no session uses go first [default: none]'
-            cand --hot-idle 'A session idle this long leaves the context, e.g. 10m [default: never]'
+            cand --hot-idle 'A session idle this long leaves the context, e.g. 10m; then an elastic context (kvrun serve --ctx-size auto) shrinks [default: 5m for kvrun serve --ctx-size auto, else never]'
             cand --warm-idle 'Pages unused this long leave RAM, e.g. 1h [default: never]'
             cand --json 'Print JSON'
             cand -v 'Show more diagnostics on stderr (-v: info and llama.cpp''s log, -vv: debug). KVRUN_LOG takes a tracing filter instead (e.g. KVRUN_LOG=kvrun=debug)'
@@ -402,6 +403,7 @@ set edit:completion:arg-completer[kvrun] = {|@words|
             cand serve '`kvrun serve` over HTTP: time to first token of an agent-sized prompt (first call, next turn, after a restart), the server''s overhead, concurrent decode'
             cand batch 'Concurrent streams through the service engine against llama.cpp''s batched decode'
             cand kv-types 'KV element types against f16: bytes per token, restore time, greedy agreement and log-probability drift'
+            cand ctx 'The elastic context (`kvrun serve --ctx-size auto`) against a fixed one of the same ceiling: the server''s resident memory idle and holding each length, and what a growth step paused'
             cand help 'Print this message or the help of the given subcommand(s)'
         }
         &'kvrun;bench;speed'= {
@@ -409,8 +411,8 @@ set edit:completion:arg-completer[kvrun] = {|@words|
             cand --prompt-tokens 'Prompt lengths to measure, in tokens'
             cand --decode-tokens 'Tokens to generate for the decode figure'
             cand --repeat 'Repetitions per row; the table shows the median'
-            cand -c 'Context size in tokens [default: 8192, capped at the model''s training context]'
-            cand --ctx-size 'Context size in tokens [default: 8192, capped at the model''s training context]'
+            cand -c 'Context size in tokens, or `auto`: grow with the live tokens up to --max-ctx-size (kvrun serve) [default: auto for kvrun serve, else 8192; capped at the model''s training context]'
+            cand --ctx-size 'Context size in tokens, or `auto`: grow with the live tokens up to --max-ctx-size (kvrun serve) [default: auto for kvrun serve, else 8192; capped at the model''s training context]'
             cand -t 'CPU threads [default: the number of cores]'
             cand --threads 'CPU threads [default: the number of cores]'
             cand --gpu-layers 'Layers to offload to the GPU (needs a GPU build) [default: all when built with a GPU backend, else 0]'
@@ -434,8 +436,8 @@ set edit:completion:arg-completer[kvrun] = {|@words|
             cand --share-prefix 'share-prefix'
             cand --shape 'Instead of MODEL, benchmark a generated random-weight model of this shape (no download; written into the benchmark''s temp folder unless --shape-dir is given)'
             cand --shape-dir 'Keep the generated --shape model in this folder, and reuse it when already there'
-            cand -c 'Context size in tokens [default: 8192, capped at the model''s training context]'
-            cand --ctx-size 'Context size in tokens [default: 8192, capped at the model''s training context]'
+            cand -c 'Context size in tokens, or `auto`: grow with the live tokens up to --max-ctx-size (kvrun serve) [default: auto for kvrun serve, else 8192; capped at the model''s training context]'
+            cand --ctx-size 'Context size in tokens, or `auto`: grow with the live tokens up to --max-ctx-size (kvrun serve) [default: auto for kvrun serve, else 8192; capped at the model''s training context]'
             cand -t 'CPU threads [default: the number of cores]'
             cand --threads 'CPU threads [default: the number of cores]'
             cand --gpu-layers 'Layers to offload to the GPU (needs a GPU build) [default: all when built with a GPU backend, else 0]'
@@ -457,8 +459,8 @@ set edit:completion:arg-completer[kvrun] = {|@words|
             cand --sessions 'Sessions to switch between'
             cand --tokens 'Tokens in each session'
             cand --rounds 'Rounds of switching through all sessions'
-            cand -c 'Context size in tokens [default: 8192, capped at the model''s training context]'
-            cand --ctx-size 'Context size in tokens [default: 8192, capped at the model''s training context]'
+            cand -c 'Context size in tokens, or `auto`: grow with the live tokens up to --max-ctx-size (kvrun serve) [default: auto for kvrun serve, else 8192; capped at the model''s training context]'
+            cand --ctx-size 'Context size in tokens, or `auto`: grow with the live tokens up to --max-ctx-size (kvrun serve) [default: auto for kvrun serve, else 8192; capped at the model''s training context]'
             cand -t 'CPU threads [default: the number of cores]'
             cand --threads 'CPU threads [default: the number of cores]'
             cand --gpu-layers 'Layers to offload to the GPU (needs a GPU build) [default: all when built with a GPU backend, else 0]'
@@ -480,8 +482,8 @@ set edit:completion:arg-completer[kvrun] = {|@words|
             cand --prompt-tokens 'Tokens in the agent-shaped prompt (system blocks and tool schemas)'
             cand --decode-tokens 'Tokens generated per call'
             cand --streams 'Concurrent streams for the aggregate decode rows'
-            cand -c 'Context size in tokens [default: 8192, capped at the model''s training context]'
-            cand --ctx-size 'Context size in tokens [default: 8192, capped at the model''s training context]'
+            cand -c 'Context size in tokens, or `auto`: grow with the live tokens up to --max-ctx-size (kvrun serve) [default: auto for kvrun serve, else 8192; capped at the model''s training context]'
+            cand --ctx-size 'Context size in tokens, or `auto`: grow with the live tokens up to --max-ctx-size (kvrun serve) [default: auto for kvrun serve, else 8192; capped at the model''s training context]'
             cand -t 'CPU threads [default: the number of cores]'
             cand --threads 'CPU threads [default: the number of cores]'
             cand --gpu-layers 'Layers to offload to the GPU (needs a GPU build) [default: all when built with a GPU backend, else 0]'
@@ -503,8 +505,9 @@ set edit:completion:arg-completer[kvrun] = {|@words|
             cand --streams 'Concurrent streams to measure'
             cand --prompt-tokens 'Prompt tokens of each stream'
             cand --decode-tokens 'Tokens each stream generates'
-            cand -c 'Context size in tokens [default: 8192, capped at the model''s training context]'
-            cand --ctx-size 'Context size in tokens [default: 8192, capped at the model''s training context]'
+            cand --rounds 'Measurements of each stream count, the service''s and llama.cpp''s alternating; the table shows the best throughput (the least disturbed on a shared machine) and the slowest time to first token'
+            cand -c 'Context size in tokens, or `auto`: grow with the live tokens up to --max-ctx-size (kvrun serve) [default: auto for kvrun serve, else 8192; capped at the model''s training context]'
+            cand --ctx-size 'Context size in tokens, or `auto`: grow with the live tokens up to --max-ctx-size (kvrun serve) [default: auto for kvrun serve, else 8192; capped at the model''s training context]'
             cand -t 'CPU threads [default: the number of cores]'
             cand --threads 'CPU threads [default: the number of cores]'
             cand --gpu-layers 'Layers to offload to the GPU (needs a GPU build) [default: all when built with a GPU backend, else 0]'
@@ -526,8 +529,8 @@ set edit:completion:arg-completer[kvrun] = {|@words|
             cand --types 'KV types to compare; f16, the reference, is always measured'
             cand --tokens 'Session lengths to measure, in tokens'
             cand --decode-tokens 'Greedy tokens generated after each session (and scored under teacher forcing)'
-            cand -c 'Context size in tokens [default: 8192, capped at the model''s training context]'
-            cand --ctx-size 'Context size in tokens [default: 8192, capped at the model''s training context]'
+            cand -c 'Context size in tokens, or `auto`: grow with the live tokens up to --max-ctx-size (kvrun serve) [default: auto for kvrun serve, else 8192; capped at the model''s training context]'
+            cand --ctx-size 'Context size in tokens, or `auto`: grow with the live tokens up to --max-ctx-size (kvrun serve) [default: auto for kvrun serve, else 8192; capped at the model''s training context]'
             cand -t 'CPU threads [default: the number of cores]'
             cand --threads 'CPU threads [default: the number of cores]'
             cand --gpu-layers 'Layers to offload to the GPU (needs a GPU build) [default: all when built with a GPU backend, else 0]'
@@ -545,6 +548,29 @@ set edit:completion:arg-completer[kvrun] = {|@words|
             cand -V 'Print version'
             cand --version 'Print version'
         }
+        &'kvrun;bench;ctx'= {
+            cand --chat-template 'Chat template: a Jinja file, or a shipped one (gemma3, chatml) [default: the config file''s `chat-template`, then the model''s own, then its architecture''s default]'
+            cand --tokens 'Tokens one conversation holds at each measurement (it grows from one to the next)'
+            cand --max-ctx-size 'The ceiling of the elastic context and the size of the fixed one [default: the model''s training context]'
+            cand -c 'Context size in tokens, or `auto`: grow with the live tokens up to --max-ctx-size (kvrun serve) [default: auto for kvrun serve, else 8192; capped at the model''s training context]'
+            cand --ctx-size 'Context size in tokens, or `auto`: grow with the live tokens up to --max-ctx-size (kvrun serve) [default: auto for kvrun serve, else 8192; capped at the model''s training context]'
+            cand -t 'CPU threads [default: the number of cores]'
+            cand --threads 'CPU threads [default: the number of cores]'
+            cand --gpu-layers 'Layers to offload to the GPU (needs a GPU build) [default: all when built with a GPU backend, else 0]'
+            cand -b 'Largest prompt batch in tokens; batches never cross a KV page boundary [default: 256]'
+            cand --batch-size 'Largest prompt batch in tokens; batches never cross a KV page boundary [default: 256]'
+            cand --kv-type 'KV cache element type [default: f16]'
+            cand --flash-attn 'Flash attention [default: auto]'
+            cand --tiny 'Measure kvrun''s tiny random-weight llama test model (written into the benchmark''s folder, with a training context of the ceiling or 32768) instead of --model'
+            cand -v 'Show more diagnostics on stderr (-v: info and llama.cpp''s log, -vv: debug). KVRUN_LOG takes a tracing filter instead (e.g. KVRUN_LOG=kvrun=debug)'
+            cand --verbose 'Show more diagnostics on stderr (-v: info and llama.cpp''s log, -vv: debug). KVRUN_LOG takes a tracing filter instead (e.g. KVRUN_LOG=kvrun=debug)'
+            cand -q 'Hide progress bars and notes; errors still print'
+            cand --quiet 'Hide progress bars and notes; errors still print'
+            cand -h 'Print help'
+            cand --help 'Print help'
+            cand -V 'Print version'
+            cand --version 'Print version'
+        }
         &'kvrun;bench;help'= {
             cand speed 'Prefill and decode tokens per second, kvrun''s schedule next to llama.cpp''s'
             cand restore 'Session restore against cold prefill and llama.cpp''s own state files'
@@ -552,6 +578,7 @@ set edit:completion:arg-completer[kvrun] = {|@words|
             cand serve '`kvrun serve` over HTTP: time to first token of an agent-sized prompt (first call, next turn, after a restart), the server''s overhead, concurrent decode'
             cand batch 'Concurrent streams through the service engine against llama.cpp''s batched decode'
             cand kv-types 'KV element types against f16: bytes per token, restore time, greedy agreement and log-probability drift'
+            cand ctx 'The elastic context (`kvrun serve --ctx-size auto`) against a fixed one of the same ceiling: the server''s resident memory idle and holding each length, and what a growth step paused'
             cand help 'Print this message or the help of the given subcommand(s)'
         }
         &'kvrun;bench;help;speed'= {
@@ -565,6 +592,8 @@ set edit:completion:arg-completer[kvrun] = {|@words|
         &'kvrun;bench;help;batch'= {
         }
         &'kvrun;bench;help;kv-types'= {
+        }
+        &'kvrun;bench;help;ctx'= {
         }
         &'kvrun;bench;help;help'= {
         }
@@ -653,6 +682,7 @@ set edit:completion:arg-completer[kvrun] = {|@words|
             cand serve '`kvrun serve` over HTTP: time to first token of an agent-sized prompt (first call, next turn, after a restart), the server''s overhead, concurrent decode'
             cand batch 'Concurrent streams through the service engine against llama.cpp''s batched decode'
             cand kv-types 'KV element types against f16: bytes per token, restore time, greedy agreement and log-probability drift'
+            cand ctx 'The elastic context (`kvrun serve --ctx-size auto`) against a fixed one of the same ceiling: the server''s resident memory idle and holding each length, and what a growth step paused'
         }
         &'kvrun;help;bench;speed'= {
         }
@@ -665,6 +695,8 @@ set edit:completion:arg-completer[kvrun] = {|@words|
         &'kvrun;help;bench;batch'= {
         }
         &'kvrun;help;bench;kv-types'= {
+        }
+        &'kvrun;help;bench;ctx'= {
         }
         &'kvrun;help;completions'= {
         }

@@ -47,7 +47,7 @@ complete -c kvrun -n "__fish_kvrun_using_subcommand chat" -l system -d 'A system
 complete -c kvrun -n "__fish_kvrun_using_subcommand chat" -s n -l max-tokens -d 'Largest reply in tokens, so a model that never stops cannot run on [default: 1024]' -r
 complete -c kvrun -n "__fish_kvrun_using_subcommand chat" -l context-overflow -d 'What to do when the conversation outgrows the context: drop the oldest turns, or stop with an error [default: truncate]' -r -f -a "truncate\t''
 error\t''"
-complete -c kvrun -n "__fish_kvrun_using_subcommand chat" -s c -l ctx-size -d 'Context size in tokens [default: 8192, capped at the model\'s training context]' -r
+complete -c kvrun -n "__fish_kvrun_using_subcommand chat" -s c -l ctx-size -d 'Context size in tokens, or `auto`: grow with the live tokens up to --max-ctx-size (kvrun serve) [default: auto for kvrun serve, else 8192; capped at the model\'s training context]' -r
 complete -c kvrun -n "__fish_kvrun_using_subcommand chat" -s t -l threads -d 'CPU threads [default: the number of cores]' -r
 complete -c kvrun -n "__fish_kvrun_using_subcommand chat" -l gpu-layers -d 'Layers to offload to the GPU (needs a GPU build) [default: all when built with a GPU backend, else 0]' -r
 complete -c kvrun -n "__fish_kvrun_using_subcommand chat" -s b -l batch-size -d 'Largest prompt batch in tokens; batches never cross a KV page boundary [default: 256]' -r
@@ -66,7 +66,7 @@ complete -c kvrun -n "__fish_kvrun_using_subcommand chat" -l seed -d 'Random see
 complete -c kvrun -n "__fish_kvrun_using_subcommand chat" -l hot-sessions -d 'Sessions kept resident in the context at once (switching to one is instant) [default: 4]' -r
 complete -c kvrun -n "__fish_kvrun_using_subcommand chat" -l warm-budget -d 'RAM for pages of sessions that left the context, e.g. 2GiB [default: 2GiB]' -r
 complete -c kvrun -n "__fish_kvrun_using_subcommand chat" -l cold-budget -d 'Disk for the page store; past it, pages no session uses go first [default: none]' -r
-complete -c kvrun -n "__fish_kvrun_using_subcommand chat" -l hot-idle -d 'A session idle this long leaves the context, e.g. 10m [default: never]' -r
+complete -c kvrun -n "__fish_kvrun_using_subcommand chat" -l hot-idle -d 'A session idle this long leaves the context, e.g. 10m; then an elastic context (kvrun serve --ctx-size auto) shrinks [default: 5m for kvrun serve --ctx-size auto, else never]' -r
 complete -c kvrun -n "__fish_kvrun_using_subcommand chat" -l warm-idle -d 'Pages unused this long leave RAM, e.g. 1h [default: never]' -r
 complete -c kvrun -n "__fish_kvrun_using_subcommand chat" -l plain -d 'Line mode even on a terminal'
 complete -c kvrun -n "__fish_kvrun_using_subcommand chat" -s v -l verbose -d 'Show more diagnostics on stderr (-v: info and llama.cpp\'s log, -vv: debug). KVRUN_LOG takes a tracing filter instead (e.g. KVRUN_LOG=kvrun=debug)'
@@ -83,7 +83,7 @@ complete -c kvrun -n "__fish_kvrun_using_subcommand run" -l logprobs -d 'Add eac
 complete -c kvrun -n "__fish_kvrun_using_subcommand run" -l tools -d 'Tools the model may call: a JSON list of OpenAI tool definitions. Calls are parsed from the reply (`tool_calls` in --json)' -r -F
 complete -c kvrun -n "__fish_kvrun_using_subcommand run" -l tool-choice -d 'auto (the model decides), none, required (a call is forced), or a tool\'s name (that call is forced) [default: auto]' -r
 complete -c kvrun -n "__fish_kvrun_using_subcommand run" -l json-schema -d 'Force the reply to be JSON valid under this JSON schema (a file)' -r -F
-complete -c kvrun -n "__fish_kvrun_using_subcommand run" -s c -l ctx-size -d 'Context size in tokens [default: 8192, capped at the model\'s training context]' -r
+complete -c kvrun -n "__fish_kvrun_using_subcommand run" -s c -l ctx-size -d 'Context size in tokens, or `auto`: grow with the live tokens up to --max-ctx-size (kvrun serve) [default: auto for kvrun serve, else 8192; capped at the model\'s training context]' -r
 complete -c kvrun -n "__fish_kvrun_using_subcommand run" -s t -l threads -d 'CPU threads [default: the number of cores]' -r
 complete -c kvrun -n "__fish_kvrun_using_subcommand run" -l gpu-layers -d 'Layers to offload to the GPU (needs a GPU build) [default: all when built with a GPU backend, else 0]' -r
 complete -c kvrun -n "__fish_kvrun_using_subcommand run" -s b -l batch-size -d 'Largest prompt batch in tokens; batches never cross a KV page boundary [default: 256]' -r
@@ -113,11 +113,12 @@ complete -c kvrun -n "__fish_kvrun_using_subcommand serve" -l api-key -d 'Requir
 complete -c kvrun -n "__fish_kvrun_using_subcommand serve" -l parallel -d 'Sequences decoded together in one batch [default: 4]' -r
 complete -c kvrun -n "__fish_kvrun_using_subcommand serve" -l alias -d 'The model name responses carry [default: the model\'s own name]' -r
 complete -c kvrun -n "__fish_kvrun_using_subcommand serve" -s n -l max-tokens -d 'Largest reply in tokens: a request that asks for more, or sets no limit, gets N, so a model that never stops cannot hold a sequence until the context fills [default: the room the context leaves]' -r
+complete -c kvrun -n "__fish_kvrun_using_subcommand serve" -l max-ctx-size -d 'Largest context --ctx-size auto grows to, in tokens [default: the model\'s training context]' -r
 complete -c kvrun -n "__fish_kvrun_using_subcommand serve" -l max-queue -d 'Requests that may wait for a free sequence; past it, 503 with Retry-After [default: 64]' -r
 complete -c kvrun -n "__fish_kvrun_using_subcommand serve" -l max-body-bytes -d 'Largest request body, e.g. 32MiB; past it, 413 [default: 32MiB]' -r
 complete -c kvrun -n "__fish_kvrun_using_subcommand serve" -l request-timeout -d 'Longest time to the start of a response (a stream, once started, runs on), e.g. 10m; 0 turns it off [default: 10m]' -r
 complete -c kvrun -n "__fish_kvrun_using_subcommand serve" -l cors-origin -d 'Allow browser requests from this origin (repeatable; `*` for any) [default: none, CORS off]' -r
-complete -c kvrun -n "__fish_kvrun_using_subcommand serve" -s c -l ctx-size -d 'Context size in tokens [default: 8192, capped at the model\'s training context]' -r
+complete -c kvrun -n "__fish_kvrun_using_subcommand serve" -s c -l ctx-size -d 'Context size in tokens, or `auto`: grow with the live tokens up to --max-ctx-size (kvrun serve) [default: auto for kvrun serve, else 8192; capped at the model\'s training context]' -r
 complete -c kvrun -n "__fish_kvrun_using_subcommand serve" -s t -l threads -d 'CPU threads [default: the number of cores]' -r
 complete -c kvrun -n "__fish_kvrun_using_subcommand serve" -l gpu-layers -d 'Layers to offload to the GPU (needs a GPU build) [default: all when built with a GPU backend, else 0]' -r
 complete -c kvrun -n "__fish_kvrun_using_subcommand serve" -s b -l batch-size -d 'Largest prompt batch in tokens; batches never cross a KV page boundary [default: 256]' -r
@@ -136,7 +137,7 @@ complete -c kvrun -n "__fish_kvrun_using_subcommand serve" -l seed -d 'Random se
 complete -c kvrun -n "__fish_kvrun_using_subcommand serve" -l hot-sessions -d 'Sessions kept resident in the context at once (switching to one is instant) [default: 4]' -r
 complete -c kvrun -n "__fish_kvrun_using_subcommand serve" -l warm-budget -d 'RAM for pages of sessions that left the context, e.g. 2GiB [default: 2GiB]' -r
 complete -c kvrun -n "__fish_kvrun_using_subcommand serve" -l cold-budget -d 'Disk for the page store; past it, pages no session uses go first [default: none]' -r
-complete -c kvrun -n "__fish_kvrun_using_subcommand serve" -l hot-idle -d 'A session idle this long leaves the context, e.g. 10m [default: never]' -r
+complete -c kvrun -n "__fish_kvrun_using_subcommand serve" -l hot-idle -d 'A session idle this long leaves the context, e.g. 10m; then an elastic context (kvrun serve --ctx-size auto) shrinks [default: 5m for kvrun serve --ctx-size auto, else never]' -r
 complete -c kvrun -n "__fish_kvrun_using_subcommand serve" -l warm-idle -d 'Pages unused this long leave RAM, e.g. 1h [default: never]' -r
 complete -c kvrun -n "__fish_kvrun_using_subcommand serve" -s v -l verbose -d 'Show more diagnostics on stderr (-v: info and llama.cpp\'s log, -vv: debug). KVRUN_LOG takes a tracing filter instead (e.g. KVRUN_LOG=kvrun=debug)'
 complete -c kvrun -n "__fish_kvrun_using_subcommand serve" -s q -l quiet -d 'Hide progress bars and notes; errors still print'
@@ -173,7 +174,7 @@ complete -c kvrun -n "__fish_kvrun_using_subcommand session; and not __fish_seen
 complete -c kvrun -n "__fish_kvrun_using_subcommand session; and not __fish_seen_subcommand_from save restore ls show rm fork export import help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
 complete -c kvrun -n "__fish_kvrun_using_subcommand session; and __fish_seen_subcommand_from save" -l chat-template -d 'Chat template: a Jinja file, or a shipped one (gemma3, chatml) [default: the config file\'s `chat-template`, then the model\'s own, then its architecture\'s default]' -r
 complete -c kvrun -n "__fish_kvrun_using_subcommand session; and __fish_seen_subcommand_from save" -s f -l file -d 'The document to prefill; `-` reads stdin' -r -F
-complete -c kvrun -n "__fish_kvrun_using_subcommand session; and __fish_seen_subcommand_from save" -s c -l ctx-size -d 'Context size in tokens [default: 8192, capped at the model\'s training context]' -r
+complete -c kvrun -n "__fish_kvrun_using_subcommand session; and __fish_seen_subcommand_from save" -s c -l ctx-size -d 'Context size in tokens, or `auto`: grow with the live tokens up to --max-ctx-size (kvrun serve) [default: auto for kvrun serve, else 8192; capped at the model\'s training context]' -r
 complete -c kvrun -n "__fish_kvrun_using_subcommand session; and __fish_seen_subcommand_from save" -s t -l threads -d 'CPU threads [default: the number of cores]' -r
 complete -c kvrun -n "__fish_kvrun_using_subcommand session; and __fish_seen_subcommand_from save" -l gpu-layers -d 'Layers to offload to the GPU (needs a GPU build) [default: all when built with a GPU backend, else 0]' -r
 complete -c kvrun -n "__fish_kvrun_using_subcommand session; and __fish_seen_subcommand_from save" -s b -l batch-size -d 'Largest prompt batch in tokens; batches never cross a KV page boundary [default: 256]' -r
@@ -190,7 +191,7 @@ complete -c kvrun -n "__fish_kvrun_using_subcommand session; and __fish_seen_sub
 complete -c kvrun -n "__fish_kvrun_using_subcommand session; and __fish_seen_subcommand_from save" -s h -l help -d 'Print help'
 complete -c kvrun -n "__fish_kvrun_using_subcommand session; and __fish_seen_subcommand_from save" -s V -l version -d 'Print version'
 complete -c kvrun -n "__fish_kvrun_using_subcommand session; and __fish_seen_subcommand_from restore" -l chat-template -d 'Chat template: a Jinja file, or a shipped one (gemma3, chatml) [default: the config file\'s `chat-template`, then the model\'s own, then its architecture\'s default]' -r
-complete -c kvrun -n "__fish_kvrun_using_subcommand session; and __fish_seen_subcommand_from restore" -s c -l ctx-size -d 'Context size in tokens [default: 8192, capped at the model\'s training context]' -r
+complete -c kvrun -n "__fish_kvrun_using_subcommand session; and __fish_seen_subcommand_from restore" -s c -l ctx-size -d 'Context size in tokens, or `auto`: grow with the live tokens up to --max-ctx-size (kvrun serve) [default: auto for kvrun serve, else 8192; capped at the model\'s training context]' -r
 complete -c kvrun -n "__fish_kvrun_using_subcommand session; and __fish_seen_subcommand_from restore" -s t -l threads -d 'CPU threads [default: the number of cores]' -r
 complete -c kvrun -n "__fish_kvrun_using_subcommand session; and __fish_seen_subcommand_from restore" -l gpu-layers -d 'Layers to offload to the GPU (needs a GPU build) [default: all when built with a GPU backend, else 0]' -r
 complete -c kvrun -n "__fish_kvrun_using_subcommand session; and __fish_seen_subcommand_from restore" -s b -l batch-size -d 'Largest prompt batch in tokens; batches never cross a KV page boundary [default: 256]' -r
@@ -260,29 +261,30 @@ complete -c kvrun -n "__fish_kvrun_using_subcommand stats" -l api-key -d 'The se
 complete -c kvrun -n "__fish_kvrun_using_subcommand stats" -l hot-sessions -d 'Sessions kept resident in the context at once (switching to one is instant) [default: 4]' -r
 complete -c kvrun -n "__fish_kvrun_using_subcommand stats" -l warm-budget -d 'RAM for pages of sessions that left the context, e.g. 2GiB [default: 2GiB]' -r
 complete -c kvrun -n "__fish_kvrun_using_subcommand stats" -l cold-budget -d 'Disk for the page store; past it, pages no session uses go first [default: none]' -r
-complete -c kvrun -n "__fish_kvrun_using_subcommand stats" -l hot-idle -d 'A session idle this long leaves the context, e.g. 10m [default: never]' -r
+complete -c kvrun -n "__fish_kvrun_using_subcommand stats" -l hot-idle -d 'A session idle this long leaves the context, e.g. 10m; then an elastic context (kvrun serve --ctx-size auto) shrinks [default: 5m for kvrun serve --ctx-size auto, else never]' -r
 complete -c kvrun -n "__fish_kvrun_using_subcommand stats" -l warm-idle -d 'Pages unused this long leave RAM, e.g. 1h [default: never]' -r
 complete -c kvrun -n "__fish_kvrun_using_subcommand stats" -l json -d 'Print JSON'
 complete -c kvrun -n "__fish_kvrun_using_subcommand stats" -s v -l verbose -d 'Show more diagnostics on stderr (-v: info and llama.cpp\'s log, -vv: debug). KVRUN_LOG takes a tracing filter instead (e.g. KVRUN_LOG=kvrun=debug)'
 complete -c kvrun -n "__fish_kvrun_using_subcommand stats" -s q -l quiet -d 'Hide progress bars and notes; errors still print'
 complete -c kvrun -n "__fish_kvrun_using_subcommand stats" -s h -l help -d 'Print help'
 complete -c kvrun -n "__fish_kvrun_using_subcommand stats" -s V -l version -d 'Print version'
-complete -c kvrun -n "__fish_kvrun_using_subcommand bench; and not __fish_seen_subcommand_from speed restore switch serve batch kv-types help" -s v -l verbose -d 'Show more diagnostics on stderr (-v: info and llama.cpp\'s log, -vv: debug). KVRUN_LOG takes a tracing filter instead (e.g. KVRUN_LOG=kvrun=debug)'
-complete -c kvrun -n "__fish_kvrun_using_subcommand bench; and not __fish_seen_subcommand_from speed restore switch serve batch kv-types help" -s q -l quiet -d 'Hide progress bars and notes; errors still print'
-complete -c kvrun -n "__fish_kvrun_using_subcommand bench; and not __fish_seen_subcommand_from speed restore switch serve batch kv-types help" -s h -l help -d 'Print help'
-complete -c kvrun -n "__fish_kvrun_using_subcommand bench; and not __fish_seen_subcommand_from speed restore switch serve batch kv-types help" -s V -l version -d 'Print version'
-complete -c kvrun -n "__fish_kvrun_using_subcommand bench; and not __fish_seen_subcommand_from speed restore switch serve batch kv-types help" -f -a "speed" -d 'Prefill and decode tokens per second, kvrun\'s schedule next to llama.cpp\'s'
-complete -c kvrun -n "__fish_kvrun_using_subcommand bench; and not __fish_seen_subcommand_from speed restore switch serve batch kv-types help" -f -a "restore" -d 'Session restore against cold prefill and llama.cpp\'s own state files'
-complete -c kvrun -n "__fish_kvrun_using_subcommand bench; and not __fish_seen_subcommand_from speed restore switch serve batch kv-types help" -f -a "switch" -d 'Switching between many sessions through the hot, warm and cold tiers'
-complete -c kvrun -n "__fish_kvrun_using_subcommand bench; and not __fish_seen_subcommand_from speed restore switch serve batch kv-types help" -f -a "serve" -d '`kvrun serve` over HTTP: time to first token of an agent-sized prompt (first call, next turn, after a restart), the server\'s overhead, concurrent decode'
-complete -c kvrun -n "__fish_kvrun_using_subcommand bench; and not __fish_seen_subcommand_from speed restore switch serve batch kv-types help" -f -a "batch" -d 'Concurrent streams through the service engine against llama.cpp\'s batched decode'
-complete -c kvrun -n "__fish_kvrun_using_subcommand bench; and not __fish_seen_subcommand_from speed restore switch serve batch kv-types help" -f -a "kv-types" -d 'KV element types against f16: bytes per token, restore time, greedy agreement and log-probability drift'
-complete -c kvrun -n "__fish_kvrun_using_subcommand bench; and not __fish_seen_subcommand_from speed restore switch serve batch kv-types help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
+complete -c kvrun -n "__fish_kvrun_using_subcommand bench; and not __fish_seen_subcommand_from speed restore switch serve batch kv-types ctx help" -s v -l verbose -d 'Show more diagnostics on stderr (-v: info and llama.cpp\'s log, -vv: debug). KVRUN_LOG takes a tracing filter instead (e.g. KVRUN_LOG=kvrun=debug)'
+complete -c kvrun -n "__fish_kvrun_using_subcommand bench; and not __fish_seen_subcommand_from speed restore switch serve batch kv-types ctx help" -s q -l quiet -d 'Hide progress bars and notes; errors still print'
+complete -c kvrun -n "__fish_kvrun_using_subcommand bench; and not __fish_seen_subcommand_from speed restore switch serve batch kv-types ctx help" -s h -l help -d 'Print help'
+complete -c kvrun -n "__fish_kvrun_using_subcommand bench; and not __fish_seen_subcommand_from speed restore switch serve batch kv-types ctx help" -s V -l version -d 'Print version'
+complete -c kvrun -n "__fish_kvrun_using_subcommand bench; and not __fish_seen_subcommand_from speed restore switch serve batch kv-types ctx help" -f -a "speed" -d 'Prefill and decode tokens per second, kvrun\'s schedule next to llama.cpp\'s'
+complete -c kvrun -n "__fish_kvrun_using_subcommand bench; and not __fish_seen_subcommand_from speed restore switch serve batch kv-types ctx help" -f -a "restore" -d 'Session restore against cold prefill and llama.cpp\'s own state files'
+complete -c kvrun -n "__fish_kvrun_using_subcommand bench; and not __fish_seen_subcommand_from speed restore switch serve batch kv-types ctx help" -f -a "switch" -d 'Switching between many sessions through the hot, warm and cold tiers'
+complete -c kvrun -n "__fish_kvrun_using_subcommand bench; and not __fish_seen_subcommand_from speed restore switch serve batch kv-types ctx help" -f -a "serve" -d '`kvrun serve` over HTTP: time to first token of an agent-sized prompt (first call, next turn, after a restart), the server\'s overhead, concurrent decode'
+complete -c kvrun -n "__fish_kvrun_using_subcommand bench; and not __fish_seen_subcommand_from speed restore switch serve batch kv-types ctx help" -f -a "batch" -d 'Concurrent streams through the service engine against llama.cpp\'s batched decode'
+complete -c kvrun -n "__fish_kvrun_using_subcommand bench; and not __fish_seen_subcommand_from speed restore switch serve batch kv-types ctx help" -f -a "kv-types" -d 'KV element types against f16: bytes per token, restore time, greedy agreement and log-probability drift'
+complete -c kvrun -n "__fish_kvrun_using_subcommand bench; and not __fish_seen_subcommand_from speed restore switch serve batch kv-types ctx help" -f -a "ctx" -d 'The elastic context (`kvrun serve --ctx-size auto`) against a fixed one of the same ceiling: the server\'s resident memory idle and holding each length, and what a growth step paused'
+complete -c kvrun -n "__fish_kvrun_using_subcommand bench; and not __fish_seen_subcommand_from speed restore switch serve batch kv-types ctx help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
 complete -c kvrun -n "__fish_kvrun_using_subcommand bench; and __fish_seen_subcommand_from speed" -l chat-template -d 'Chat template: a Jinja file, or a shipped one (gemma3, chatml) [default: the config file\'s `chat-template`, then the model\'s own, then its architecture\'s default]' -r
 complete -c kvrun -n "__fish_kvrun_using_subcommand bench; and __fish_seen_subcommand_from speed" -l prompt-tokens -d 'Prompt lengths to measure, in tokens' -r
 complete -c kvrun -n "__fish_kvrun_using_subcommand bench; and __fish_seen_subcommand_from speed" -l decode-tokens -d 'Tokens to generate for the decode figure' -r
 complete -c kvrun -n "__fish_kvrun_using_subcommand bench; and __fish_seen_subcommand_from speed" -l repeat -d 'Repetitions per row; the table shows the median' -r
-complete -c kvrun -n "__fish_kvrun_using_subcommand bench; and __fish_seen_subcommand_from speed" -s c -l ctx-size -d 'Context size in tokens [default: 8192, capped at the model\'s training context]' -r
+complete -c kvrun -n "__fish_kvrun_using_subcommand bench; and __fish_seen_subcommand_from speed" -s c -l ctx-size -d 'Context size in tokens, or `auto`: grow with the live tokens up to --max-ctx-size (kvrun serve) [default: auto for kvrun serve, else 8192; capped at the model\'s training context]' -r
 complete -c kvrun -n "__fish_kvrun_using_subcommand bench; and __fish_seen_subcommand_from speed" -s t -l threads -d 'CPU threads [default: the number of cores]' -r
 complete -c kvrun -n "__fish_kvrun_using_subcommand bench; and __fish_seen_subcommand_from speed" -l gpu-layers -d 'Layers to offload to the GPU (needs a GPU build) [default: all when built with a GPU backend, else 0]' -r
 complete -c kvrun -n "__fish_kvrun_using_subcommand bench; and __fish_seen_subcommand_from speed" -s b -l batch-size -d 'Largest prompt batch in tokens; batches never cross a KV page boundary [default: 256]' -r
@@ -303,7 +305,7 @@ complete -c kvrun -n "__fish_kvrun_using_subcommand bench; and __fish_seen_subco
 complete -c kvrun -n "__fish_kvrun_using_subcommand bench; and __fish_seen_subcommand_from restore" -l shape -d 'Instead of MODEL, benchmark a generated random-weight model of this shape (no download; written into the benchmark\'s temp folder unless --shape-dir is given)' -r -f -a "llama-8b\t'An 8B llama\'s shape (32 layers, 4096 wide, 8 KV heads of 128, FFN 14336), random Q4_0 weights: about 3.9 GB, 128 KiB of KV per token'
 llama-8b-narrow-ffn\t'The same KV shape with a 512-wide FFN: about a fifth of the weights'"
 complete -c kvrun -n "__fish_kvrun_using_subcommand bench; and __fish_seen_subcommand_from restore" -l shape-dir -d 'Keep the generated --shape model in this folder, and reuse it when already there' -r -F
-complete -c kvrun -n "__fish_kvrun_using_subcommand bench; and __fish_seen_subcommand_from restore" -s c -l ctx-size -d 'Context size in tokens [default: 8192, capped at the model\'s training context]' -r
+complete -c kvrun -n "__fish_kvrun_using_subcommand bench; and __fish_seen_subcommand_from restore" -s c -l ctx-size -d 'Context size in tokens, or `auto`: grow with the live tokens up to --max-ctx-size (kvrun serve) [default: auto for kvrun serve, else 8192; capped at the model\'s training context]' -r
 complete -c kvrun -n "__fish_kvrun_using_subcommand bench; and __fish_seen_subcommand_from restore" -s t -l threads -d 'CPU threads [default: the number of cores]' -r
 complete -c kvrun -n "__fish_kvrun_using_subcommand bench; and __fish_seen_subcommand_from restore" -l gpu-layers -d 'Layers to offload to the GPU (needs a GPU build) [default: all when built with a GPU backend, else 0]' -r
 complete -c kvrun -n "__fish_kvrun_using_subcommand bench; and __fish_seen_subcommand_from restore" -s b -l batch-size -d 'Largest prompt batch in tokens; batches never cross a KV page boundary [default: 256]' -r
@@ -321,7 +323,7 @@ complete -c kvrun -n "__fish_kvrun_using_subcommand bench; and __fish_seen_subco
 complete -c kvrun -n "__fish_kvrun_using_subcommand bench; and __fish_seen_subcommand_from switch" -l sessions -d 'Sessions to switch between' -r
 complete -c kvrun -n "__fish_kvrun_using_subcommand bench; and __fish_seen_subcommand_from switch" -l tokens -d 'Tokens in each session' -r
 complete -c kvrun -n "__fish_kvrun_using_subcommand bench; and __fish_seen_subcommand_from switch" -l rounds -d 'Rounds of switching through all sessions' -r
-complete -c kvrun -n "__fish_kvrun_using_subcommand bench; and __fish_seen_subcommand_from switch" -s c -l ctx-size -d 'Context size in tokens [default: 8192, capped at the model\'s training context]' -r
+complete -c kvrun -n "__fish_kvrun_using_subcommand bench; and __fish_seen_subcommand_from switch" -s c -l ctx-size -d 'Context size in tokens, or `auto`: grow with the live tokens up to --max-ctx-size (kvrun serve) [default: auto for kvrun serve, else 8192; capped at the model\'s training context]' -r
 complete -c kvrun -n "__fish_kvrun_using_subcommand bench; and __fish_seen_subcommand_from switch" -s t -l threads -d 'CPU threads [default: the number of cores]' -r
 complete -c kvrun -n "__fish_kvrun_using_subcommand bench; and __fish_seen_subcommand_from switch" -l gpu-layers -d 'Layers to offload to the GPU (needs a GPU build) [default: all when built with a GPU backend, else 0]' -r
 complete -c kvrun -n "__fish_kvrun_using_subcommand bench; and __fish_seen_subcommand_from switch" -s b -l batch-size -d 'Largest prompt batch in tokens; batches never cross a KV page boundary [default: 256]' -r
@@ -339,7 +341,7 @@ complete -c kvrun -n "__fish_kvrun_using_subcommand bench; and __fish_seen_subco
 complete -c kvrun -n "__fish_kvrun_using_subcommand bench; and __fish_seen_subcommand_from serve" -l prompt-tokens -d 'Tokens in the agent-shaped prompt (system blocks and tool schemas)' -r
 complete -c kvrun -n "__fish_kvrun_using_subcommand bench; and __fish_seen_subcommand_from serve" -l decode-tokens -d 'Tokens generated per call' -r
 complete -c kvrun -n "__fish_kvrun_using_subcommand bench; and __fish_seen_subcommand_from serve" -l streams -d 'Concurrent streams for the aggregate decode rows' -r
-complete -c kvrun -n "__fish_kvrun_using_subcommand bench; and __fish_seen_subcommand_from serve" -s c -l ctx-size -d 'Context size in tokens [default: 8192, capped at the model\'s training context]' -r
+complete -c kvrun -n "__fish_kvrun_using_subcommand bench; and __fish_seen_subcommand_from serve" -s c -l ctx-size -d 'Context size in tokens, or `auto`: grow with the live tokens up to --max-ctx-size (kvrun serve) [default: auto for kvrun serve, else 8192; capped at the model\'s training context]' -r
 complete -c kvrun -n "__fish_kvrun_using_subcommand bench; and __fish_seen_subcommand_from serve" -s t -l threads -d 'CPU threads [default: the number of cores]' -r
 complete -c kvrun -n "__fish_kvrun_using_subcommand bench; and __fish_seen_subcommand_from serve" -l gpu-layers -d 'Layers to offload to the GPU (needs a GPU build) [default: all when built with a GPU backend, else 0]' -r
 complete -c kvrun -n "__fish_kvrun_using_subcommand bench; and __fish_seen_subcommand_from serve" -s b -l batch-size -d 'Largest prompt batch in tokens; batches never cross a KV page boundary [default: 256]' -r
@@ -357,7 +359,8 @@ complete -c kvrun -n "__fish_kvrun_using_subcommand bench; and __fish_seen_subco
 complete -c kvrun -n "__fish_kvrun_using_subcommand bench; and __fish_seen_subcommand_from batch" -l streams -d 'Concurrent streams to measure' -r
 complete -c kvrun -n "__fish_kvrun_using_subcommand bench; and __fish_seen_subcommand_from batch" -l prompt-tokens -d 'Prompt tokens of each stream' -r
 complete -c kvrun -n "__fish_kvrun_using_subcommand bench; and __fish_seen_subcommand_from batch" -l decode-tokens -d 'Tokens each stream generates' -r
-complete -c kvrun -n "__fish_kvrun_using_subcommand bench; and __fish_seen_subcommand_from batch" -s c -l ctx-size -d 'Context size in tokens [default: 8192, capped at the model\'s training context]' -r
+complete -c kvrun -n "__fish_kvrun_using_subcommand bench; and __fish_seen_subcommand_from batch" -l rounds -d 'Measurements of each stream count, the service\'s and llama.cpp\'s alternating; the table shows the best throughput (the least disturbed on a shared machine) and the slowest time to first token' -r
+complete -c kvrun -n "__fish_kvrun_using_subcommand bench; and __fish_seen_subcommand_from batch" -s c -l ctx-size -d 'Context size in tokens, or `auto`: grow with the live tokens up to --max-ctx-size (kvrun serve) [default: auto for kvrun serve, else 8192; capped at the model\'s training context]' -r
 complete -c kvrun -n "__fish_kvrun_using_subcommand bench; and __fish_seen_subcommand_from batch" -s t -l threads -d 'CPU threads [default: the number of cores]' -r
 complete -c kvrun -n "__fish_kvrun_using_subcommand bench; and __fish_seen_subcommand_from batch" -l gpu-layers -d 'Layers to offload to the GPU (needs a GPU build) [default: all when built with a GPU backend, else 0]' -r
 complete -c kvrun -n "__fish_kvrun_using_subcommand bench; and __fish_seen_subcommand_from batch" -s b -l batch-size -d 'Largest prompt batch in tokens; batches never cross a KV page boundary [default: 256]' -r
@@ -377,7 +380,7 @@ q8_0\t''
 q4_0\t''"
 complete -c kvrun -n "__fish_kvrun_using_subcommand bench; and __fish_seen_subcommand_from kv-types" -l tokens -d 'Session lengths to measure, in tokens' -r
 complete -c kvrun -n "__fish_kvrun_using_subcommand bench; and __fish_seen_subcommand_from kv-types" -l decode-tokens -d 'Greedy tokens generated after each session (and scored under teacher forcing)' -r
-complete -c kvrun -n "__fish_kvrun_using_subcommand bench; and __fish_seen_subcommand_from kv-types" -s c -l ctx-size -d 'Context size in tokens [default: 8192, capped at the model\'s training context]' -r
+complete -c kvrun -n "__fish_kvrun_using_subcommand bench; and __fish_seen_subcommand_from kv-types" -s c -l ctx-size -d 'Context size in tokens, or `auto`: grow with the live tokens up to --max-ctx-size (kvrun serve) [default: auto for kvrun serve, else 8192; capped at the model\'s training context]' -r
 complete -c kvrun -n "__fish_kvrun_using_subcommand bench; and __fish_seen_subcommand_from kv-types" -s t -l threads -d 'CPU threads [default: the number of cores]' -r
 complete -c kvrun -n "__fish_kvrun_using_subcommand bench; and __fish_seen_subcommand_from kv-types" -l gpu-layers -d 'Layers to offload to the GPU (needs a GPU build) [default: all when built with a GPU backend, else 0]' -r
 complete -c kvrun -n "__fish_kvrun_using_subcommand bench; and __fish_seen_subcommand_from kv-types" -s b -l batch-size -d 'Largest prompt batch in tokens; batches never cross a KV page boundary [default: 256]' -r
@@ -392,12 +395,31 @@ complete -c kvrun -n "__fish_kvrun_using_subcommand bench; and __fish_seen_subco
 complete -c kvrun -n "__fish_kvrun_using_subcommand bench; and __fish_seen_subcommand_from kv-types" -s q -l quiet -d 'Hide progress bars and notes; errors still print'
 complete -c kvrun -n "__fish_kvrun_using_subcommand bench; and __fish_seen_subcommand_from kv-types" -s h -l help -d 'Print help'
 complete -c kvrun -n "__fish_kvrun_using_subcommand bench; and __fish_seen_subcommand_from kv-types" -s V -l version -d 'Print version'
+complete -c kvrun -n "__fish_kvrun_using_subcommand bench; and __fish_seen_subcommand_from ctx" -l chat-template -d 'Chat template: a Jinja file, or a shipped one (gemma3, chatml) [default: the config file\'s `chat-template`, then the model\'s own, then its architecture\'s default]' -r
+complete -c kvrun -n "__fish_kvrun_using_subcommand bench; and __fish_seen_subcommand_from ctx" -l tokens -d 'Tokens one conversation holds at each measurement (it grows from one to the next)' -r
+complete -c kvrun -n "__fish_kvrun_using_subcommand bench; and __fish_seen_subcommand_from ctx" -l max-ctx-size -d 'The ceiling of the elastic context and the size of the fixed one [default: the model\'s training context]' -r
+complete -c kvrun -n "__fish_kvrun_using_subcommand bench; and __fish_seen_subcommand_from ctx" -s c -l ctx-size -d 'Context size in tokens, or `auto`: grow with the live tokens up to --max-ctx-size (kvrun serve) [default: auto for kvrun serve, else 8192; capped at the model\'s training context]' -r
+complete -c kvrun -n "__fish_kvrun_using_subcommand bench; and __fish_seen_subcommand_from ctx" -s t -l threads -d 'CPU threads [default: the number of cores]' -r
+complete -c kvrun -n "__fish_kvrun_using_subcommand bench; and __fish_seen_subcommand_from ctx" -l gpu-layers -d 'Layers to offload to the GPU (needs a GPU build) [default: all when built with a GPU backend, else 0]' -r
+complete -c kvrun -n "__fish_kvrun_using_subcommand bench; and __fish_seen_subcommand_from ctx" -s b -l batch-size -d 'Largest prompt batch in tokens; batches never cross a KV page boundary [default: 256]' -r
+complete -c kvrun -n "__fish_kvrun_using_subcommand bench; and __fish_seen_subcommand_from ctx" -l kv-type -d 'KV cache element type [default: f16]' -r -f -a "f16\t''
+q8_0\t''
+q4_0\t''"
+complete -c kvrun -n "__fish_kvrun_using_subcommand bench; and __fish_seen_subcommand_from ctx" -l flash-attn -d 'Flash attention [default: auto]' -r -f -a "on\t''
+off\t''
+auto\t''"
+complete -c kvrun -n "__fish_kvrun_using_subcommand bench; and __fish_seen_subcommand_from ctx" -l tiny -d 'Measure kvrun\'s tiny random-weight llama test model (written into the benchmark\'s folder, with a training context of the ceiling or 32768) instead of --model'
+complete -c kvrun -n "__fish_kvrun_using_subcommand bench; and __fish_seen_subcommand_from ctx" -s v -l verbose -d 'Show more diagnostics on stderr (-v: info and llama.cpp\'s log, -vv: debug). KVRUN_LOG takes a tracing filter instead (e.g. KVRUN_LOG=kvrun=debug)'
+complete -c kvrun -n "__fish_kvrun_using_subcommand bench; and __fish_seen_subcommand_from ctx" -s q -l quiet -d 'Hide progress bars and notes; errors still print'
+complete -c kvrun -n "__fish_kvrun_using_subcommand bench; and __fish_seen_subcommand_from ctx" -s h -l help -d 'Print help'
+complete -c kvrun -n "__fish_kvrun_using_subcommand bench; and __fish_seen_subcommand_from ctx" -s V -l version -d 'Print version'
 complete -c kvrun -n "__fish_kvrun_using_subcommand bench; and __fish_seen_subcommand_from help" -f -a "speed" -d 'Prefill and decode tokens per second, kvrun\'s schedule next to llama.cpp\'s'
 complete -c kvrun -n "__fish_kvrun_using_subcommand bench; and __fish_seen_subcommand_from help" -f -a "restore" -d 'Session restore against cold prefill and llama.cpp\'s own state files'
 complete -c kvrun -n "__fish_kvrun_using_subcommand bench; and __fish_seen_subcommand_from help" -f -a "switch" -d 'Switching between many sessions through the hot, warm and cold tiers'
 complete -c kvrun -n "__fish_kvrun_using_subcommand bench; and __fish_seen_subcommand_from help" -f -a "serve" -d '`kvrun serve` over HTTP: time to first token of an agent-sized prompt (first call, next turn, after a restart), the server\'s overhead, concurrent decode'
 complete -c kvrun -n "__fish_kvrun_using_subcommand bench; and __fish_seen_subcommand_from help" -f -a "batch" -d 'Concurrent streams through the service engine against llama.cpp\'s batched decode'
 complete -c kvrun -n "__fish_kvrun_using_subcommand bench; and __fish_seen_subcommand_from help" -f -a "kv-types" -d 'KV element types against f16: bytes per token, restore time, greedy agreement and log-probability drift'
+complete -c kvrun -n "__fish_kvrun_using_subcommand bench; and __fish_seen_subcommand_from help" -f -a "ctx" -d 'The elastic context (`kvrun serve --ctx-size auto`) against a fixed one of the same ceiling: the server\'s resident memory idle and holding each length, and what a growth step paused'
 complete -c kvrun -n "__fish_kvrun_using_subcommand bench; and __fish_seen_subcommand_from help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
 complete -c kvrun -n "__fish_kvrun_using_subcommand completions" -s v -l verbose -d 'Show more diagnostics on stderr (-v: info and llama.cpp\'s log, -vv: debug). KVRUN_LOG takes a tracing filter instead (e.g. KVRUN_LOG=kvrun=debug)'
 complete -c kvrun -n "__fish_kvrun_using_subcommand completions" -s q -l quiet -d 'Hide progress bars and notes; errors still print'
@@ -435,3 +457,4 @@ complete -c kvrun -n "__fish_kvrun_using_subcommand help; and __fish_seen_subcom
 complete -c kvrun -n "__fish_kvrun_using_subcommand help; and __fish_seen_subcommand_from bench" -f -a "serve" -d '`kvrun serve` over HTTP: time to first token of an agent-sized prompt (first call, next turn, after a restart), the server\'s overhead, concurrent decode'
 complete -c kvrun -n "__fish_kvrun_using_subcommand help; and __fish_seen_subcommand_from bench" -f -a "batch" -d 'Concurrent streams through the service engine against llama.cpp\'s batched decode'
 complete -c kvrun -n "__fish_kvrun_using_subcommand help; and __fish_seen_subcommand_from bench" -f -a "kv-types" -d 'KV element types against f16: bytes per token, restore time, greedy agreement and log-probability drift'
+complete -c kvrun -n "__fish_kvrun_using_subcommand help; and __fish_seen_subcommand_from bench" -f -a "ctx" -d 'The elastic context (`kvrun serve --ctx-size auto`) against a fixed one of the same ceiling: the server\'s resident memory idle and holding each length, and what a growth step paused'

@@ -4,7 +4,7 @@ use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand};
 
-use crate::settings::{self, ContextOverflow, FlashAttn, KvType, Range};
+use crate::settings::{self, ContextOverflow, CtxSize, FlashAttn, KvType, Range};
 
 /// Local LLM inference on GGUF models, with a persistent, paged KV cache.
 ///
@@ -80,9 +80,11 @@ pub struct ModelArg {
 #[derive(Debug, Args, Clone, Default)]
 #[command(next_help_heading = "Engine")]
 pub struct EngineArgs {
-    /// Context size in tokens [default: 8192, capped at the model's training context]
-    #[arg(short = 'c', long, value_name = "N", value_parser = in_range::<u32>(&settings::CTX_SIZE))]
-    pub ctx_size: Option<u32>,
+    /// Context size in tokens, or `auto`: grow with the live tokens up to --max-ctx-size
+    /// (kvrun serve) [default: auto for kvrun serve, else 8192; capped at the model's
+    /// training context]
+    #[arg(short = 'c', long, value_name = "N|auto", value_parser = ctx_size_arg)]
+    pub ctx_size: Option<CtxSize>,
     /// CPU threads [default: the number of cores]
     #[arg(short = 't', long, value_name = "N", value_parser = in_range::<u32>(&settings::THREADS))]
     pub threads: Option<u32>,
@@ -168,7 +170,9 @@ pub struct TierArgs {
     /// Disk for the page store; past it, pages no session uses go first [default: none]
     #[arg(long, value_name = "SIZE")]
     pub cold_budget: Option<String>,
-    /// A session idle this long leaves the context, e.g. 10m [default: never]
+    /// A session idle this long leaves the context, e.g. 10m; then an elastic context
+    /// (kvrun serve --ctx-size auto) shrinks [default: 5m for kvrun serve --ctx-size auto,
+    /// else never]
     #[arg(long, value_name = "DURATION")]
     pub hot_idle: Option<String>,
     /// Pages unused this long leave RAM, e.g. 1h [default: never]
@@ -355,6 +359,10 @@ pub struct ServeArgs {
     /// room the context leaves]
     #[arg(short = 'n', long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
     pub max_tokens: Option<u32>,
+    /// Largest context --ctx-size auto grows to, in tokens [default: the model's training
+    /// context]
+    #[arg(long, value_name = "N", value_parser = in_range::<u32>(&settings::CTX_SIZE))]
+    pub max_ctx_size: Option<u32>,
     /// Requests that may wait for a free sequence; past it, 503 with Retry-After [default: 64]
     #[arg(long, value_name = "N")]
     pub max_queue: Option<u32>,
@@ -469,6 +477,10 @@ pub enum BenchCommand {
     /// KV element types against f16: bytes per token, restore time, greedy agreement and
     /// log-probability drift.
     KvTypes(BenchKvTypesArgs),
+    /// The elastic context (`kvrun serve --ctx-size auto`) against a fixed one of the same
+    /// ceiling: the server's resident memory idle and holding each length, and what a
+    /// growth step paused.
+    Ctx(BenchCtxArgs),
 }
 
 #[derive(Debug, Args)]
@@ -522,6 +534,30 @@ pub struct BenchBatchArgs {
     /// Tokens each stream generates.
     #[arg(long, default_value_t = 64)]
     pub decode_tokens: u32,
+    /// Measurements of each stream count, the service's and llama.cpp's alternating; the
+    /// table shows the best throughput (the least disturbed on a shared machine) and the
+    /// slowest time to first token.
+    #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u32).range(1..))]
+    pub rounds: u32,
+    #[command(flatten)]
+    pub engine: EngineArgs,
+}
+
+#[derive(Debug, Args)]
+pub struct BenchCtxArgs {
+    #[command(flatten)]
+    pub model: ModelArg,
+    /// Tokens one conversation holds at each measurement (it grows from one to the next).
+    #[arg(long, value_delimiter = ',', default_values_t = [1024, 4096, 16384])]
+    pub tokens: Vec<u32>,
+    /// The ceiling of the elastic context and the size of the fixed one [default: the
+    /// model's training context]
+    #[arg(long, value_name = "N", value_parser = in_range::<u32>(&settings::CTX_SIZE))]
+    pub max_ctx_size: Option<u32>,
+    /// Measure kvrun's tiny random-weight llama test model (written into the benchmark's
+    /// folder, with a training context of the ceiling or 32768) instead of --model.
+    #[arg(long, conflicts_with = "model")]
+    pub tiny: bool,
     #[command(flatten)]
     pub engine: EngineArgs,
 }
@@ -620,6 +656,14 @@ where
         range.check(value.into()).map_err(|e| e.to_string())?;
         Ok(value)
     }
+}
+
+/// `--ctx-size`: `auto` or a number of tokens in [`settings::CTX_SIZE`].
+fn ctx_size_arg(text: &str) -> Result<CtxSize, String> {
+    if text.trim().eq_ignore_ascii_case("auto") {
+        return Ok(CtxSize::Auto);
+    }
+    in_range::<u32>(&settings::CTX_SIZE)(text).map(CtxSize::Tokens)
 }
 
 /// The settings enums as clap values, spelled as their `as_str()` (the config file and the

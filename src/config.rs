@@ -34,6 +34,7 @@ pub struct FileConfig {
     pub host: Option<String>,
     pub port: Option<u16>,
     pub parallel: Option<u32>,
+    pub max_ctx_size: Option<u32>,
     pub alias: Option<String>,
     pub max_queue: Option<u32>,
     pub max_tokens: Option<u32>,
@@ -97,6 +98,7 @@ impl FileConfig {
             (&settings::THREADS, self.threads),
             (&settings::BATCH_SIZE, self.batch_size),
             (&settings::PARALLEL, self.parallel),
+            (&settings::CTX_SIZE, self.max_ctx_size),
         ];
         for (range, value) in u32s {
             value.map_or(Ok(()), |v| range.check(v.into()))?;

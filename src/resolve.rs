@@ -4,7 +4,7 @@
 
 use crate::cli::{EngineArgs, SamplingArgs, TierArgs};
 use crate::config::FileConfig;
-use crate::settings::{EngineSettings, SamplingSettings, TierSettings};
+use crate::settings::{CtxSize, EngineSettings, SamplingSettings, TierSettings};
 use crate::tiers::{parse_bytes, parse_duration};
 
 impl EngineSettings {
@@ -14,6 +14,7 @@ impl EngineSettings {
         Self {
             ctx_size: args
                 .ctx_size
+                .and_then(CtxSize::tokens)
                 .or(config.ctx_size)
                 .unwrap_or(defaults.ctx_size),
             threads: args.threads.or(config.threads).unwrap_or(defaults.threads),
@@ -36,7 +37,10 @@ impl EngineSettings {
     /// A session's recorded settings, with any flag given now taking precedence.
     pub fn resolve_over(args: &EngineArgs, base: &EngineSettings) -> Self {
         Self {
-            ctx_size: args.ctx_size.unwrap_or(base.ctx_size),
+            ctx_size: args
+                .ctx_size
+                .and_then(CtxSize::tokens)
+                .unwrap_or(base.ctx_size),
             threads: args.threads.unwrap_or(base.threads),
             gpu_layers: args.gpu_layers.unwrap_or(base.gpu_layers),
             batch_size: args.batch_size.unwrap_or(base.batch_size),
@@ -116,11 +120,17 @@ mod tests {
         let config =
             FileConfig::parse("ctx-size = 4096\nkv-type = \"q8_0\"\ntemp = 0.5\n").unwrap();
         let args = EngineArgs {
-            ctx_size: Some(2048),
+            ctx_size: Some(CtxSize::Tokens(2048)),
             ..Default::default()
         };
         let engine = EngineSettings::resolve(&args, &config);
         assert_eq!(engine.ctx_size, 2048);
+        // `auto` is kvrun serve's; elsewhere it leaves the config file's or the default.
+        let auto = EngineArgs {
+            ctx_size: Some(CtxSize::Auto),
+            ..Default::default()
+        };
+        assert_eq!(EngineSettings::resolve(&auto, &config).ctx_size, 4096);
         assert_eq!(engine.kv_type, KvType::Q8_0);
         assert_eq!(engine.batch_size, EngineSettings::defaults().batch_size);
         let sampling = SamplingSettings::resolve(&SamplingArgs::default(), &config);

@@ -164,6 +164,24 @@ pub const THREADS: Range = Range::new("threads", 1.0, 512.0);
 pub const PARALLEL: Range = Range::new("parallel", 1.0, 64.0);
 
 pub const DEFAULT_CTX_SIZE: u32 = 8192;
+
+/// `--ctx-size`: a number of tokens, or `auto`, `kvrun serve`'s default, where the context
+/// holds the live tokens and grows with them (up to `--max-ctx-size`). The other commands
+/// size their one session's context up front; for them `auto` means their default.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CtxSize {
+    Auto,
+    Tokens(u32),
+}
+
+impl CtxSize {
+    pub fn tokens(self) -> Option<u32> {
+        match self {
+            CtxSize::Auto => None,
+            CtxSize::Tokens(n) => Some(n),
+        }
+    }
+}
 /// Tokens per KV page. Batches never cross a page boundary, which keeps the decode schedule
 /// canonical: a restored context computes what the uninterrupted one would have.
 pub const DEFAULT_PAGE_TOKENS: u32 = 256;

@@ -4,11 +4,12 @@
 mod common;
 
 use std::path::Path;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use common::*;
 use kvrun::engine::TokenId;
 use kvrun::models::{ModelChoice, ModelSource};
+use kvrun::service::engine::ContextSizing;
 use kvrun::service::handle::OpenSession;
 use kvrun::service::protocol::Transcript;
 use kvrun::service::protocol::{
@@ -94,20 +95,16 @@ impl Service {
                 kv_type: KvType::F16,
                 flash_attn: FlashAttn::Auto,
             },
+            sizing: ContextSizing::Fixed,
             tiers,
             parallel,
             max_queue,
             chat_template: None,
             alias: None,
             prefetch: None,
+            keep_latest_hot: false,
         };
-        let (handle, thread) = kvrun::service::start(options).unwrap();
-        let deadline = Instant::now() + Duration::from_secs(120);
-        while handle.info().is_none() {
-            assert!(!thread.is_finished(), "the engine ended while loading");
-            assert!(Instant::now() < deadline, "the engine did not get ready");
-            std::thread::sleep(Duration::from_millis(20));
-        }
+        let (handle, thread) = start_service(options);
         Self {
             handle,
             thread: Some(thread),

@@ -116,6 +116,9 @@ fn run(
         chat_template: options.chat_template.clone(),
         alias: None,
         prefetch: options.session.clone(),
+        // The active conversation stays hot however long the user is away.
+        keep_latest_hot: true,
+        sizing: crate::service::engine::ContextSizing::Fixed,
     })?;
     let (model, info) = match wait_until_ready(&service, &engine) {
         Some(ready) => ready,

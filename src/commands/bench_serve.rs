@@ -211,7 +211,7 @@ fn agent_messages(system: &str, turns: usize) -> Value {
 }
 
 /// `kvrun serve` as a child of this process, on a free port, in its own home.
-struct ChildServer {
+pub(super) struct ChildServer {
     child: Child,
     url: String,
     agent: ureq::Agent,
@@ -225,19 +225,25 @@ impl ChildServer {
         ctx: u32,
         parallel: u32,
     ) -> Result<Self> {
+        let (ctx, parallel) = (ctx.to_string(), parallel.to_string());
+        Self::spawn(home, choice, engine, &["-c", &ctx, "--parallel", &parallel])
+    }
+
+    /// `kvrun serve` with `args` added (the context's size and the parallel sequences).
+    pub(super) fn spawn(
+        home: &Path,
+        choice: &ModelChoice,
+        engine: &EngineSettings,
+        args: &[&str],
+    ) -> Result<Self> {
         let exe = std::env::current_exe().context("finding the kvrun binary")?;
         let mut child = std::process::Command::new(exe)
             .env("KVRUN_HOME", home)
             .env_remove("KVRUN_API_KEY")
             .args(["serve", "--port", "0", "--temp", "0"])
             .arg(&choice.path)
-            .args(["-c", &ctx.to_string(), "-t", &engine.threads.to_string()])
-            .args([
-                "--parallel",
-                &parallel.to_string(),
-                "--request-timeout",
-                "0",
-            ])
+            .args(["-t", &engine.threads.to_string(), "--request-timeout", "0"])
+            .args(args)
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(Stdio::piped())
@@ -264,6 +270,42 @@ impl ChildServer {
             .build()
             .into();
         Ok(Self { child, url, agent })
+    }
+
+    pub(super) fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
+    /// GET `path`, as JSON.
+    pub(super) fn get_json(&self, path: &str) -> Result<Value> {
+        let mut response = self
+            .agent
+            .get(format!("{}{path}", self.url))
+            .call()
+            .map_err(|e| anyhow!("GET {path}: {e}"))?;
+        response
+            .body_mut()
+            .read_json()
+            .map_err(|e| anyhow!("GET {path}: {e}"))
+    }
+
+    /// A greedy completion of `prompt` (token ids), `max_tokens` long.
+    pub(super) fn complete(
+        &self,
+        prompt: &[crate::engine::TokenId],
+        max_tokens: u32,
+    ) -> Result<()> {
+        let body = json!({"prompt": prompt, "max_tokens": max_tokens, "temperature": 0});
+        let mut response = self
+            .agent
+            .post(format!("{}/v1/completions", self.url))
+            .send_json(&body)
+            .map_err(|e| anyhow!("POST /v1/completions: {e}"))?;
+        if response.status() != 200 {
+            let text = response.body_mut().read_to_string().unwrap_or_default();
+            bail!("the server answered {}: {text}", response.status());
+        }
+        Ok(())
     }
 
     /// One streamed chat completion, timed at the client.
@@ -294,7 +336,7 @@ impl ChildServer {
     }
 
     /// SIGTERM and wait: the server saves every conversation before it exits.
-    fn stop(mut self) -> Result<()> {
+    pub(super) fn stop(mut self) -> Result<()> {
         use rustix::process::{kill_process, Pid, Signal};
         kill_process(Pid::from_child(&self.child), Signal::TERM)?;
         let status = self.child.wait()?;
@@ -385,12 +427,14 @@ fn in_process_call(
         paths: Paths::under(home),
         model: choice.clone(),
         engine,
+        sizing: crate::service::engine::ContextSizing::Fixed,
         tiers: Default::default(),
         parallel: 1,
         max_queue: 4,
         chat_template: None,
         alias: None,
         prefetch: None,
+        keep_latest_hot: false,
     })?;
     let started = Instant::now();
     let model = loop {

@@ -3,6 +3,7 @@
 
 mod bench;
 mod bench_batch;
+mod bench_ctx;
 mod bench_kv_types;
 mod bench_restore;
 mod bench_serve;
@@ -74,6 +75,7 @@ pub fn dispatch(cli: Cli) -> Result<ExitCode> {
         Command::Bench(crate::cli::BenchCommand::Switch(args)) => bench_switch::run(&env, args),
         Command::Bench(crate::cli::BenchCommand::Serve(args)) => bench_serve::run(&env, args),
         Command::Bench(crate::cli::BenchCommand::Batch(args)) => bench_batch::run(&env, args),
+        Command::Bench(crate::cli::BenchCommand::Ctx(args)) => bench_ctx::run(&env, args),
         Command::Bench(crate::cli::BenchCommand::KvTypes(args)) => bench_kv_types::run(&env, args),
         Command::Completions(args) => completions::run(args),
         Command::Man(args) => man::run(args),

@@ -13,13 +13,17 @@ use super::Env;
 use crate::cli::ServeArgs;
 use crate::exit::usage;
 use crate::server::{AppState, Guard};
+use crate::service::engine::ContextSizing;
 use crate::service::{start, EngineThread, ServiceHandle, ServiceOptions};
-use crate::settings::{EngineSettings, SamplingSettings, TierSettings};
+use crate::settings::{CtxSize, EngineSettings, SamplingSettings, TierSettings};
 use crate::tiers::{parse_bytes, parse_duration};
 
 const DEFAULT_PORT: u16 = 8080;
 const DEFAULT_PARALLEL: u32 = 4;
 const DEFAULT_MAX_QUEUE: u32 = 64;
+/// With `--ctx-size auto`, conversations idle this long leave the context (their pages stay
+/// in RAM and on disk), so that an idle server's context shrinks back to its floor.
+const DEFAULT_ELASTIC_HOT_IDLE: Duration = Duration::from_secs(300);
 const DEFAULT_MAX_BODY: &str = "32MiB";
 /// Long enough for an agent's first, uncached 21k-token prompt on a CPU.
 const DEFAULT_REQUEST_TIMEOUT: &str = "10m";
@@ -92,7 +96,11 @@ fn settle(env: &Env, args: &ServeArgs) -> Result<ServeSettings> {
     if max_tokens == Some(0) {
         return Err(usage("max-tokens (config file) must be at least 1"));
     }
-    let tiers = TierSettings::resolve(&args.tiers, config).map_err(usage)?;
+    let mut tiers = TierSettings::resolve(&args.tiers, config).map_err(usage)?;
+    let sizing = context_sizing(args, config)?;
+    if sizing != ContextSizing::Fixed && tiers.hot_idle.is_none() {
+        tiers.hot_idle = Some(DEFAULT_ELASTIC_HOT_IDLE);
+    }
     let parallel = args
         .parallel
         .or(config.parallel)
@@ -113,15 +121,37 @@ fn settle(env: &Env, args: &ServeArgs) -> Result<ServeSettings> {
             paths: env.paths.clone(),
             model: crate::models::choose(args.model.model.as_deref(), config, &env.paths),
             engine: EngineSettings::resolve(&args.engine, config),
+            sizing,
             tiers,
             parallel: parallel as usize,
             max_queue: max_queue as usize,
             chat_template: super::chat_template_override(&args.model, env).map(str::to_string),
             alias: args.alias.clone().or_else(|| config.alias.clone()),
             prefetch: None,
+            keep_latest_hot: false,
         },
         sampling: SamplingSettings::resolve(&args.sampling, config),
         max_tokens,
+    })
+}
+
+/// `--ctx-size auto` (the default here) unless a size is given by flag or config file.
+fn context_sizing(args: &ServeArgs, config: &crate::config::FileConfig) -> Result<ContextSizing> {
+    let fixed = match args.engine.ctx_size {
+        Some(size) => size != CtxSize::Auto,
+        None => config.ctx_size.is_some(),
+    };
+    if fixed {
+        if args.max_ctx_size.is_some() {
+            return Err(usage(
+                "--max-ctx-size is the ceiling of --ctx-size auto; with a fixed --ctx-size, \
+                 leave it out",
+            ));
+        }
+        return Ok(ContextSizing::Fixed);
+    }
+    Ok(ContextSizing::Elastic {
+        ceiling: args.max_ctx_size.or(config.max_ctx_size),
     })
 }
 

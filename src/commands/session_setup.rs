@@ -14,7 +14,7 @@ use crate::session::catalog::SessionCatalog;
 use crate::session::error::{Incompatibility, SessionError};
 use crate::session::live::{LiveSession, RestoreReport};
 use crate::session::{SessionBinding, SessionManifest};
-use crate::settings::{EngineSettings, SamplingSettings};
+use crate::settings::{CtxSize, EngineSettings, SamplingSettings};
 use crate::store::SessionLock;
 
 /// A locked session and the settings to open it with.
@@ -61,7 +61,7 @@ pub fn prepare(
     }
     if let Some(m) = &manifest {
         // A resumed session needs room for what it already holds.
-        if engine_args.ctx_size.is_none() {
+        if engine_args.ctx_size.and_then(CtxSize::tokens).is_none() {
             engine.ctx_size = engine.ctx_size.max(m.tokens.len() as u32 + 1);
         }
     }

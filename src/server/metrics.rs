@@ -199,6 +199,11 @@ pub fn render(stats: &ServiceStats, counters: &ServerCounters, ready: bool) -> S
             "Claude Code billing-header blocks dropped from prompts (they would defeat the cache)",
             counters.billing_blocks_dropped.load(Ordering::Relaxed),
         ),
+        (
+            "kvrun_ctx_resizes_total",
+            "times the elastic context was recreated at another size",
+            stats.ctx_resizes,
+        ),
     ];
     for (name, help, value) in counts {
         single(&mut out, name, help, "counter", value);
@@ -250,7 +255,16 @@ pub fn render(stats: &ServiceStats, counters: &ServerCounters, ready: bool) -> S
             "context cells in use",
             stats.hot_cells_used,
         ),
-        ("kvrun_hot_cells", "context cells in all", stats.hot_cells),
+        (
+            "kvrun_hot_cells",
+            "context cells in all (an elastic context's current allocation)",
+            stats.hot_cells,
+        ),
+        (
+            "kvrun_ctx_ceiling_cells",
+            "cells the context may grow to (--ctx-size auto)",
+            stats.ctx_ceiling,
+        ),
         (
             "kvrun_queue_depth",
             "requests waiting for a sequence",

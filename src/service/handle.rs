@@ -131,9 +131,15 @@ pub struct ServiceStats {
     pub queued: usize,
     /// Requests decoding now.
     pub active: usize,
-    /// Context cells in use and in all.
+    /// Context cells in use and in all (an elastic context's current allocation).
     pub hot_cells_used: u64,
     pub hot_cells: u64,
+    /// Cells the context may grow to (`hot_cells` itself when its size is fixed).
+    pub ctx_ceiling: u64,
+    /// Times the elastic context was recreated at another size, and how long the last
+    /// resize paused decoding.
+    pub ctx_resizes: u64,
+    pub ctx_last_resize_ms: f64,
     pub hot: TierBytes,
     pub warm: TierBytes,
     pub cold: TierBytes,

@@ -24,14 +24,6 @@ impl SystemMemory {
                 .and_then(|kb| kb.parse::<u64>().ok())
                 .map_or(0, |kb| kb * 1024)
         };
-        let rss_pages = std::fs::read_to_string("/proc/self/statm")
-            .ok()
-            .and_then(|s| {
-                s.split_whitespace()
-                    .nth(1)
-                    .and_then(|v| v.parse::<u64>().ok())
-            })
-            .unwrap_or(0);
         // The folder may not exist yet; measure the nearest existing ancestor.
         let mut dir = data_dir;
         while !dir.exists() {
@@ -43,11 +35,25 @@ impl SystemMemory {
         Self {
             ram_total: field("MemTotal:"),
             ram_available: field("MemAvailable:"),
-            process_rss: rss_pages * 4096,
+            process_rss: resident_bytes(Path::new("/proc/self")),
             disk_total: fs4::total_space(dir).unwrap_or(0),
             disk_free: fs4::available_space(dir).unwrap_or(0),
         }
     }
+}
+
+/// Resident bytes of the process whose `/proc` folder is `proc_dir` (`/proc/self`,
+/// `/proc/PID`); 0 where unavailable.
+pub fn resident_bytes(proc_dir: &Path) -> u64 {
+    let pages = std::fs::read_to_string(proc_dir.join("statm"))
+        .ok()
+        .and_then(|s| {
+            s.split_whitespace()
+                .nth(1)
+                .and_then(|v| v.parse::<u64>().ok())
+        })
+        .unwrap_or(0);
+    pages * 4096
 }
 
 /// Parses a byte size: `512MiB`, `2GiB`, `1.5G`, `300000` (bytes). Decimal units (KB, MB,

@@ -26,7 +26,7 @@ impl<'c, 'm> Engine<'c, 'm> {
                 self.finish_unstarted(request);
                 continue;
             }
-            if let Err(e) = self.validate(ctx, &request) {
+            if let Err(e) = self.validate(&request) {
                 self.fail(request, e);
                 continue;
             }
@@ -45,8 +45,8 @@ impl<'c, 'm> Engine<'c, 'm> {
         }
     }
 
-    fn validate(&self, ctx: &Context<'m>, request: &Request) -> Result<(), ServiceError> {
-        let n_ctx = ctx.info().n_ctx as usize;
+    fn validate(&self, request: &Request) -> Result<(), ServiceError> {
+        let n_ctx = self.max_cells();
         if request.prompt.is_empty() {
             return Err(ServiceError::EmptyPrompt);
         }
@@ -78,7 +78,6 @@ impl<'c, 'm> Engine<'c, 'm> {
         index: usize,
         request: Request,
     ) -> Result<Option<Request>, (Request, ServiceError)> {
-        let n_ctx = ctx.info().n_ctx as usize;
         let page = ctx.info().page_tokens as usize;
         let mut sampler = Sampler::new(self.model, &request.sampling, &request.prompt);
         if let Some(grammar) = &request.grammar {
@@ -90,6 +89,8 @@ impl<'c, 'm> Engine<'c, 'm> {
         // Room for the prompt and the start of the reply; idle sequences leave for it.
         let needed = request.prompt.len() + request.max_tokens.clamp(1, page);
         let own = |e: &Self| e.conversations[index].seq.kv_len();
+        self.grow_for(ctx, e_cells(self, index, own(self)) + needed);
+        let n_ctx = ctx.info().n_ctx as usize;
         while e_cells(self, index, own(self)) + needed > n_ctx {
             match self.coolest(index) {
                 Some(victim) => self.cool(ctx, victim),

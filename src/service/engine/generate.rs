@@ -135,6 +135,13 @@ impl<'c, 'm> Engine<'c, 'm> {
         if planned.is_empty() || !self.make_room(ctx, planned.iter().map(|p| p.3).sum()) {
             return;
         }
+        // A resize that had to drop a decoding sequence's cells: plan again next step.
+        if planned
+            .iter()
+            .any(|&(_, index, start, ..)| self.conversations[index].seq.kv_len() != start)
+        {
+            return;
+        }
         let entries: Vec<BatchEntry<'_>> = planned
             .iter()
             .map(|&(_, index, start, n, logits)| {
@@ -182,7 +189,7 @@ impl<'c, 'm> Engine<'c, 'm> {
                     .request
                     .logprobs
                     .map(|top_n| TokenLogprob::from_logits(ctx.logits_at(idx), token, top_n));
-                self.accept(ctx, i, index, token, logprob);
+                self.accept(i, index, token, logprob);
             }
             if end % page == 0 {
                 // The page's sliding-window rows, while they are still in the window.
@@ -199,6 +206,7 @@ impl<'c, 'm> Engine<'c, 'm> {
     /// when only decoding ones are left, the request admitted last ends (ContextFull) and
     /// the step is planned again. Returns whether the step can run.
     fn make_room(&mut self, ctx: &mut Context<'m>, needed: usize) -> bool {
+        self.grow_for(ctx, self.hot_cells() + needed);
         let n_ctx = ctx.info().n_ctx as usize;
         while self.hot_cells() + needed > n_ctx {
             match self.coolest(usize::MAX) {
@@ -220,20 +228,13 @@ impl<'c, 'm> Engine<'c, 'm> {
     }
 
     /// Appends a sampled token to the log and sends its text (minus any stop string).
-    fn accept(
-        &mut self,
-        ctx: &Context<'m>,
-        i: usize,
-        index: usize,
-        token: TokenId,
-        logprob: Option<TokenLogprob>,
-    ) {
+    fn accept(&mut self, i: usize, index: usize, token: TokenId, logprob: Option<TokenLogprob>) {
+        let n_ctx = self.max_cells();
         let active = &mut self.active[i];
         let open = &mut self.conversations[index];
         active.first_token.get_or_insert_with(Instant::now);
         open.seq.append(&[token]);
         active.tokens.push(token);
-        let n_ctx = ctx.info().n_ctx as usize;
         let end_of_generation = self.model.is_end_of_generation(token);
         let mut text = String::new();
         if !end_of_generation {

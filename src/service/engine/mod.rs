@@ -10,6 +10,7 @@
 
 mod admit;
 mod conversations;
+mod elastic;
 mod generate;
 mod lifecycle;
 mod policy;
@@ -36,6 +37,7 @@ use crate::session::SessionBinding;
 use crate::settings::DEFAULT_PAGE_TOKENS;
 use crate::tiers::WarmPool;
 
+pub use elastic::ContextSizing;
 pub use stop::StopFilter;
 
 /// What `kvrun serve` starts the engine with.
@@ -43,12 +45,18 @@ pub struct ServiceOptions {
     pub paths: crate::paths::Paths,
     pub model: crate::models::ModelChoice,
     pub engine: crate::settings::EngineSettings,
+    /// A context of `engine.ctx_size` cells, or one that grows with the live tokens.
+    pub sizing: ContextSizing,
     /// Budgets of the warm and cold tiers and the idle times; `hot_sessions` is ignored
-    /// (`parallel` sequences are the hot tier).
+    /// (`parallel` sequences are the hot tier). Conversations idle for `hot_idle` leave the
+    /// context, which an elastic one follows.
     pub tiers: crate::settings::TierSettings,
     /// A session whose pages start loading into RAM while the model loads (the one a chat
     /// opens first).
     pub prefetch: Option<String>,
+    /// The conversation used last stays in the context however long it idles (a chat's
+    /// active one); a server lets every idle one go, so that its context can shrink.
+    pub keep_latest_hot: bool,
     /// Sequences decoded together (default 4).
     pub parallel: usize,
     /// Requests waiting beyond `parallel` (default 64); past it a submit gets QueueFull.
@@ -149,18 +157,21 @@ fn run(
     let model = Arc::new(model);
     let parallel = options.parallel.max(1);
     // One sequence per decoding request, plus the scratch sequence page captures use.
-    let mut ctx = Context::new(
-        &model,
+    let mut sizing = elastic::Sizing::new(
+        options.sizing,
         &options.engine,
+        model.facts().n_ctx_train,
         DEFAULT_PAGE_TOKENS,
-        parallel as u32 + 1,
-    )?;
+        parallel as u32,
+    );
+    let mut ctx = sizing.create(&model)?;
     let info = ServiceInfo {
         model_name: options
             .alias
             .clone()
             .unwrap_or_else(|| model.facts().description.clone()),
-        n_ctx: ctx.info().n_ctx as usize,
+        // What a request may use: an elastic context grows to it.
+        n_ctx: sizing.ceiling as usize,
         parallel,
         page_tokens: ctx.info().page_tokens as usize,
         created_unix: unix_now(),
@@ -180,6 +191,8 @@ fn run(
         sessions,
         warm,
         tiers: options.tiers.clone(),
+        sizing,
+        keep_latest_hot: options.keep_latest_hot,
         parallel,
         conversations: Vec::new(),
         stored_unnamed: Vec::new(),
@@ -230,6 +243,9 @@ struct Engine<'c, 'm> {
     sessions: SessionBinding<'c>,
     warm: Arc<WarmPool>,
     tiers: crate::settings::TierSettings,
+    sizing: elastic::Sizing,
+    /// See [`ServiceOptions::keep_latest_hot`].
+    keep_latest_hot: bool,
     parallel: usize,
     /// Sessions this server has open (and holds the locks of), hot or not.
     conversations: Vec<conversations::Open<'c>>,
@@ -277,14 +293,17 @@ impl<'c, 'm> Engine<'c, 'm> {
         }
     }
 
-    /// Between requests: hot conversations idle for `hot_idle` leave the context (all but
-    /// the one used last), pages unused for `warm_idle` leave RAM.
+    /// Between requests: hot conversations idle for `hot_idle` leave the context (their
+    /// pages are saved; a chat's active one stays), an elastic context then shrinks, and
+    /// pages unused for `warm_idle` leave RAM.
     fn idle(&mut self, ctx: &mut Context<'m>) {
         if let Some(idle) = self.tiers.hot_idle {
             let now = std::time::Instant::now();
-            for i in policy::idle_victims(&self.residency(), idle, now) {
+            let victims = policy::idle_victims(&self.residency(), idle, now, self.keep_latest_hot);
+            for i in victims {
                 self.cool(ctx, i);
             }
+            self.shrink_when_empty(ctx);
         }
         if let Some(idle) = self.tiers.warm_idle {
             self.warm.evict_idle(idle);

@@ -25,13 +25,18 @@ pub fn coolest(open: &[Residency], keep: usize) -> Option<usize> {
         .map(|(i, _)| i)
 }
 
-/// The hot conversations unused for `idle`, except the one used last (a chat's active
-/// conversation, a server's latest): they leave the context on their own.
-pub fn idle_victims(open: &[Residency], idle: Duration, now: Instant) -> Vec<usize> {
+/// The hot conversations unused for `idle`: they leave the context on their own. With
+/// `keep_latest`, the one used last stays (a chat's active conversation).
+pub fn idle_victims(
+    open: &[Residency],
+    idle: Duration,
+    now: Instant,
+    keep_latest: bool,
+) -> Vec<usize> {
     let newest = open
         .iter()
         .enumerate()
-        .filter(|(_, r)| r.hot)
+        .filter(|(_, r)| r.hot && keep_latest)
         .max_by_key(|(_, r)| r.last_used)
         .map(|(i, _)| i);
     open.iter()
@@ -106,7 +111,7 @@ mod tests {
     }
 
     #[test]
-    fn idle_hot_conversations_leave_on_their_own_except_the_latest() {
+    fn idle_hot_conversations_leave_on_their_own_except_the_latest_when_kept() {
         let now = Instant::now();
         let idle = Duration::from_secs(60);
         let cases: &[(Ages, &[usize])] = &[
@@ -124,10 +129,13 @@ mod tests {
         ];
         for (ages, victims) in cases {
             assert_eq!(
-                idle_victims(&open(ages, now), idle, now),
+                idle_victims(&open(ages, now), idle, now, true),
                 *victims,
                 "{ages:?}"
             );
         }
+        // A server keeps none: its context may shrink once all are gone.
+        let ages: Ages = &[(90, true, false), (200, true, false), (300, true, true)];
+        assert_eq!(idle_victims(&open(ages, now), idle, now, false), [0, 1]);
     }
 }

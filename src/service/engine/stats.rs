@@ -91,6 +91,9 @@ impl<'c, 'm> Engine<'c, 'm> {
             active: self.active.len(),
             hot_cells_used: self.hot_cells() as u64,
             hot_cells: u64::from(ctx.info().n_ctx),
+            ctx_ceiling: self.max_cells() as u64,
+            ctx_resizes: self.sizing.resizes,
+            ctx_last_resize_ms: self.sizing.last_pause.as_secs_f64() * 1e3,
             hot: TierBytes {
                 used: hot_bytes,
                 budget: None,

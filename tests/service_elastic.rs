@@ -1,0 +1,202 @@
+//! The elastic hot tier (`--ctx-size auto`) on real llama.cpp and the tiny model: a context
+//! that grows mid-conversation (at an admission, and in the middle of a reply) gives the
+//! tokens and log-probabilities a context of the ceiling's size gives, and shrinks back to
+//! its floor once its conversations idled out of it.
+
+mod common;
+
+use std::time::{Duration, Instant};
+
+use common::*;
+use kvrun::engine::TokenId;
+use kvrun::models::{ModelChoice, ModelSource};
+use kvrun::service::engine::ContextSizing;
+use kvrun::service::protocol::{CancelToken, ConversationKey, FinishReason, Reply, Request, Usage};
+use kvrun::service::{EngineThread, ServiceHandle, ServiceOptions, ServiceStats};
+use kvrun::settings::{EngineSettings, FlashAttn, KvType, SamplingSettings, TierSettings};
+
+const CEILING: u32 = 4096;
+/// Two decoding sequences of two pages each.
+const FLOOR: u64 = 1024;
+
+struct Engine {
+    handle: ServiceHandle,
+    thread: EngineThread,
+}
+
+fn start(home: &std::path::Path, sizing: ContextSizing, hot_idle: Option<Duration>) -> Engine {
+    let options = ServiceOptions {
+        paths: kvrun::paths::Paths::under(home),
+        model: ModelChoice {
+            path: tiny_model(),
+            source: ModelSource::Argument,
+        },
+        engine: EngineSettings {
+            ctx_size: CEILING,
+            threads: 2,
+            gpu_layers: 0,
+            batch_size: 256,
+            kv_type: KvType::F16,
+            flash_attn: FlashAttn::Auto,
+        },
+        sizing,
+        prefetch: None,
+        keep_latest_hot: false,
+        tiers: TierSettings {
+            hot_idle,
+            ..Default::default()
+        },
+        parallel: 2,
+        max_queue: 4,
+        chat_template: None,
+        alias: None,
+    };
+    let (handle, thread) = start_service(options);
+    Engine { handle, thread }
+}
+
+/// One reply: its tokens, their log-probabilities, and its usage.
+#[derive(Debug)]
+struct Turn {
+    tokens: Vec<TokenId>,
+    logprobs: Vec<f32>,
+    usage: Usage,
+}
+
+impl Engine {
+    fn generate(&self, name: &str, prompt: &[TokenId], max_tokens: usize) -> Turn {
+        let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+        self.handle
+            .submit(Request {
+                id: 0,
+                conversation: ConversationKey::Named(name.into()),
+                prompt: prompt.to_vec(),
+                sampling: SamplingSettings::greedy(),
+                max_tokens,
+                stop: Vec::new(),
+                grammar: None,
+                logprobs: Some(2),
+                template: None,
+                transcript: None,
+                progress: false,
+                cancel: CancelToken::new(),
+                replies: tx,
+                received: Instant::now(),
+            })
+            .unwrap();
+        let (mut tokens, mut logprobs) = (Vec::new(), Vec::new());
+        loop {
+            match rx.blocking_recv().expect("the engine dropped the request") {
+                Reply::Token(t) => {
+                    tokens.push(t.id);
+                    logprobs.push(t.logprob.unwrap().logprob);
+                }
+                Reply::Done(usage) => {
+                    return Turn {
+                        tokens,
+                        logprobs,
+                        usage,
+                    }
+                }
+                Reply::Failed(e) => panic!("the request failed: {e}"),
+                Reply::Started(_) | Reply::Progress { .. } => {}
+            }
+        }
+    }
+
+    fn stats(&self) -> ServiceStats {
+        tokio::runtime::Builder::new_current_thread()
+            .build()
+            .unwrap()
+            .block_on(self.handle.stats())
+            .unwrap()
+    }
+
+    fn stop(self) {
+        self.handle.shutdown();
+        self.thread.join().unwrap();
+    }
+}
+
+/// The conversation: "a" generates past the floor mid-reply, "b" arrives needing more than
+/// the context has while "a" is hot and idle, then "a" continues from its hot cells.
+fn conversation(engine: &Engine) -> Vec<Turn> {
+    let model = engine.handle.model().unwrap();
+    let text = long_text(4);
+    let first: Vec<TokenId> = model.tokenize_prompt(&text)[..300].to_vec();
+    let other: Vec<TokenId> =
+        model.tokenize_prompt(&format!("Another one.\n{text}"))[..1000].to_vec();
+    let a1 = engine.generate("a", &first, 760);
+    let b = engine.generate("b", &other, 16);
+    let mut next = first.clone();
+    next.extend_from_slice(&a1.tokens);
+    next.extend_from_slice(&model.tokenize_prompt("And then the cache")[1..]);
+    let a2 = engine.generate("a", &next, 16);
+    vec![a1, b, a2]
+}
+
+#[test]
+fn growth_keeps_outputs_identical_and_an_idle_context_shrinks_to_its_floor() {
+    let fixed_home = Home::new();
+    let fixed = start(fixed_home.path(), ContextSizing::Fixed, None);
+    let reference = conversation(&fixed);
+    let stats = fixed.stats();
+    assert_eq!(
+        (stats.hot_cells, stats.ctx_ceiling, stats.ctx_resizes),
+        (4096, 4096, 0)
+    );
+    fixed.stop();
+
+    let home = Home::new();
+    let idle = Duration::from_secs(1);
+    let ceiling = Some(CEILING);
+    let elastic = start(home.path(), ContextSizing::Elastic { ceiling }, Some(idle));
+    assert_eq!(elastic.handle.info().unwrap().n_ctx, CEILING as usize);
+    let before = elastic.stats();
+    assert_eq!((before.hot_cells, before.ctx_ceiling), (FLOOR, 4096));
+    let turns = conversation(&elastic);
+    assert_eq!(
+        turns[0].usage.finish,
+        FinishReason::MaxTokens,
+        "{:?}",
+        turns[0].usage
+    );
+    assert_eq!(
+        turns[2].usage.cached.hot,
+        turns[0].usage.prompt_tokens + 759
+    );
+    for (i, (ours, theirs)) in turns.iter().zip(&reference).enumerate() {
+        assert_eq!(ours.tokens, theirs.tokens, "turn {i}: tokens");
+        assert_eq!(
+            ours.logprobs, theirs.logprobs,
+            "turn {i}: log-probabilities"
+        );
+    }
+    // Mid-reply from 1024 to 2048 cells, at b's admission to 4096.
+    let grown = elastic.stats();
+    assert_eq!((grown.hot_cells, grown.ctx_resizes), (4096, 2), "{grown:?}");
+
+    // Stats polls are commands: the engine counts idle time only between them.
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let shrunk = loop {
+        std::thread::sleep(Duration::from_millis(1500));
+        let s = elastic.stats();
+        if s.hot_cells == FLOOR || Instant::now() > deadline {
+            break s;
+        }
+    };
+    assert_eq!(
+        (shrunk.hot_cells, shrunk.hot_cells_used),
+        (FLOOR, 0),
+        "{shrunk:?}"
+    );
+    assert_eq!(shrunk.ctx_resizes, 3);
+    // Back from the pages in RAM, into a context grown again.
+    let model = elastic.handle.model().unwrap();
+    let mut again: Vec<TokenId> = model.tokenize_prompt(&long_text(4))[..300].to_vec();
+    again.extend_from_slice(&turns[0].tokens);
+    let back = elastic.generate("a", &again, 4);
+    assert!(back.usage.cached.warm >= 1024, "{:?}", back.usage);
+    assert!(elastic.stats().hot_cells > FLOOR);
+    elastic.stop();
+}
