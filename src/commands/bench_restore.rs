@@ -38,6 +38,9 @@ struct Row {
     incremental_save_ms: f64,
     read_mb_s: f64,
     llama_save_ms: f64,
+    /// llama.cpp's save plus one fsync of its file (and its directory), the durable
+    /// equivalent of kvrun's save.
+    llama_save_fsync_ms: f64,
     llama_load_ms: f64,
     llama_bytes: u64,
 }
@@ -82,6 +85,23 @@ pub fn run(env: &Env, args: BenchRestoreArgs) -> Result<ExitCode> {
         )?);
     }
     print_restore_table(&rows);
+    let points = |f: fn(&Row) -> f64| -> Vec<(f64, f64)> {
+        rows.iter().map(|r| (r.tokens as f64, f(r))).collect()
+    };
+    match crossover(
+        &points(|r| r.restore_ms + r.first_token_ms),
+        &points(|r| r.prefill_s * 1e3),
+    ) {
+        Some(n) if n >= 1.0 => println!(
+            "\nCrossover: below about {n:.0} tokens a cold prefill is cheaper than a restore \
+             plus first token (lines fitted through the rows above)."
+        ),
+        Some(_) => println!(
+            "\nCrossover: none; a restore plus first token is cheaper than a cold prefill at \
+             every length (lines fitted through the rows above meet below one token)."
+        ),
+        None => {}
+    }
     if args.shape.is_some() {
         // Sharing is a property of the store, measured on the default model; on a
         // generated model it would only cost another long prefill.
@@ -155,16 +175,16 @@ fn print_restore_table(rows: &[Row]) {
         "| tokens | cold prefill s | kvrun snapshot | kvrun save ms | restore ms (fresh process) \
          | read ms | verify ms | assemble ms | load ms | restore + first token ms \
          | speedup vs prefill | incremental save ms | restore MB/s | file read MB/s \
-         | llama.cpp file | llama.cpp save ms | llama.cpp load ms |"
+         | llama.cpp file | llama.cpp save ms | llama.cpp save + fsync ms | llama.cpp load ms |"
     );
     println!(
-        "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
+        "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
     );
     for r in rows {
         let first = r.restore_ms + r.first_token_ms;
         println!(
             "| {} | {:.2} | {} | {:.1} | {:.1} | {:.1} | {:.1} | {:.1} | {:.1} | {:.1} | {:.0}x \
-             | {:.1} | {:.0} | {:.0} | {} | {:.1} | {:.1} |",
+             | {:.1} | {:.0} | {:.0} | {} | {:.1} | {:.1} | {:.1} |",
             r.tokens,
             r.prefill_s,
             crate::format::human_bytes(r.snapshot_bytes),
@@ -181,6 +201,7 @@ fn print_restore_table(rows: &[Row]) {
             r.read_mb_s,
             crate::format::human_bytes(r.llama_bytes),
             r.llama_save_ms,
+            r.llama_save_fsync_ms,
             r.llama_load_ms
         );
     }
@@ -249,6 +270,9 @@ fn measure_length(
     let started = Instant::now();
     ctx.llama_seq_save_file(&llama_file, 0, &tokens[..kv_len])?;
     let llama_save_ms = started.elapsed().as_secs_f64() * 1e3;
+    std::fs::File::open(&llama_file)?.sync_all()?;
+    crate::store::fsync_dir(home)?;
+    let llama_save_fsync_ms = started.elapsed().as_secs_f64() * 1e3;
     let llama_bytes = std::fs::metadata(&llama_file)?.len();
     drop(ctx);
     let mut fresh = Context::new(model, engine, DEFAULT_PAGE_TOKENS, SESSION_SEQS)?;
@@ -316,6 +340,7 @@ fn measure_length(
         incremental_save_ms: turn["save_ms"].as_f64().unwrap_or(f64::NAN),
         read_mb_s,
         llama_save_ms,
+        llama_save_fsync_ms,
         llama_load_ms,
         llama_bytes,
     })
@@ -405,4 +430,40 @@ fn measure_sharing(
         }
     }
     Ok((one, catalog.store().usage()?.1))
+}
+
+/// Where two costs, each fitted by a least-squares line through its `(tokens, ms)` points,
+/// are equal: the prefix length below which the first (restore) costs more than the second
+/// (prefill). `None` with fewer than two lengths, or when the second never grows faster.
+fn crossover(first: &[(f64, f64)], second: &[(f64, f64)]) -> Option<f64> {
+    let fit = |points: &[(f64, f64)]| -> Option<(f64, f64)> {
+        let n = points.len() as f64;
+        let mean_x = points.iter().map(|p| p.0).sum::<f64>() / n;
+        let mean_y = points.iter().map(|p| p.1).sum::<f64>() / n;
+        let var: f64 = points.iter().map(|p| (p.0 - mean_x).powi(2)).sum();
+        if points.len() < 2 || var == 0.0 {
+            return None;
+        }
+        let cov: f64 = points.iter().map(|p| (p.0 - mean_x) * (p.1 - mean_y)).sum();
+        let slope = cov / var;
+        Some((mean_y - slope * mean_x, slope))
+    };
+    let ((a1, b1), (a2, b2)) = (fit(first)?, fit(second)?);
+    (b2 > b1).then(|| (a1 - a2) / (b2 - b1))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::crossover;
+
+    #[test]
+    fn the_crossover_is_where_the_fitted_lines_meet() {
+        // Restore: 50 ms + 0.01 ms a token; prefill: 0.06 ms a token. Equal at 1000.
+        let restore = [(1000.0, 60.0), (4000.0, 90.0), (16000.0, 210.0)];
+        let prefill = [(1000.0, 60.0), (4000.0, 240.0), (16000.0, 960.0)];
+        let n = crossover(&restore, &prefill).unwrap();
+        assert!((n - 1000.0).abs() < 1e-6, "{n}");
+        assert_eq!(crossover(&prefill, &restore), None);
+        assert_eq!(crossover(&restore[..1], &prefill[..1]), None);
+    }
 }

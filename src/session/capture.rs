@@ -224,10 +224,20 @@ pub fn restore_into(
         .collect();
     let blob = blob::assemble_blob(slot.seq, &parts).context("assembling the KV state");
     phases.assemble_ms += started.elapsed().as_secs_f64() * 1e3;
-    let blob = blob?;
+    load_blob(ctx, slot, &blob?, phases)
+}
+
+/// Loads an assembled blob into the slot's (emptied) sequence, adding the time to
+/// `phases.load_ms`. A refused blob leaves the sequence empty.
+pub fn load_blob(
+    ctx: &mut Context<'_>,
+    slot: Slot,
+    blob: &[u8],
+    phases: &mut RestorePhases,
+) -> Result<()> {
     let started = Instant::now();
     empty(ctx, slot);
-    let loaded = ctx.state_set(slot.seq, &blob, KvCapture::Full);
+    let loaded = ctx.state_set(slot.seq, blob, KvCapture::Full);
     if loaded.is_err() {
         empty(ctx, slot);
     }

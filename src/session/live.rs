@@ -18,6 +18,7 @@ use anyhow::{bail, Result};
 
 mod page_read;
 mod restore;
+mod restore_plan;
 mod reuse;
 mod save;
 

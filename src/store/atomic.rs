@@ -39,10 +39,25 @@ pub fn write_atomic_with<F>(path: &Path, write: F) -> Result<()>
 where
     F: FnOnce(&mut dyn Write) -> io::Result<()>,
 {
-    let dir = match path.parent() {
+    write_atomic_unsynced_dir(path, write)?;
+    fsync_dir(parent_dir(path))
+}
+
+fn parent_dir(path: &Path) -> &Path {
+    match path.parent() {
         Some(p) if !p.as_os_str().is_empty() => p,
         _ => Path::new("."),
-    };
+    }
+}
+
+/// [`write_atomic_with`] up to the rename: the content is durable, and readers see the old
+/// or the new file, but the rename itself is durable only once the caller fsyncs the parent
+/// directory. Lets a writer of many files in one directory fsync it once, after all of them.
+pub fn write_atomic_unsynced_dir<F>(path: &Path, write: F) -> Result<()>
+where
+    F: FnOnce(&mut dyn Write) -> io::Result<()>,
+{
+    let dir = parent_dir(path);
     let mut tmp = tempfile::Builder::new()
         .prefix(TEMP_PREFIX)
         .permissions(fs::Permissions::from_mode(FILE_MODE))
@@ -62,7 +77,7 @@ where
     tmp.as_file().sync_all().map_err(|e| io_err(path, e))?;
     // On failure the PersistError owns the temp file and deletes it when dropped.
     tmp.persist(path).map_err(|e| io_err(path, e.error))?;
-    fsync_dir(dir)
+    Ok(())
 }
 
 #[cfg(test)]

@@ -47,20 +47,24 @@
 //! permissions.
 
 pub mod atomic;
+mod batch;
 pub mod fsutil;
 pub mod id;
 pub mod lock;
 pub mod object;
+mod payload;
 mod walk;
 
 use std::io;
 use std::path::PathBuf;
 
 pub use self::atomic::{write_atomic, write_atomic_with, TEMP_PREFIX};
+pub use self::batch::PutJob;
 pub use self::fsutil::{create_private_dir_all, fsync_dir, private_file_options};
 pub use self::id::{IdChain, ObjectId};
 pub use self::lock::{LockMode, SessionLock, StoreLock};
 pub use self::object::{GcReport, ObjectKind, ObjectStore, PutOutcome, UnverifiedPayload};
+pub use self::payload::{PayloadPart, PayloadReader};
 
 /// Errors from the store. Every message is one line and names the path or object involved.
 #[derive(Debug, thiserror::Error)]

@@ -37,7 +37,7 @@ use std::io::{self, Read};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime};
 
-use super::atomic::write_atomic_with;
+use super::atomic::write_atomic_unsynced_dir;
 use super::fsutil::{create_private_dir, create_private_dir_all, fsync_dir, io_err, open_regular};
 use super::lock::StoreLock;
 use super::walk::{Entries, Entry};
@@ -122,11 +122,11 @@ impl UnverifiedPayload {
     }
 }
 
-struct Header {
-    id: ObjectId,
-    kind: ObjectKind,
-    payload_len: u64,
-    checksum: [u8; 32],
+pub(super) struct Header {
+    pub(super) id: ObjectId,
+    pub(super) kind: ObjectKind,
+    pub(super) payload_len: u64,
+    pub(super) checksum: [u8; 32],
 }
 
 impl Header {
@@ -245,9 +245,28 @@ impl ObjectStore {
     /// a read found damaged (its header may look fine). Atomic like [`Self::put`]; a reader
     /// sees the damaged object or the new one, never a mix.
     pub fn replace(&self, id: &ObjectId, kind: ObjectKind, payload: &[u8]) -> Result<PutOutcome> {
+        let (outcome, _) = self.replace_unsynced_dir(id, kind, payload)?;
+        fsync_dir(
+            self.object_path(id)
+                .parent()
+                .expect("object path has a fan-out parent"),
+        )?;
+        Ok(outcome)
+    }
+
+    /// [`Self::replace`] but for the fsync of the object's fan-out directory, which the
+    /// caller owes before anything names the object; returns whether that directory was
+    /// created (then the store root was fsynced too).
+    pub(super) fn replace_unsynced_dir(
+        &self,
+        id: &ObjectId,
+        kind: ObjectKind,
+        payload: &[u8],
+    ) -> Result<(PutOutcome, bool)> {
         let path = self.object_path(id);
         let dir = path.parent().expect("object path has a fan-out parent");
-        if create_private_dir(dir)? {
+        let created = create_private_dir(dir)?;
+        if created {
             // The new fan-out directory must itself survive a crash.
             fsync_dir(&self.root)?;
         }
@@ -258,20 +277,21 @@ impl ObjectStore {
             checksum: *blake3::hash(payload).as_bytes(),
         }
         .encode();
-        write_atomic_with(&path, |w| {
+        write_atomic_unsynced_dir(&path, |w| {
             w.write_all(&header)?;
             w.write_all(payload)
         })?;
-        Ok(PutOutcome {
+        let outcome = PutOutcome {
             written_bytes: (HEADER_LEN + payload.len()) as u64,
             already_present: false,
-        })
+        };
+        Ok((outcome, created))
     }
 
     /// Opens `id`'s file (no symlinks, regular files of a sane size only) and checks its
     /// header, binding included; the payload is not read. The error is a
     /// [`StoreError::Corrupt`] detail, or the store error itself.
-    fn open_checked(&self, id: &ObjectId) -> Result<(File, Header)> {
+    pub(super) fn open_checked(&self, id: &ObjectId) -> Result<(File, Header)> {
         let path = self.object_path(id);
         let corrupt = |detail: String| StoreError::Corrupt { id: *id, detail };
         let (mut file, file_len) = match open_regular(&path) {

@@ -10,7 +10,9 @@
 
 use std::ops::Range;
 
-use super::{BlobError, CellMeta, Section, SectionLayout, VLayer, MAX_STREAMS, SEQ_STATE_MAGIC};
+use super::{
+    BlobError, CellMeta, KLayer, Section, SectionLayout, VLayer, MAX_STREAMS, SEQ_STATE_MAGIC,
+};
 
 impl Section<'_> {
     /// The page row encoding of `cells` (indices into [`Section::cells`], blob order).
@@ -155,7 +157,7 @@ pub fn write_empty_section(n_stream: u32, out: &mut Vec<u8>) -> Result<(), BlobE
 }
 
 /// Exact bytes of a section holding `cells` cells and `rows` bytes of row data; `None` on overflow.
-fn section_size(
+pub(super) fn section_size(
     layout: Option<&SectionLayout>,
     n_stream: u32,
     cells: usize,
@@ -256,49 +258,26 @@ pub fn assemble_section(
             out.extend_from_slice(&0u32.to_le_bytes());
             continue;
         }
-        out.extend_from_slice(&cell_count.to_le_bytes());
-        for c in cells {
-            out.extend_from_slice(&c.pos.to_le_bytes());
-            out.extend_from_slice(&1u32.to_le_bytes());
-            if let Some(e) = &c.ext {
-                out.extend_from_slice(e);
-            }
-            out.extend_from_slice(&c.seq_id.to_le_bytes());
-        }
-        for x in [
-            u32::from(layout.v_trans),
-            layout.n_layer,
-            layout.n_rot_k,
-            layout.n_rot_v,
-        ] {
-            out.extend_from_slice(&x.to_le_bytes());
-        }
+        write_cells_and_dims(cell_count, cells, layout, out);
         // Byte offset, per cell, of the current layer inside a cell's share of a chunk.
         let mut prefix = 0usize;
         for k in &layout.k {
-            out.extend_from_slice(&k.type_id.to_le_bytes());
-            out.extend_from_slice(&k.row_size.to_le_bytes());
+            out.extend_from_slice(&k_header(k));
             let rs = k.row_size as usize;
             copy_rows(row_chunks, &counts, prefix, rs, out);
             prefix += rs;
         }
         for v in &layout.v {
+            out.extend_from_slice(&v_header(v));
             match *v {
-                VLayer::Plain { type_id, row_size } => {
-                    out.extend_from_slice(&type_id.to_le_bytes());
-                    out.extend_from_slice(&row_size.to_le_bytes());
+                VLayer::Plain { row_size, .. } => {
                     let rs = row_size as usize;
                     copy_rows(row_chunks, &counts, prefix, rs, out);
                     prefix += rs;
                 }
                 VLayer::Transposed {
-                    type_id,
-                    el_size,
-                    n_embd,
+                    el_size, n_embd, ..
                 } => {
-                    out.extend_from_slice(&type_id.to_le_bytes());
-                    out.extend_from_slice(&el_size.to_le_bytes());
-                    out.extend_from_slice(&n_embd.to_le_bytes());
                     let (el, n_embd) = (el_size as usize, n_embd as usize);
                     let rs = el * n_embd;
                     let base = out.len();
@@ -317,6 +296,57 @@ pub fn assemble_section(
         }
     }
     Ok(())
+}
+
+/// Appends a stream's cell count, its cells' metadata and the section's data header (V
+/// transposition, layer count, rotation sizes), as llama.cpp's `state_write` does.
+pub(super) fn write_cells_and_dims(
+    cell_count: u32,
+    cells: &[CellMeta],
+    layout: &SectionLayout,
+    out: &mut Vec<u8>,
+) {
+    out.extend_from_slice(&cell_count.to_le_bytes());
+    for c in cells {
+        out.extend_from_slice(&c.pos.to_le_bytes());
+        out.extend_from_slice(&1u32.to_le_bytes());
+        if let Some(e) = &c.ext {
+            out.extend_from_slice(e);
+        }
+        out.extend_from_slice(&c.seq_id.to_le_bytes());
+    }
+    for x in [
+        u32::from(layout.v_trans),
+        layout.n_layer,
+        layout.n_rot_k,
+        layout.n_rot_v,
+    ] {
+        out.extend_from_slice(&x.to_le_bytes());
+    }
+}
+
+/// A K layer's header in the blob: type, then row size.
+pub(super) fn k_header(k: &KLayer) -> [u8; 12] {
+    let mut h = [0u8; 12];
+    h[..4].copy_from_slice(&k.type_id.to_le_bytes());
+    h[4..].copy_from_slice(&k.row_size.to_le_bytes());
+    h
+}
+
+/// A V layer's header in the blob: type, then row size, or element size and width.
+pub(super) fn v_header(v: &VLayer) -> [u8; 12] {
+    let mut h = [0u8; 12];
+    h[..4].copy_from_slice(&v.type_id().to_le_bytes());
+    match *v {
+        VLayer::Plain { row_size, .. } => h[4..].copy_from_slice(&row_size.to_le_bytes()),
+        VLayer::Transposed {
+            el_size, n_embd, ..
+        } => {
+            h[4..8].copy_from_slice(&el_size.to_le_bytes());
+            h[8..].copy_from_slice(&n_embd.to_le_bytes());
+        }
+    }
+    h
 }
 
 /// Appends, chunk by chunk, the `rs`-byte rows of one layer, which start at `m * prefix` in a

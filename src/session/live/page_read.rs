@@ -5,12 +5,12 @@
 //! matches the payload; results come back in request order, so the first damaged page is
 //! the one a sequential read would have reported.
 
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use anyhow::{bail, Result};
 
-use crate::store::{ObjectId, ObjectStore};
+use crate::store::{ObjectId, ObjectStore, PayloadPart};
 use crate::tiers::WarmPool;
 
 /// One object to read; `expected_len` is the payload length the KV layout needs, when the
@@ -41,28 +41,96 @@ pub fn read_pages(
     requests: &[PageRequest],
 ) -> PageReads {
     let started = Instant::now();
-    // At least two, so one read is in flight while another page hashes even on one core.
-    let readers = std::thread::available_parallelism()
+    let (results, hashing) = in_parallel(requests.iter().collect(), |request, hashing| {
+        read_one(store, warm, request, hashing)
+    });
+    PageReads {
+        results,
+        read_ms: started.elapsed().as_secs_f64() * 1e3,
+        verify_ms: hashing.as_secs_f64() * 1e3,
+    }
+}
+
+/// One page to read straight into its places in a blob frame: per layer block of the page
+/// (page-row order), its area, which takes the block's rows from cell `skip_cells` on.
+pub struct PlacedRead<'b> {
+    pub id: ObjectId,
+    pub cells: usize,
+    pub skip_cells: usize,
+    /// Bytes per cell of each layer block.
+    pub widths: &'b [usize],
+    pub areas: Vec<&'b mut [u8]>,
+}
+
+/// Whether each placed read succeeded, in request order, and where the time went.
+pub struct PlacedReads {
+    pub results: Vec<Result<()>>,
+    pub read_ms: f64,
+    pub verify_ms: f64,
+}
+
+/// Reads and verifies pages into their places with a few threads at once; each file is
+/// hinted to the kernel a few pages before its turn. After an error a page's areas hold
+/// unverified bytes: the caller must not load them.
+pub fn read_placed(
+    store: &ObjectStore,
+    warm: Option<&WarmPool>,
+    reads: Vec<PlacedRead<'_>>,
+) -> PlacedReads {
+    let started = Instant::now();
+    let ids: Vec<ObjectId> = reads.iter().map(|r| r.id).collect();
+    let ahead = readers_for(ids.len());
+    for id in ids.iter().take(2 * ahead) {
+        store.read_ahead(id);
+    }
+    let jobs: Vec<(usize, PlacedRead<'_>)> = reads.into_iter().enumerate().collect();
+    let (results, hashing) = in_parallel(jobs, |(i, read), hashing| {
+        if let Some(next) = ids.get(i + 2 * ahead) {
+            store.read_ahead(next);
+        }
+        read_one_placed(store, warm, read, hashing)
+    });
+    PlacedReads {
+        results,
+        read_ms: started.elapsed().as_secs_f64() * 1e3,
+        verify_ms: hashing.as_secs_f64() * 1e3,
+    }
+}
+
+/// Reader threads for `jobs` objects: at least two, so one read is in flight while another
+/// page hashes even on one core.
+fn readers_for(jobs: usize) -> usize {
+    std::thread::available_parallelism()
         .map_or(2, |n| n.get())
         .clamp(2, MAX_READERS)
-        .min(requests.len());
-    let next = AtomicUsize::new(0);
+        .min(jobs)
+}
+
+/// Runs `work` over `jobs` on a few threads, taking jobs in order; results come back in
+/// job order with the blake3 time the jobs reported, summed.
+fn in_parallel<J: Send, R: Send>(
+    jobs: Vec<J>,
+    work: impl Fn(J, &mut Duration) -> Result<R> + Sync,
+) -> (Vec<Result<R>>, Duration) {
+    let n = jobs.len();
+    let queue = Mutex::new(jobs.into_iter().enumerate());
     let worker = || {
         let mut done = Vec::new();
         let mut hashing = Duration::ZERO;
         loop {
-            let i = next.fetch_add(1, Ordering::Relaxed);
-            let Some(request) = requests.get(i) else {
+            // Taken under the lock, worked on outside it.
+            let next = queue.lock().unwrap_or_else(|e| e.into_inner()).next();
+            let Some((i, job)) = next else {
                 break;
             };
-            done.push((i, read_one(store, warm, request, &mut hashing)));
+            done.push((i, work(job, &mut hashing)));
         }
         (done, hashing)
     };
-    let mut results: Vec<Option<Result<Vec<u8>>>> = requests.iter().map(|_| None).collect();
+    let mut results: Vec<Option<Result<R>>> = (0..n).map(|_| None).collect();
     let mut hashing = Duration::ZERO;
     std::thread::scope(|scope| {
-        let handles: Vec<_> = (0..readers).map(|_| scope.spawn(worker)).collect();
+        let handles: Vec<_> = (0..readers_for(n)).map(|_| scope.spawn(worker)).collect();
         for handle in handles {
             // A reader only panics on a bug; its pages then read as unusable, not as data.
             if let Ok((done, spent)) = handle.join() {
@@ -73,14 +141,60 @@ pub fn read_pages(
             }
         }
     });
-    PageReads {
-        results: results
-            .into_iter()
-            .map(|r| r.unwrap_or_else(|| Err(anyhow::anyhow!("internal: a page reader failed"))))
-            .collect(),
-        read_ms: started.elapsed().as_secs_f64() * 1e3,
-        verify_ms: hashing.as_secs_f64() * 1e3,
+    let results = results
+        .into_iter()
+        .map(|r| r.unwrap_or_else(|| Err(anyhow::anyhow!("internal: a page reader failed"))))
+        .collect();
+    (results, hashing)
+}
+
+/// One placed page, every check of [`read_one`] applied.
+fn read_one_placed(
+    store: &ObjectStore,
+    warm: Option<&WarmPool>,
+    mut read: PlacedRead<'_>,
+    hashing: &mut Duration,
+) -> Result<()> {
+    let expected = read.cells * read.widths.iter().sum::<usize>();
+    let wrong_length =
+        |len: usize| anyhow::anyhow!("it holds {len} bytes where the KV layout needs {expected}");
+    if read.areas.len() != read.widths.len() || read.skip_cells > read.cells {
+        bail!("internal: a page's places do not match its layout");
     }
+    let mut parts = Vec::with_capacity(2 * read.areas.len());
+    for (area, &w) in read.areas.iter_mut().zip(read.widths) {
+        if read.skip_cells > 0 {
+            parts.push(PayloadPart::Skip(read.skip_cells * w));
+        }
+        if area.len() != (read.cells - read.skip_cells) * w {
+            bail!("internal: a page's places do not match its layout");
+        }
+        parts.push(PayloadPart::Into(area));
+    }
+    match warm {
+        // The pool keeps what it loads, and checks its RAM copy on every read.
+        Some(pool) => {
+            let payload = pool.get_or_load(store, &read.id)?;
+            if payload.len() != expected {
+                return Err(wrong_length(payload.len()));
+            }
+            let mut at = 0;
+            for part in &mut parts {
+                if let PayloadPart::Into(area) = part {
+                    area.copy_from_slice(&payload[at..at + area.len()]);
+                }
+                at += part.len();
+            }
+        }
+        None => {
+            let reader = store.open_payload(&read.id)?;
+            if reader.len() != expected as u64 {
+                return Err(wrong_length(reader.len() as usize));
+            }
+            reader.read_parts(&mut parts, hashing)?;
+        }
+    }
+    Ok(())
 }
 
 /// One object, every check applied; adds its blake3 time to `hashing` (pages from the warm

@@ -2,15 +2,18 @@
 //! log wins where the manifest's ids disagree), pages are read through the warm pool and
 //! verified, and the furthest restore point they support is loaded without prefill.
 
-use std::collections::BTreeMap;
+use std::borrow::Cow;
+use std::collections::{BTreeMap, BTreeSet};
 use std::time::Instant;
 
 use anyhow::{Context as _, Result};
 
-use super::page_read::{read_pages, PageRequest};
+use super::page_read::{read_pages, read_placed, PageRequest, PlacedRead};
+use super::restore_plan::{plan_restore, tail_matches, PlanInput, RestorePlan};
 use super::{LiveSession, RestoreReport};
 use crate::engine::Context;
-use crate::kv::layout::{BASE, SWA};
+use crate::kv::blob::{fill_chunk, BlobFrame, FrameSection};
+use crate::kv::layout::{layer_widths, slice_cells, BASE, SWA};
 use crate::kv::{KvLayout, TailRecord};
 use crate::sequence::Sequence;
 use crate::session::capture::{self, RestoreSection};
@@ -97,8 +100,13 @@ impl LiveSession<'_> {
         self.load_pages(ctx, &bound.snapshot, report)
     }
 
-    /// Reads and verifies pages, picks the furthest restore point they support, assembles
-    /// the blob and loads it. Returns the number of tokens now in the cache.
+    /// Reads and verifies pages, picks the furthest restore point they support
+    /// ([`plan_restore`]), and loads it. Returns the number of tokens now in the cache.
+    ///
+    /// The common case, every object intact, reads each page straight into its place in
+    /// the blob handed to llama.cpp. When a read fails (or the cache's V is transposed and
+    /// cannot be filled in place) the pages are read again into buffers of their own, and
+    /// the furthest point the intact ones support is assembled from those.
     pub(super) fn load_pages(
         &mut self,
         ctx: &mut Context<'_>,
@@ -107,57 +115,60 @@ impl LiveSession<'_> {
     ) -> Result<usize> {
         let layout = self.layout.clone().context("internal: KV layout unknown")?;
         let p = self.page_tokens;
-        let name = self.name.clone();
+        let tail = snap
+            .tail
+            .map(|id| (id, self.read_tail(&id, &layout, report)));
+        let tail_cells = match &tail {
+            Some((_, Ok(t))) => {
+                let n = t.n_cells as usize;
+                tail_matches(p, snap.pages.len(), n, snap.kv_len).then_some(n)
+            }
+            _ => None,
+        };
+        let n_swa = self.n_swa as usize;
+        let window_pages = |intact: BTreeSet<usize>| layout.is_iswa().then_some((n_swa, intact));
+        let optimistic = plan_restore(&PlanInput {
+            page_tokens: p,
+            pages: snap.pages.len(),
+            intact_pages: snap.pages.len(),
+            tail_cells,
+            window: window_pages(snap.swa_pages.iter().map(|(k, _)| *k).collect()),
+        });
+        let tail_record = match &tail {
+            Some((_, Ok(t))) => Some(t),
+            _ => None,
+        };
+        if let Some(plan) = &optimistic {
+            if let Some(blob) = self.read_into_frame(snap, &layout, plan, tail_record, report) {
+                self.note_tail(tail.as_ref(), tail_cells, report);
+                let loaded = capture::load_blob(ctx, self.slot, &blob, &mut report.phases);
+                drop(blob);
+                return Ok(self.finish(snap, Some(plan), loaded, report));
+            }
+        }
+
         let mut damaged = Vec::new();
-        let mut fetched = self.fetch_pages(snap, &layout, report);
+        let fetched = self.fetch_pages(snap, &layout, report);
         // Full-attention pages, up to the first damaged one.
         let mut base: Vec<Vec<u8>> = Vec::with_capacity(snap.pages.len());
-        for (i, (id, read)) in snap.pages.iter().zip(fetched.base.drain(..)).enumerate() {
+        for (i, (id, read)) in snap.pages.iter().zip(fetched.base).enumerate() {
             match read {
                 Ok(rows) => base.push(rows),
                 Err(e) => {
                     damaged.push(*id);
                     report.warnings.push(format!(
-                        "session '{name}': page {i} ({id}) is unusable ({e:#}); recomputing \
+                        "session '{}': page {i} ({id}) is unusable ({e:#}); recomputing \
                          from token {} by prefill",
+                        self.name,
                         i * p
                     ));
                     break;
                 }
             }
         }
-        let full = base.len();
-        // The tail, only if every page before it is fine.
-        let mut tail = None;
-        if let (true, Some(id), Some(bytes)) = (full == snap.pages.len(), snap.tail, fetched.tail) {
-            let swa_per_cell = if layout.is_iswa() {
-                layout.bytes_per_token(SWA)
-            } else {
-                0
-            };
-            if bytes.is_err() {
-                damaged.push(id);
-            }
-            match bytes.and_then(|b| {
-                Ok(TailRecord::decode(
-                    &b,
-                    layout.bytes_per_token(BASE),
-                    swa_per_cell,
-                )?)
-            }) {
-                Ok(t) if full * p + t.n_cells as usize == snap.kv_len => tail = Some(t),
-                Ok(_) => {
-                    damaged.push(id);
-                    report.warnings.push(format!(
-                        "session '{name}': the tail record does not match the token log; \
-                         recomputing it by prefill"
-                    ))
-                }
-                Err(e) => report.warnings.push(format!(
-                    "session '{name}': the tail record ({id}) is unusable ({e:#}); \
-                     recomputing it by prefill"
-                )),
-            }
+        // The tail counts only if every page before it is fine.
+        if base.len() == snap.pages.len() {
+            self.note_tail(tail.as_ref(), tail_cells, report);
         }
         // Sliding-window rows by page index (iSWA only).
         let mut swa_rows: BTreeMap<usize, Vec<u8>> = BTreeMap::new();
@@ -169,120 +180,272 @@ impl LiveSession<'_> {
                 Err(e) => {
                     damaged.push(*id);
                     report.warnings.push(format!(
-                        "session '{name}': sliding-window rows of page {k} ({id}) are \
-                         unusable ({e:#})"
+                        "session '{}': sliding-window rows of page {k} ({id}) are \
+                         unusable ({e:#})",
+                        self.name
                     ))
                 }
             }
         }
-        for id in damaged {
-            // Missing or damaged alike: the next save writes it anew.
+        self.mark_damaged(damaged);
+        let plan = plan_restore(&PlanInput {
+            page_tokens: p,
+            pages: snap.pages.len(),
+            intact_pages: base.len(),
+            tail_cells,
+            window: window_pages(swa_rows.keys().copied().collect()),
+        });
+        let Some(plan) = plan else {
+            return Ok(self.finish(snap, None, Ok(()), report));
+        };
+        let tail_rows = |swa: bool| {
+            tail_record.filter(|_| plan.tail_cells > 0).map(|t| {
+                if swa {
+                    &t.swa[..]
+                } else {
+                    &t.base[..]
+                }
+            })
+        };
+        let mut sections = vec![RestoreSection {
+            first_pos: 0,
+            count: plan.end,
+            chunks: base[..plan.pages]
+                .iter()
+                .map(Vec::as_slice)
+                .chain(tail_rows(false))
+                .collect(),
+        }];
+        // Pieces of a page that starts before the window are cut to the window.
+        let swa_pieces: Vec<Cow<'_, [u8]>> = plan
+            .window
+            .iter()
+            .flat_map(|w| &w.pieces)
+            .filter_map(|&(k, skip)| {
+                let rows = swa_rows.get(&k)?;
+                Some(match skip {
+                    0 => Cow::Borrowed(&rows[..]),
+                    _ => Cow::Owned(slice_cells(&layout.sections[SWA], rows, p, skip..p)),
+                })
+            })
+            .collect();
+        if let Some(w) = &plan.window {
+            sections.push(RestoreSection {
+                first_pos: w.start,
+                count: plan.end - w.start,
+                chunks: swa_pieces
+                    .iter()
+                    .map(|c| &c[..])
+                    .chain(tail_rows(true))
+                    .collect(),
+            });
+        }
+        let loaded = capture::restore_into(ctx, self.slot, &layout, &sections, &mut report.phases);
+        Ok(self.finish(snap, Some(&plan), loaded, report))
+    }
+
+    /// Reads the plan's pages straight into their places in the blob (the tail's rows are
+    /// copied in). `None` when a read failed, or the layout cannot be filled in place.
+    fn read_into_frame(
+        &self,
+        snap: &KvSnapshot,
+        layout: &KvLayout,
+        plan: &RestorePlan,
+        tail: Option<&TailRecord>,
+        report: &mut RestoreReport,
+    ) -> Option<Vec<u8>> {
+        let started = Instant::now();
+        let p = self.page_tokens;
+        let with_tail = |mut chunks: Vec<usize>| {
+            if plan.tail_cells > 0 {
+                chunks.push(plan.tail_cells);
+            }
+            chunks
+        };
+        let mut sections = vec![FrameSection {
+            layout: &layout.sections[BASE],
+            first_pos: 0,
+            chunk_cells: with_tail(vec![p; plan.pages]),
+        }];
+        if let Some(w) = &plan.window {
+            sections.push(FrameSection {
+                layout: layout.sections.get(SWA)?,
+                first_pos: w.start,
+                chunk_cells: with_tail(w.pieces.iter().map(|(_, skip)| p - skip).collect()),
+            });
+        }
+        let widths: Vec<Vec<usize>> = sections.iter().map(|s| layer_widths(s.layout)).collect();
+        let mut frame = BlobFrame::new(self.slot.seq, &sections).ok()?;
+        let mut areas = frame.chunk_areas();
+        if plan.tail_cells > 0 {
+            let t = tail?;
+            for ((section, rows), chunks) in sections.iter().zip([&t.base, &t.swa]).zip(&mut areas)
+            {
+                let last = chunks.last_mut()?;
+                fill_chunk(section.layout, rows, plan.tail_cells, 0, last).ok()?;
+            }
+        }
+        report.phases.assemble_ms += started.elapsed().as_secs_f64() * 1e3;
+
+        let mut areas = areas.into_iter();
+        let mut reads: Vec<PlacedRead<'_>> = snap
+            .pages
+            .iter()
+            .zip(areas.next()?)
+            .take(plan.pages)
+            .map(|(id, areas)| PlacedRead {
+                id: *id,
+                cells: p,
+                skip_cells: 0,
+                widths: &widths[BASE],
+                areas,
+            })
+            .collect();
+        if let Some(w) = &plan.window {
+            let ids: BTreeMap<usize, ObjectId> = snap.swa_pages.iter().copied().collect();
+            for (&(k, skip), areas) in w.pieces.iter().zip(areas.next()?) {
+                reads.push(PlacedRead {
+                    id: *ids.get(&k)?,
+                    cells: p,
+                    skip_cells: skip,
+                    widths: &widths[SWA],
+                    areas,
+                });
+            }
+        }
+        let done = read_placed(self.catalog.store(), self.warm.as_deref(), reads);
+        report.phases.read_ms += done.read_ms;
+        report.phases.verify_ms += done.verify_ms;
+        if done.results.iter().any(Result::is_err) {
+            return None;
+        }
+        Some(frame.into_bytes())
+    }
+
+    /// Reads and decodes the tail record.
+    fn read_tail(
+        &self,
+        id: &ObjectId,
+        layout: &KvLayout,
+        report: &mut RestoreReport,
+    ) -> Result<TailRecord> {
+        let read = read_pages(
+            self.catalog.store(),
+            self.warm.as_deref(),
+            &[PageRequest {
+                id: *id,
+                expected_len: None,
+            }],
+        );
+        report.phases.read_ms += read.read_ms;
+        report.phases.verify_ms += read.verify_ms;
+        let bytes = read
+            .results
+            .into_iter()
+            .next()
+            .context("internal: no tail read")??;
+        let swa_per_cell = if layout.is_iswa() {
+            layout.bytes_per_token(SWA)
+        } else {
+            0
+        };
+        Ok(TailRecord::decode(
+            &bytes,
+            layout.bytes_per_token(BASE),
+            swa_per_cell,
+        )?)
+    }
+
+    /// Reports a tail record that cannot complete the restore, and marks it for rewriting
+    /// when its object is damaged or does not match the log.
+    fn note_tail(
+        &mut self,
+        tail: Option<&(ObjectId, Result<TailRecord>)>,
+        tail_cells: Option<usize>,
+        report: &mut RestoreReport,
+    ) {
+        let name = self.name.clone();
+        match tail {
+            None => {}
+            Some((_, Ok(_))) if tail_cells.is_some() => {}
+            Some((id, Ok(_))) => {
+                self.mark_damaged([*id]);
+                report.warnings.push(format!(
+                    "session '{name}': the tail record does not match the token log; \
+                     recomputing it by prefill"
+                ));
+            }
+            Some((id, Err(e))) => {
+                // An object that failed its read is rewritten; one that read back whole
+                // but does not decode is reported only.
+                if e.downcast_ref::<crate::store::StoreError>().is_some() {
+                    self.mark_damaged([*id]);
+                }
+                report.warnings.push(format!(
+                    "session '{name}': the tail record ({id}) is unusable ({e:#}); \
+                     recomputing it by prefill"
+                ));
+            }
+        }
+    }
+
+    /// Missing or damaged alike: the next save writes these objects anew.
+    fn mark_damaged(&mut self, ids: impl IntoIterator<Item = ObjectId>) {
+        for id in ids {
             self.present.remove(&id);
             self.damaged.insert(id);
         }
-        // Candidate restore points, furthest first: the snapshot's end, then page
-        // boundaries (a unified cache can stop at any; an iSWA cache needs its window).
-        let mut candidates = Vec::new();
-        if let Some(t) = &tail {
-            candidates.push(full * p + t.n_cells as usize);
-        }
-        candidates.extend((1..=full).rev().map(|k| k * p));
-        for end in candidates {
-            let pages = (end / p).min(full);
-            let tail_cells = end - pages * p;
-            let mut sections = vec![RestoreSection {
-                first_pos: 0,
-                count: end,
-                chunks: base[..pages].iter().map(Vec::as_slice).collect(),
-            }];
-            if tail_cells > 0 {
-                if let Some(t) = &tail {
-                    sections[0].chunks.push(&t.base);
-                }
+    }
+
+    /// Records what a restore loaded and warns about what it did not. Returns the tokens
+    /// now in the cache.
+    fn finish(
+        &mut self,
+        snap: &KvSnapshot,
+        plan: Option<&RestorePlan>,
+        loaded: Result<()>,
+        report: &mut RestoreReport,
+    ) -> usize {
+        let name = &self.name;
+        tracing::debug!("session '{name}': restore phases {:?}", report.phases);
+        let Some(plan) = plan else {
+            if snap.kv_len > 0 {
+                report.warnings.push(format!(
+                    "session '{name}': no usable restore point; recomputing all {} tokens \
+                     by prefill",
+                    snap.kv_len
+                ));
             }
-            let swa_slices;
-            if layout.is_iswa() {
-                let start = end.saturating_sub(self.n_swa as usize);
-                let mut pieces = Vec::new();
-                let mut complete = true;
-                for k in start / p..pages {
-                    let lo = (k * p).max(start) - k * p;
-                    match swa_rows.get(&k) {
-                        Some(rows) if lo == 0 => pieces.push(rows.clone()),
-                        Some(rows) => pieces.push(crate::kv::layout::slice_cells(
-                            &layout.sections[SWA],
-                            rows,
-                            p,
-                            lo..p,
-                        )),
-                        None => {
-                            complete = false;
-                            break;
-                        }
-                    }
-                }
-                if !complete {
-                    continue;
-                }
-                if tail_cells > 0 {
-                    if let Some(t) = &tail {
-                        pieces.push(t.swa.clone());
-                    }
-                }
-                swa_slices = pieces;
-                sections.push(RestoreSection {
-                    first_pos: start,
-                    count: end - start,
-                    chunks: swa_slices.iter().map(Vec::as_slice).collect(),
-                });
-            }
-            let loaded =
-                capture::restore_into(ctx, self.slot, &layout, &sections, &mut report.phases);
-            tracing::debug!("session '{name}': restore phases {:?}", report.phases);
-            match loaded {
-                Ok(()) => {
-                    for id in snap.pages.iter().take(pages) {
-                        self.present.insert(*id);
-                    }
-                    if end < snap.kv_len {
-                        report.warnings.push(format!(
-                            "session '{name}': restored {end} of {} tokens from pages; the rest \
-                             is recomputed from the token log",
-                            snap.kv_len
-                        ));
-                    }
-                    return Ok(end);
-                }
-                Err(e) => {
-                    report.warnings.push(format!(
-                        "session '{name}': llama.cpp refused the restored KV ({e:#}); \
-                         recomputing by prefill"
-                    ));
-                    return Ok(0);
-                }
-            }
-        }
-        if snap.kv_len > 0 {
+            return 0;
+        };
+        if let Err(e) = loaded {
             report.warnings.push(format!(
-                "session '{name}': no usable restore point; recomputing all {} tokens by \
-                 prefill",
-                snap.kv_len
+                "session '{name}': llama.cpp refused the restored KV ({e:#}); recomputing \
+                 by prefill"
+            ));
+            return 0;
+        }
+        self.present
+            .extend(snap.pages.iter().take(plan.pages).copied());
+        if plan.end < snap.kv_len {
+            report.warnings.push(format!(
+                "session '{name}': restored {} of {} tokens from pages; the rest is \
+                 recomputed from the token log",
+                plan.end, snap.kv_len
             ));
         }
-        Ok(0)
+        plan.end
     }
 }
 
-/// A snapshot's objects as read, in snapshot order.
+/// A snapshot's page objects as read, in snapshot order.
 struct Fetched {
     base: Vec<Result<Vec<u8>>>,
     swa: Vec<Result<Vec<u8>>>,
-    /// `None` when the snapshot has no tail.
-    tail: Option<Result<Vec<u8>>>,
 }
 
 impl LiveSession<'_> {
-    /// Reads every object the snapshot names in one parallel pass (pages after a damaged
+    /// Reads every page the snapshot names in one parallel pass (pages after a damaged
     /// one are read too: the reads overlap, and a restore rarely meets damage).
     fn fetch_pages(
         &self,
@@ -302,18 +465,13 @@ impl LiveSession<'_> {
             &[]
         };
         requests.extend(swa.iter().map(|(_, id)| page(id, SWA)));
-        requests.extend(snap.tail.map(|id| PageRequest {
-            id,
-            expected_len: None,
-        }));
         let reads = read_pages(self.catalog.store(), self.warm.as_deref(), &requests);
         report.phases.read_ms += reads.read_ms;
         report.phases.verify_ms += reads.verify_ms;
         let mut results = reads.results.into_iter();
         Fetched {
             base: results.by_ref().take(snap.pages.len()).collect(),
-            swa: results.by_ref().take(swa.len()).collect(),
-            tail: results.next(),
+            swa: results.collect(),
         }
     }
 }

@@ -12,26 +12,9 @@ use crate::kv::{KvLayout, PageKey, TailRecord};
 use crate::sequence::Sequence;
 use crate::session::capture;
 use crate::session::manifest::{KvSnapshot, SessionManifest, MANIFEST_FORMAT};
-use crate::store::{ObjectId, ObjectKind};
+use crate::store::{ObjectId, ObjectKind, PutJob};
 
 impl LiveSession<'_> {
-    /// Puts an object, replacing it when a read found it damaged (a payload flip leaves a
-    /// valid-looking header that `put` would keep).
-    fn write_object(
-        &mut self,
-        id: &ObjectId,
-        kind: ObjectKind,
-        payload: &[u8],
-    ) -> Result<crate::store::PutOutcome> {
-        let store = self.catalog.store();
-        let put = if self.damaged.remove(id) {
-            store.replace(id, kind, payload)?
-        } else {
-            store.put(id, kind, payload)?
-        };
-        Ok(put)
-    }
-
     /// Writes what the store lacks (new pages, the tail), then the manifest. O(new tokens).
     pub fn save(
         &mut self,
@@ -67,11 +50,6 @@ impl LiveSession<'_> {
             first_missing = i;
             break;
         }
-        let swa_first = if self.n_swa > 0 {
-            boundary.saturating_sub(self.n_swa as usize) / p
-        } else {
-            full
-        };
         let capture_from = (first_missing * p).min(boundary);
         let mut captured = None;
         if kv_len > capture_from {
@@ -101,94 +79,30 @@ impl LiveSession<'_> {
         }
         self.layout = layout.clone();
 
-        // New full-attention pages.
-        let base_rows = captured.as_ref().and_then(|c| c.base.as_ref());
-        for (k, id) in ids.iter().enumerate().skip(first_missing) {
-            if !self.damaged.contains(id) && (self.present.contains(id) || store.contains(id)?) {
-                self.present.insert(*id);
-                continue;
-            }
-            let rows = base_rows
-                .and_then(|b| b.slice(k * p..(k + 1) * p))
-                .context("internal: page rows missing from the capture")?;
-            let put = self.write_object(id, ObjectKind::Page, &rows)?;
-            report.objects_written += 1;
-            report.bytes_written += put.written_bytes;
-            self.present.insert(*id);
-            if let Some(warm) = &self.warm {
-                warm.insert(*id, rows);
-            }
-        }
-        // Sliding-window rows: of the pages a restore point needs (the window before the
-        // last page boundary), and of the earlier pages, for another conversation that
-        // shares a prefix of this log. Written while the ring (or the capture) has them,
-        // kept once stored; only a gap in the window makes the snapshot incomplete.
-        let swa_capture = captured.as_ref().and_then(|c| c.swa.as_ref());
-        let mut swa_pages = Vec::new();
-        let mut prefix_swa_pages = Vec::new();
-        let mut swa_complete = true;
-        let swa_start = if self.n_swa > 0 { 0 } else { full };
-        for (k, page_id) in ids.iter().enumerate().take(full).skip(swa_start) {
-            let id = PageKey::swa_id(page_id);
-            let stored = if !self.damaged.contains(&id)
-                && (self.present.contains(&id) || store.contains(&id)?)
-            {
-                true
-            } else if let Some(rows) = self
-                .swa_ring
-                .remove(&k)
-                .or_else(|| swa_capture.and_then(|s| s.slice(k * p..(k + 1) * p)))
-            {
-                let put = self.write_object(&id, ObjectKind::Page, &rows)?;
-                report.objects_written += 1;
-                report.bytes_written += put.written_bytes;
-                true
-            } else {
-                false
-            };
-            let in_window = k >= swa_first;
-            match (stored, in_window) {
-                (true, true) => swa_pages.push((k, id)),
-                (true, false) => prefix_swa_pages.push((k, id)),
-                (false, true) => swa_complete = false,
-                (false, false) => {}
-            }
-            if stored {
-                self.present.insert(id);
-            }
-        }
-        let keep = self.swa_window_pages();
-        while self.swa_ring.len() > keep {
-            self.swa_ring.pop_first();
-        }
-        // The tail: rows after the last full page.
-        let mut tail = None;
-        if kv_len > boundary {
-            let c = captured
-                .as_ref()
-                .context("internal: no capture for the tail")?;
-            let base = c
-                .base
-                .as_ref()
-                .and_then(|b| b.slice(boundary..kv_len))
-                .context("internal: tail rows missing")?;
-            let swa = match &c.swa {
-                Some(s) => s
-                    .slice(boundary..kv_len)
-                    .context("internal: tail window rows missing")?,
-                None => Vec::new(),
-            };
-            let record = TailRecord {
-                n_cells: (kv_len - boundary) as u32,
-                base,
-                swa,
-            }
-            .encode();
-            let id = self.key.tail_id(&ids, &tokens[boundary..kv_len]);
-            let put = self.write_object(&id, ObjectKind::Tail, &record)?;
+        // The objects go to a few writer threads while the next ones are sliced out of
+        // the capture; all of them are durable before the manifest below names them.
+        let warm = self.warm.clone();
+        let ((swa_pages, prefix_swa_pages, mut swa_complete, tail), written) = store.put_batch(
+            |emit| {
+                self.emit_objects(
+                    &mut *emit,
+                    &ids,
+                    first_missing,
+                    captured.as_ref(),
+                    kv_len,
+                    tokens,
+                )
+            },
+            |id, rows| {
+                if let Some(warm) = &warm {
+                    warm.insert(id, rows);
+                }
+            },
+        )?;
+        for (id, put) in &written {
             report.objects_written += usize::from(!put.already_present);
             report.bytes_written += put.written_bytes;
-            tail = Some(id);
+            self.present.insert(*id);
         }
         if let Some(e) = self.capture_error.take() {
             tracing::warn!("session '{}': {e}", self.name);
@@ -270,5 +184,121 @@ impl LiveSession<'_> {
             .warnings
             .extend(self.take_precision_warning(tokens.len()));
         Ok(report)
+    }
+
+    /// Emits the objects a save writes: new full-attention pages, the sliding-window rows
+    /// of every stored page the ring or the capture still holds, and the tail record.
+    /// Returns the snapshot's window pages, its earlier pages' window rows, whether the
+    /// window is complete, and the tail's id.
+    #[allow(clippy::type_complexity)]
+    fn emit_objects(
+        &mut self,
+        emit: &mut dyn FnMut(PutJob),
+        ids: &[ObjectId],
+        first_missing: usize,
+        captured: Option<&capture::CapturedRows>,
+        kv_len: usize,
+        tokens: &[crate::engine::TokenId],
+    ) -> Result<(
+        Vec<(usize, ObjectId)>,
+        Vec<(usize, ObjectId)>,
+        bool,
+        Option<ObjectId>,
+    )> {
+        let store = self.catalog.store();
+        let p = self.page_tokens;
+        let full = kv_len / p;
+        let boundary = full * p;
+        let mut job = |this: &mut Self, id: ObjectId, kind, payload, keep| {
+            emit(PutJob {
+                id,
+                kind,
+                payload,
+                // A payload flip leaves a valid-looking header that `put` would keep.
+                replace: this.damaged.remove(&id),
+                keep,
+            })
+        };
+        // New full-attention pages.
+        let base_rows = captured.and_then(|c| c.base.as_ref());
+        for (k, id) in ids.iter().enumerate().skip(first_missing) {
+            if !self.damaged.contains(id) && (self.present.contains(id) || store.contains(id)?) {
+                self.present.insert(*id);
+                continue;
+            }
+            let rows = base_rows
+                .and_then(|b| b.slice(k * p..(k + 1) * p))
+                .context("internal: page rows missing from the capture")?;
+            job(self, *id, ObjectKind::Page, rows, self.warm.is_some());
+        }
+        // Sliding-window rows: of the pages a restore point needs (the window before the
+        // last page boundary), and of the earlier pages, for another conversation that
+        // shares a prefix of this log. Written while the ring (or the capture) has them,
+        // kept once stored; only a gap in the window makes the snapshot incomplete.
+        let swa_first = if self.n_swa > 0 {
+            boundary.saturating_sub(self.n_swa as usize) / p
+        } else {
+            full
+        };
+        let swa_capture = captured.and_then(|c| c.swa.as_ref());
+        let mut swa_pages = Vec::new();
+        let mut prefix_swa_pages = Vec::new();
+        let mut swa_complete = true;
+        let swa_start = if self.n_swa > 0 { 0 } else { full };
+        for (k, page_id) in ids.iter().enumerate().take(full).skip(swa_start) {
+            let id = PageKey::swa_id(page_id);
+            let stored = if !self.damaged.contains(&id)
+                && (self.present.contains(&id) || store.contains(&id)?)
+            {
+                self.present.insert(id);
+                true
+            } else if let Some(rows) = self
+                .swa_ring
+                .remove(&k)
+                .or_else(|| swa_capture.and_then(|s| s.slice(k * p..(k + 1) * p)))
+            {
+                job(self, id, ObjectKind::Page, rows, false);
+                true
+            } else {
+                false
+            };
+            let in_window = k >= swa_first;
+            match (stored, in_window) {
+                (true, true) => swa_pages.push((k, id)),
+                (true, false) => prefix_swa_pages.push((k, id)),
+                (false, true) => swa_complete = false,
+                (false, false) => {}
+            }
+        }
+        let keep = self.swa_window_pages();
+        while self.swa_ring.len() > keep {
+            self.swa_ring.pop_first();
+        }
+        // The tail: rows after the last full page.
+        let mut tail = None;
+        if kv_len > boundary {
+            let c = captured.context("internal: no capture for the tail")?;
+            let base = c
+                .base
+                .as_ref()
+                .and_then(|b| b.slice(boundary..kv_len))
+                .context("internal: tail rows missing")?;
+            let swa = match &c.swa {
+                Some(s) => s
+                    .slice(boundary..kv_len)
+                    .context("internal: tail window rows missing")?,
+                None => Vec::new(),
+            };
+            let record = TailRecord {
+                n_cells: (kv_len - boundary) as u32,
+                base,
+                swa,
+            }
+            .encode();
+            let id = self.key.tail_id(ids, &tokens[boundary..kv_len]);
+            job(self, id, ObjectKind::Tail, record, false);
+            tail = Some(id);
+        }
+        Ok((swa_pages, prefix_swa_pages, swa_complete, tail))
     }
 }

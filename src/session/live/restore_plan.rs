@@ -1,0 +1,190 @@
+//! Where a restore can end, decided from what the snapshot holds and what its reads found,
+//! with no I/O: the furthest point whose rows are all intact. A unified cache can stop at
+//! any page boundary (or at the snapshot's end, with the tail); an iSWA cache also needs the
+//! sliding-window rows of the `n_swa` positions before that point.
+
+use std::collections::BTreeSet;
+
+/// What the snapshot holds and which of its objects read back intact.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PlanInput {
+    pub page_tokens: usize,
+    /// Full-attention pages the snapshot names.
+    pub pages: usize,
+    /// Of those, how many from the first read back intact.
+    pub intact_pages: usize,
+    /// Cells of the tail record, when it read back intact and matches the log.
+    pub tail_cells: Option<usize>,
+    /// The sliding window (iSWA caches only): its size, and the pages whose window rows
+    /// read back intact.
+    pub window: Option<(usize, BTreeSet<usize>)>,
+}
+
+/// Where the restore ends and which rows make it up.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RestorePlan {
+    /// Tokens restored.
+    pub end: usize,
+    /// Full-attention pages loaded, from the first.
+    pub pages: usize,
+    /// Cells taken from the tail record after those pages (0: no tail).
+    pub tail_cells: usize,
+    pub window: Option<WindowPlan>,
+}
+
+/// The sliding-window section of an iSWA restore: positions `start..end`, from pages'
+/// window rows (each from cell `skip` of its page on) and then the tail's.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct WindowPlan {
+    pub start: usize,
+    /// `(page, skip)`, in order.
+    pub pieces: Vec<(usize, usize)>,
+}
+
+/// Whether a tail record of `n_cells` cells completes a snapshot of `pages` pages to the
+/// `kv_len` tokens of its log.
+pub fn tail_matches(page_tokens: usize, pages: usize, n_cells: usize, kv_len: usize) -> bool {
+    pages * page_tokens + n_cells == kv_len
+}
+
+/// The furthest restore point `input` supports, or `None` when no point is usable.
+pub fn plan_restore(input: &PlanInput) -> Option<RestorePlan> {
+    let p = input.page_tokens;
+    let full = input.intact_pages.min(input.pages);
+    // The tail only completes an unbroken run of pages.
+    let tail = input.tail_cells.filter(|_| full == input.pages);
+    let candidates = tail
+        .map(|t| full * p + t)
+        .into_iter()
+        .chain((1..=full).rev().map(|k| k * p));
+    for end in candidates {
+        let pages = (end / p).min(full);
+        let tail_cells = end - pages * p;
+        let window = match &input.window {
+            None => None,
+            Some((n_swa, intact)) => {
+                let start = end.saturating_sub(*n_swa);
+                let pieces: Vec<(usize, usize)> = (start / p..pages)
+                    .map(|k| (k, (k * p).max(start) - k * p))
+                    .collect();
+                if pieces.iter().any(|(k, _)| !intact.contains(k)) {
+                    continue;
+                }
+                Some(WindowPlan { start, pieces })
+            }
+        };
+        return Some(RestorePlan {
+            end,
+            pages,
+            tail_cells,
+            window,
+        });
+    }
+    None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const P: usize = 4;
+
+    fn input(pages: usize, intact: usize, tail: Option<usize>) -> PlanInput {
+        PlanInput {
+            page_tokens: P,
+            pages,
+            intact_pages: intact,
+            tail_cells: tail,
+            window: None,
+        }
+    }
+
+    fn windowed(mut i: PlanInput, n_swa: usize, intact: &[usize]) -> PlanInput {
+        i.window = Some((n_swa, intact.iter().copied().collect()));
+        i
+    }
+
+    fn plan(end: usize, pages: usize, tail_cells: usize) -> RestorePlan {
+        RestorePlan {
+            end,
+            pages,
+            tail_cells,
+            window: None,
+        }
+    }
+
+    fn with_window(mut p: RestorePlan, start: usize, pieces: &[(usize, usize)]) -> RestorePlan {
+        p.window = Some(WindowPlan {
+            start,
+            pieces: pieces.to_vec(),
+        });
+        p
+    }
+
+    #[test]
+    fn unified_caches_stop_at_the_end_or_the_last_intact_page() {
+        let cases = [
+            (
+                "everything intact",
+                input(3, 3, Some(2)),
+                Some(plan(14, 3, 2)),
+            ),
+            ("no tail", input(3, 3, None), Some(plan(12, 3, 0))),
+            (
+                "a damaged page drops the tail",
+                input(3, 1, Some(2)),
+                Some(plan(4, 1, 0)),
+            ),
+            ("the first page damaged", input(3, 0, Some(2)), None),
+            ("only a tail", input(0, 0, Some(3)), Some(plan(3, 0, 3))),
+            ("nothing", input(0, 0, None), None),
+        ];
+        for (what, i, want) in cases {
+            assert_eq!(plan_restore(&i), want, "{what}");
+        }
+    }
+
+    #[test]
+    fn sliding_window_caches_need_the_window_before_the_end() {
+        let all = [0, 1, 2];
+        let cases = [
+            (
+                "window inside the tail and the last page",
+                windowed(input(3, 3, Some(2)), 5, &all),
+                // Positions 9..14: cells 1..4 of page 2, then the tail.
+                Some(with_window(plan(14, 3, 2), 9, &[(2, 1)])),
+            ),
+            (
+                "a window wider than the log starts at 0",
+                windowed(input(3, 3, Some(2)), 100, &all),
+                Some(with_window(plan(14, 3, 2), 0, &[(0, 0), (1, 0), (2, 0)])),
+            ),
+            (
+                "a missing window page moves the end back past it",
+                windowed(input(3, 3, Some(2)), 5, &[0, 1]),
+                // End 12 needs page 1 from cell 3 and page 2; end 8 needs pages 0 and 1.
+                Some(with_window(plan(8, 2, 0), 3, &[(0, 3), (1, 0)])),
+            ),
+            (
+                "no usable window at any boundary",
+                windowed(input(3, 3, Some(2)), 5, &[]),
+                None,
+            ),
+            (
+                "a tail alone needs no page rows",
+                windowed(input(0, 0, Some(3)), 5, &[]),
+                Some(with_window(plan(3, 0, 3), 0, &[])),
+            ),
+        ];
+        for (what, i, want) in cases {
+            assert_eq!(plan_restore(&i), want, "{what}");
+        }
+    }
+
+    #[test]
+    fn a_tail_matches_only_the_log_it_completes() {
+        assert!(tail_matches(P, 3, 2, 14));
+        assert!(!tail_matches(P, 3, 1, 14));
+        assert!(!tail_matches(P, 2, 2, 14));
+    }
+}

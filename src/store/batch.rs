@@ -1,0 +1,181 @@
+//! Writing many objects at once, as a save does: while the caller slices the next pages out
+//! of its capture, a few threads hash and write the previous ones, each file fsynced by its
+//! writer (concurrent fsyncs share the filesystem's journal commits). Each fan-out
+//! directory is fsynced once, after all its renames, so every object is durable when the
+//! batch returns, before any manifest that names them is written.
+
+use std::collections::BTreeSet;
+use std::path::PathBuf;
+use std::sync::mpsc::sync_channel;
+use std::sync::Mutex;
+
+use super::fsutil::fsync_dir;
+use super::{ObjectId, ObjectKind, ObjectStore, PutOutcome, Result};
+
+/// One object for [`ObjectStore::put_batch`].
+pub struct PutJob {
+    pub id: ObjectId,
+    pub kind: ObjectKind,
+    pub payload: Vec<u8>,
+    /// Write it even if a valid-looking object is there (a read found it damaged).
+    pub replace: bool,
+    /// Hand the payload to the batch's `keep` callback once it is stored (a RAM copy).
+    pub keep: bool,
+}
+
+/// Writer threads: enough to overlap hashing with writing and fsync, few enough not to
+/// queue on the disk.
+const MAX_WRITERS: usize = 4;
+
+impl ObjectStore {
+    /// Puts every job `produce` emits (as [`Self::put`], or [`Self::replace`] for jobs that
+    /// ask), on a few threads while `produce` runs. `keep` receives the payloads of jobs
+    /// that ask for them, once stored. Returns what `produce` returned and each object's
+    /// outcome; on an error some objects may be stored, none named by anything yet.
+    pub fn put_batch<R>(
+        &self,
+        produce: impl FnOnce(&mut dyn FnMut(PutJob)) -> anyhow::Result<R>,
+        keep: impl Fn(ObjectId, Vec<u8>) + Sync,
+    ) -> anyhow::Result<(R, Vec<(ObjectId, PutOutcome)>)> {
+        let writers = std::thread::available_parallelism()
+            .map_or(2, |n| n.get())
+            .clamp(2, MAX_WRITERS);
+        // A bounded queue: the producer stays at most a few payloads ahead of the writers.
+        let (send, receive) = sync_channel::<PutJob>(writers);
+        let receive = Mutex::new(receive);
+        let writer = || {
+            let mut done = Vec::new();
+            let mut dirs = BTreeSet::new();
+            let mut failed = None;
+            loop {
+                let job = receive.lock().unwrap_or_else(|e| e.into_inner()).recv();
+                let Ok(job) = job else { break };
+                // After a failure, drain the queue so the producer never blocks.
+                if failed.is_some() {
+                    continue;
+                }
+                match self.write_job(&job) {
+                    Ok((outcome, dir)) => {
+                        dirs.extend(dir);
+                        done.push((job.id, outcome));
+                        if job.keep {
+                            keep(job.id, job.payload);
+                        }
+                    }
+                    Err(e) => failed = Some(e),
+                }
+            }
+            (done, dirs, failed)
+        };
+        let (produced, results) = std::thread::scope(|scope| {
+            let handles: Vec<_> = (0..writers).map(|_| scope.spawn(writer)).collect();
+            let mut emit = |job: PutJob| {
+                // Fails only when every writer is gone, which the joins below report.
+                let _ = send.send(job);
+            };
+            let produced = produce(&mut emit);
+            drop(send);
+            let results: Vec<_> = handles.into_iter().map(|h| h.join()).collect();
+            (produced, results)
+        });
+        let mut outcomes = Vec::new();
+        let mut dirs: BTreeSet<PathBuf> = BTreeSet::new();
+        let mut first_error = None;
+        for result in results {
+            match result {
+                Ok((done, written_dirs, failed)) => {
+                    outcomes.extend(done);
+                    dirs.extend(written_dirs);
+                    if let Some(e) = failed {
+                        first_error.get_or_insert(anyhow::Error::from(e));
+                    }
+                }
+                Err(_) => {
+                    first_error.get_or_insert(anyhow::anyhow!("internal: an object writer failed"));
+                }
+            }
+        }
+        let produced = produced?;
+        if let Some(e) = first_error {
+            return Err(e);
+        }
+        for dir in &dirs {
+            fsync_dir(dir)?;
+        }
+        Ok((produced, outcomes))
+    }
+
+    /// Writes one job's object unless it is already there; returns the outcome and the
+    /// directory that still needs an fsync, if it was written.
+    fn write_job(&self, job: &PutJob) -> Result<(PutOutcome, Option<PathBuf>)> {
+        if !job.replace && self.check_header(&job.id).is_ok() {
+            let outcome = PutOutcome {
+                written_bytes: 0,
+                already_present: true,
+            };
+            return Ok((outcome, None));
+        }
+        let (outcome, _) = self.replace_unsynced_dir(&job.id, job.kind, &job.payload)?;
+        let dir = self.object_path(&job.id).parent().map(PathBuf::from);
+        Ok((outcome, dir))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_batch_stores_every_object_and_keeps_those_asked_for() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = ObjectStore::open(dir.path()).unwrap();
+        let id = |n: u8| ObjectId([n; 32]);
+        store.put(&id(3), ObjectKind::Page, &[3; 10]).unwrap();
+        let kept = Mutex::new(Vec::new());
+        let (produced, outcomes) = store
+            .put_batch(
+                |emit| {
+                    for n in 1..=20u8 {
+                        emit(PutJob {
+                            id: id(n),
+                            kind: ObjectKind::Page,
+                            payload: vec![n; 1000 * n as usize],
+                            replace: false,
+                            keep: n % 2 == 0,
+                        });
+                    }
+                    Ok("done")
+                },
+                |id, payload| kept.lock().unwrap().push((id, payload.len())),
+            )
+            .unwrap();
+        assert_eq!(produced, "done");
+        assert_eq!(outcomes.len(), 20);
+        for (oid, outcome) in &outcomes {
+            assert_eq!(outcome.already_present, *oid == id(3), "{oid}");
+        }
+        for n in 1..=20u8 {
+            let want = if n == 3 {
+                vec![3; 10]
+            } else {
+                vec![n; 1000 * n as usize]
+            };
+            assert_eq!(store.get(&id(n)).unwrap(), want, "object {n}");
+        }
+        let mut kept = kept.into_inner().unwrap();
+        kept.sort();
+        let want: Vec<_> = (1..=10u8).map(|k| (id(2 * k), 2000 * k as usize)).collect();
+        assert_eq!(kept, want);
+    }
+
+    #[test]
+    fn a_failing_producer_fails_the_batch() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = ObjectStore::open(dir.path()).unwrap();
+        let err = store
+            .put_batch(|_| anyhow::bail!("no rows"), |_, _: Vec<u8>| {})
+            .map(|(r, _): ((), _)| r)
+            .unwrap_err();
+        assert!(err.to_string().contains("no rows"), "{err}");
+    }
+}
