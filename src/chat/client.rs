@@ -88,6 +88,8 @@ struct Chat<'m, 'x> {
     catalog: crate::session::catalog::SessionCatalog,
     active: Active<'m>,
     book: TierBook,
+    /// The active session's last save failed: it is tried again on the way out.
+    save_failed: bool,
 }
 
 fn run(
@@ -158,9 +160,11 @@ fn run(
                 conversation: Conversation::new(&model, false, None),
             },
             book: TierBook::new(),
+            save_failed: false,
         };
         chat.activate(opened);
         chat.serve(&commands);
+        chat.save_on_the_way_out();
         Ok(())
     })();
     service.shutdown();
@@ -435,12 +439,26 @@ impl<'m> Chat<'m, '_> {
     }
 
     fn save(&mut self) -> Result<(), String> {
-        let saved = self
+        let result = self
             .service
-            .save_blocking(&self.active.name, self.transcript())
-            .map_err(|e| describe(&e))?;
-        self.send_saved(saved);
+            .save_blocking(&self.active.name, self.transcript());
+        self.save_failed = result.is_err();
+        self.send_saved(result.map_err(|e| describe(&e))?);
         Ok(())
+    }
+
+    /// Every reply was saved as it ended; a session whose last save failed (a full disk)
+    /// gets one more try, and the front end hears if that fails too (the process then
+    /// exits 1; the previous snapshot is intact, manifests are replaced whole).
+    fn save_on_the_way_out(&mut self) {
+        if self.save_failed {
+            if let Err(e) = self.save() {
+                let name = &self.active.name;
+                self.send(EngineEvent::Error(format!(
+                    "saving session '{name}' failed (its previous save is intact): {e}"
+                )));
+            }
+        }
     }
 
     fn send_saved(&mut self, saved: crate::service::handle::Saved) {

@@ -91,6 +91,9 @@ pub enum StartError {
 
 type Result<T, E = StartError> = std::result::Result<T, E>;
 
+/// How often idle conversations and pages are looked for between requests.
+const IDLE_CHECK: Duration = Duration::from_secs(1);
+
 /// The engine's thread. It ends after [`ServiceHandle::shutdown`], when every handle is
 /// gone, or when the model fails to load (`join` returns that error).
 pub struct EngineThread {
@@ -203,16 +206,23 @@ fn run(
         shutting_down: false,
     };
     engine.index_stored_sessions();
+    // Idle timeouts are checked on a clock of their own: a front end that asks for stats
+    // every second (a chat's memory panel) must not keep them from ever running.
+    let mut last_idle = std::time::Instant::now();
     loop {
         // Block for work only when nothing decodes; between batch steps, take what came.
         let busy = !engine.active.is_empty() || !engine.queue.is_empty();
+        if !busy && last_idle.elapsed() >= IDLE_CHECK {
+            last_idle = std::time::Instant::now();
+            engine.idle(&mut ctx);
+        }
         let next = if busy {
             commands.try_recv().map_err(|e| match e {
                 std::sync::mpsc::TryRecvError::Empty => RecvTimeoutError::Timeout,
                 std::sync::mpsc::TryRecvError::Disconnected => RecvTimeoutError::Disconnected,
             })
         } else {
-            commands.recv_timeout(Duration::from_secs(1))
+            commands.recv_timeout(IDLE_CHECK)
         };
         match next {
             Ok(command) => {
@@ -227,8 +237,6 @@ fn run(
         }
         if busy {
             engine.step(&mut ctx);
-        } else {
-            engine.idle(&mut ctx);
         }
     }
     engine.shutdown(&mut ctx);
