@@ -6,6 +6,7 @@ use std::time::Instant;
 use super::conversations::Target;
 use super::generate::Active;
 use super::prefix::{common_prefix, plan, HotCandidate, PrefixSource};
+use super::stats::restored_by_tier;
 use super::Engine;
 use crate::engine::{Context, Sampler};
 use crate::sequence::Sequence;
@@ -214,13 +215,7 @@ impl<'c, 'm> Engine<'c, 'm> {
                         tracing::warn!("{w}");
                     }
                     let after = self.warm.stats();
-                    let (hits, loads) = (after.hits - before.hits, after.loads - before.loads);
-                    let restored = report.restored_tokens;
-                    let warm = (restored as u64 * hits)
-                        .checked_div(hits + loads)
-                        .unwrap_or(0) as usize;
-                    cached.warm = warm;
-                    cached.cold = restored - warm;
+                    cached = restored_by_tier(&before, &after, report.restored_tokens);
                 }
             }
         }

@@ -4,6 +4,7 @@
 
 use std::time::Instant;
 
+use super::stats::restored_by_tier;
 use super::Engine;
 use crate::engine::Context;
 use crate::sequence::Sequence;
@@ -79,13 +80,7 @@ impl<'c, 'm> Engine<'c, 'm> {
                 exclusive: false,
             });
             warnings = report.warnings;
-            let after = self.warm.stats();
-            let (hits, loads) = (after.hits - before.hits, after.loads - before.loads);
-            let restored = report.restored_tokens;
-            cached.warm = (restored as u64 * hits)
-                .checked_div(hits + loads)
-                .unwrap_or(0) as usize;
-            cached.cold = restored - cached.warm;
+            cached = restored_by_tier(&before, &self.warm.stats(), report.restored_tokens);
             self.counters.record_restore(cached);
         }
         let open = &self.conversations[index];

@@ -4,6 +4,21 @@ use super::Engine;
 use crate::engine::Context;
 use crate::service::handle::{ServiceStats, SessionStatus, TierBytes};
 use crate::service::protocol::{CachedTokens, Request, Usage};
+use crate::tiers::WarmStats;
+
+/// `restored` tokens read through the warm pool, split between the warm and cold tiers in
+/// the proportion of the pool's hits and loads between `before` and `after` the restore.
+pub fn restored_by_tier(before: &WarmStats, after: &WarmStats, restored: usize) -> CachedTokens {
+    let (hits, loads) = (after.hits - before.hits, after.loads - before.loads);
+    let warm = (restored as u64 * hits)
+        .checked_div(hits + loads)
+        .unwrap_or(0) as usize;
+    CachedTokens {
+        hot: 0,
+        warm,
+        cold: restored - warm,
+    }
+}
 
 /// Cumulative counts since the engine started.
 #[derive(Debug, Default)]
@@ -110,6 +125,34 @@ impl<'c, 'm> Engine<'c, 'm> {
                 pages: cold_objects,
             },
             sessions,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn restored_tokens_split_by_the_pools_hits_and_loads() {
+        let pool = |hits, loads| WarmStats {
+            hits,
+            loads,
+            ..Default::default()
+        };
+        let start = pool(5, 7);
+        // (hits, loads) during the restore, tokens restored -> (warm, cold)
+        for ((hits, loads), restored, split) in [
+            ((4, 0), 1024, (1024, 0)),
+            ((0, 4), 1024, (0, 1024)),
+            ((1, 3), 1024, (256, 768)),
+            ((0, 0), 0, (0, 0)),
+            // Nothing read through the pool (no warm tier): counted cold.
+            ((0, 0), 300, (0, 300)),
+        ] {
+            let end = pool(5 + hits, 7 + loads);
+            let got = restored_by_tier(&start, &end, restored);
+            assert_eq!((got.hot, got.warm, got.cold), (0, split.0, split.1));
         }
     }
 }
