@@ -13,6 +13,16 @@ use std::process::ExitCode;
 #[error("{0}")]
 pub struct UsageError(pub String);
 
+/// Work that another kvrun process holds up (a session or the store in use): retry later.
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+pub struct BusyError(pub String);
+
+/// Shorthand for a [`BusyError`] inside `anyhow`.
+pub fn busy(message: impl Into<String>) -> anyhow::Error {
+    BusyError(message.into()).into()
+}
+
 /// Shorthand for a usage error inside `anyhow`.
 pub fn usage(message: impl Into<String>) -> anyhow::Error {
     UsageError(message.into()).into()
@@ -34,14 +44,22 @@ pub const BUSY: u8 = 75;
 
 /// The exit code for an error, from the first cause in its chain that has one.
 pub fn code_for(err: &anyhow::Error) -> u8 {
-    use crate::session::SessionError;
+    use crate::service::protocol::ServiceError;
+    use crate::session::{LiveError, SessionError};
     use crate::store::StoreError;
     err.chain()
         .find_map(|e| {
             if e.downcast_ref::<UsageError>().is_some() {
                 return Some(USAGE);
             }
-            if let Some(s) = e.downcast_ref::<SessionError>() {
+            if e.downcast_ref::<BusyError>().is_some() {
+                return Some(BUSY);
+            }
+            let live = e.downcast_ref::<LiveError>();
+            if let Some(s) = e
+                .downcast_ref::<SessionError>()
+                .or_else(|| live.and_then(LiveError::session_error))
+            {
                 return match s {
                     SessionError::InUse { .. }
                     | SessionError::Store(StoreError::InUse { .. })
@@ -53,7 +71,17 @@ pub fn code_for(err: &anyhow::Error) -> u8 {
                     _ => None,
                 };
             }
-            match e.downcast_ref::<StoreError>() {
+            match e.downcast_ref::<ServiceError>() {
+                Some(ServiceError::SessionInUse { .. }) => return Some(BUSY),
+                Some(ServiceError::Incompatible { .. } | ServiceError::InvalidSetting(_)) => {
+                    return Some(USAGE)
+                }
+                _ => {}
+            }
+            match e
+                .downcast_ref::<StoreError>()
+                .or_else(|| live.and_then(LiveError::store_error))
+            {
                 Some(StoreError::InUse { .. }) => Some(BUSY),
                 _ => None,
             }
@@ -64,8 +92,14 @@ pub fn code_for(err: &anyhow::Error) -> u8 {
 /// The error chain on one line, skipping causes whose text the message already carries
 /// (several error types include their source's text in their own message).
 pub fn one_line(err: &anyhow::Error) -> String {
+    one_line_of(err.as_ref())
+}
+
+/// [`one_line`] for any error (the library's typed errors).
+pub fn one_line_of(err: &(dyn std::error::Error + 'static)) -> String {
     let mut line = String::new();
-    for cause in err.chain() {
+    let chain = std::iter::successors(Some(err), |e| e.source());
+    for cause in chain {
         let text = cause.to_string().replace('\n', " ");
         if line.contains(text.trim()) {
             continue;

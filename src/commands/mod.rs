@@ -17,6 +17,7 @@ mod models;
 mod pull;
 mod remote;
 mod run;
+mod run_session;
 mod run_tools;
 mod serve;
 mod session;

@@ -1,38 +1,31 @@
 //! `kvrun run`: one prompt in, generated text out. stdout carries only the text (or one
-//! JSON object with `--json`); everything else goes to stderr. With `--session NAME` it is
-//! the agent path: restore the session, append the turn, generate, save, exit.
-//!
-//! Interrupted (SIGINT, SIGTERM or SIGHUP while it prefills or generates), a session run
-//! keeps what it did: the prompt joins the token log, the pages its prefill filled are
-//! saved, and the partial reply is kept and marked interrupted in the manifest; then it
-//! exits with 128 + the signal's number. Before generation starts a signal ends it at once,
-//! and the session stays exactly as it was (its manifest is only ever replaced whole).
+//! JSON object with `--json`); everything else goes to stderr. Without a session it runs
+//! llama.cpp directly (the baseline the benchmarks compare with); with `--session NAME` it
+//! is the agent path, a client of the service engine (`run_session.rs`). This file holds
+//! what both share: the prompt's input, the report and the size checks.
 
 use std::io::{IsTerminal, Read, Write};
 use std::process::ExitCode;
-use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
-use std::sync::Arc;
+use std::sync::atomic::AtomicBool;
 use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context as _, Result};
 use serde::Serialize;
 
 use super::run_tools::{self, ReplyFields, ToolRequest};
-use super::{apply_chat_template, load_model, session_setup, Env};
+use super::{apply_chat_template, load_model, Env};
 use crate::cli::RunArgs;
 use crate::conversation::{CacheMiss, Conversation};
 use crate::engine::{Context, Model, Sampler, TokenId, TokenLogprob};
 use crate::exit::usage;
-use crate::interrupt::{signal_exit_code, Interrupt};
 use crate::sequence::{GenerateOptions, Generated, StopReason, SyncObserver};
-use crate::session::catalog::SessionCatalog;
-use crate::session::live::{RestorePhases, SessionObserver};
+use crate::session::live::RestorePhases;
 use crate::settings::{EngineSettings, SamplingSettings, DEFAULT_PAGE_TOKENS};
 use crate::tools::parse_reply;
 use crate::ui::PrefillBar;
 
 /// Default reply length for `run` when -n is not given.
-const DEFAULT_MAX_TOKENS: u32 = 256;
+pub(super) const DEFAULT_MAX_TOKENS: u32 = 256;
 /// Sessions keep a scratch sequence next to the main one to read page ranges.
 pub(super) const SESSION_SEQS: u32 = 2;
 
@@ -57,23 +50,23 @@ struct RunReport {
 }
 
 #[derive(Serialize)]
-struct SessionFields {
-    session: String,
-    session_tokens: usize,
-    restored_tokens: usize,
-    reused_tokens: usize,
-    restore_ms: f64,
+pub(super) struct SessionFields {
+    pub session: String,
+    pub session_tokens: usize,
+    pub restored_tokens: usize,
+    pub reused_tokens: usize,
+    pub restore_ms: f64,
     /// Where `restore_ms` went.
-    restore_phases: RestorePhases,
-    save_ms: f64,
+    pub restore_phases: RestorePhases,
+    pub save_ms: f64,
     /// Where the template stopped extending the session's earlier rendering.
     #[serde(skip_serializing_if = "Option::is_none")]
-    cache_miss: Option<CacheMiss>,
+    pub cache_miss: Option<CacheMiss>,
 }
 
 pub fn run(env: &Env, args: RunArgs) -> Result<ExitCode> {
     match args.session.clone() {
-        Some(name) => run_session(env, &args, &name),
+        Some(name) => super::run_session::run_session(env, &args, &name),
         None => run_plain(env, &args),
     }
 }
@@ -88,7 +81,7 @@ fn run_plain(env: &Env, args: &RunArgs) -> Result<ExitCode> {
     let mut ctx = Context::new(&model, &engine, DEFAULT_PAGE_TOKENS, 1)?;
 
     let mut conversation = Conversation::new(&model, args.raw, args.system.as_deref());
-    check_text_may_fit(&prompt, 0, &ctx, &model)?;
+    check_text_may_fit(&prompt, 0, ctx.info().n_ctx as usize, &model)?;
     let tools = ToolRequest::load(args)?;
     conversation.tools = tools.as_ref().map(|t| t.template_value.clone());
     let tokens = conversation.user_turn_tokens(&prompt)?;
@@ -111,138 +104,12 @@ fn run_plain(env: &Env, args: &RunArgs) -> Result<ExitCode> {
     finish(
         env,
         args,
-        &ctx,
+        ctx.info().n_ctx,
         tokens.len(),
         load_ms,
         (generated, reply),
         None,
     )
-}
-
-fn run_session(env: &Env, args: &RunArgs, name: &str) -> Result<ExitCode> {
-    let catalog = SessionCatalog::open(&env.paths)?;
-    let prepared = session_setup::prepare(
-        env,
-        &catalog,
-        name,
-        args.model.model.as_deref(),
-        &args.engine,
-        Some(&args.sampling),
-    )?;
-    let prompt = if args.continue_ {
-        None
-    } else {
-        Some(read_prompt(args)?)
-    };
-    let (engine, sampling) = (prepared.engine.clone(), prepared.sampling.clone());
-    let (mut model, load_ms) = load_model(&prepared.choice, engine.gpu_layers)?;
-    apply_chat_template(&mut model, &args.model, env)?;
-    let mut ctx = Context::new(&model, &engine, DEFAULT_PAGE_TOKENS, SESSION_SEQS)?;
-    let mut live = session_setup::start(&catalog, prepared, &model, &ctx)?;
-    let (mut conversation, mut restore) = session_setup::resume(
-        env,
-        &mut live,
-        &mut ctx,
-        &model,
-        args.raw,
-        args.system.as_deref(),
-    )?;
-    let tools = ToolRequest::load(args)?;
-    conversation.tools = tools.as_ref().map(|t| t.template_value.clone());
-
-    // A log rendered again with another template is a new prompt from its first token.
-    let mut rendered_again = false;
-    let added = match &prompt {
-        Some(text) => {
-            let before = conversation.seq.len();
-            check_text_may_fit(text, before, &ctx, &model)
-                .with_context(|| format!("session '{name}'"))?;
-            let note = session_setup::add_user_turn(&mut ctx, &mut conversation, text)
-                .with_context(|| format!("session '{name}'"))?;
-            if let Some(note) = note {
-                env.ui.note(format!("session '{name}': {note}"));
-                rendered_again = true;
-            }
-            conversation.seq.len() - if rendered_again { 0 } else { before }
-        }
-        None if conversation.seq.is_empty() => {
-            return Err(usage(format!(
-                "session '{name}' is empty; --continue needs something to continue from"
-            )))
-        }
-        None => 0,
-    };
-    if let Some(miss) = conversation.cache_miss.as_ref().filter(|_| !rendered_again) {
-        env.ui.note(format!(
-            "the chat template re-rendered session '{name}' differently from token {} \
-             ({:?} became {:?}); kvrun keeps the earlier turns as first rendered",
-            miss.position, miss.before, miss.after
-        ));
-    }
-    session_setup::reuse_prefix(env, &mut live, &mut ctx, &mut conversation, &mut restore)?;
-
-    // From here a signal stops the work and the session keeps it (see the module docs).
-    let interrupt = Interrupt::new();
-    let signal = Arc::new(AtomicI32::new(0));
-    {
-        let (interrupt, signal) = (interrupt.clone(), signal.clone());
-        crate::interrupt::on_signals(move |s| {
-            signal.store(s, Ordering::SeqCst);
-            interrupt.stop_reply();
-        })?;
-    }
-    let cancel = interrupt.flag();
-    let mut bar = PrefillBar::new(env.ui, conversation.pending(), cancel);
-    let generated = {
-        let mut observer = SessionObserver {
-            session: &mut live,
-            inner: &mut bar,
-        };
-        generate(
-            args,
-            &model,
-            &mut ctx,
-            &mut conversation,
-            (&sampling, tools.as_ref()),
-            cancel,
-            &mut observer,
-        )?
-    };
-    drop(bar);
-    let reply = reply_fields(&conversation, tools.as_ref(), &generated.text);
-    conversation.add_assistant(generated.text.clone());
-    let signalled = Some(signal.load(Ordering::SeqCst)).filter(|s| *s != 0);
-    live.set_interrupted(signalled.is_some());
-    let saved = live.save(&mut ctx, &conversation.seq, conversation.state())?;
-    for w in &saved.warnings {
-        env.ui.warn(w);
-    }
-    let fields = SessionFields {
-        session: name.to_string(),
-        session_tokens: conversation.seq.len(),
-        restored_tokens: restore.restored_tokens,
-        reused_tokens: restore.reused_tokens,
-        restore_ms: restore.restore_ms,
-        restore_phases: restore.phases,
-        save_ms: saved.save_ms,
-        cache_miss: conversation.cache_miss.clone(),
-    };
-    let code = finish(
-        env,
-        args,
-        &ctx,
-        added,
-        load_ms,
-        (generated, reply),
-        Some(fields),
-    )?;
-    Ok(signalled.map_or(code, |s| {
-        env.ui.warn(format!(
-            "interrupted ({}): session '{name}' keeps the prompt and the reply so far",
-            crate::interrupt::signal_name(s)
-        ));
-        signal_exit_code(s)
-    }))
 }
 
 /// Generates the reply, streaming it to stdout unless `--json`.
@@ -296,10 +163,10 @@ fn generate(
         .generate(ctx, &mut sampler, &options, cancel, observer, &mut emit)?)
 }
 
-fn finish(
+pub(super) fn finish(
     env: &Env,
     args: &RunArgs,
-    ctx: &Context<'_>,
+    n_ctx: u32,
     prompt_tokens: usize,
     load_ms: f64,
     (generated, reply): (Generated, ReplyFields),
@@ -315,7 +182,7 @@ fn finish(
             prompt_tokens,
             prefilled_tokens: generated.prefilled,
             stop_reason: generated.stop,
-            n_ctx: ctx.info().n_ctx,
+            n_ctx,
             load_ms,
             prefill_ms: generated.prefill_time.as_secs_f64() * 1e3,
             decode_ms: generated.decode_time.as_secs_f64() * 1e3,
@@ -342,7 +209,7 @@ fn finish(
 pub(super) const MAX_INPUT_BYTES: u64 = 32 << 20;
 
 /// The reply split into content, reasoning and tool calls (chat mode only).
-fn reply_fields(
+pub(super) fn reply_fields(
     conversation: &Conversation<'_>,
     tools: Option<&ToolRequest>,
     text: &str,
@@ -361,7 +228,7 @@ fn reply_fields(
 }
 
 /// The prompt from -p, --prompt-file, or piped stdin.
-fn read_prompt(args: &RunArgs) -> Result<String> {
+pub(super) fn read_prompt(args: &RunArgs) -> Result<String> {
     let text = if let Some(p) = &args.prompt {
         check_input_size(p.len() as u64, "the prompt")?;
         p.clone()
@@ -419,13 +286,12 @@ fn check_input_size(len: u64, what: &str) -> Result<()> {
 pub(super) fn check_text_may_fit(
     text: &str,
     used: usize,
-    ctx: &Context<'_>,
+    n_ctx: usize,
     model: &Model,
 ) -> Result<()> {
     let Some(min_tokens) = model.min_tokens(text) else {
         return Ok(());
     };
-    let n_ctx = ctx.info().n_ctx as usize;
     if used + min_tokens > n_ctx {
         let train = model.facts().n_ctx_train;
         bail!(

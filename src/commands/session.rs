@@ -74,8 +74,13 @@ fn save(env: &Env, args: SessionSaveArgs) -> Result<ExitCode> {
     let mut live = session_setup::start(&catalog, prepared, &model, &ctx)?;
     let (mut conversation, mut restore) =
         session_setup::resume(env, &mut live, &mut ctx, &model, args.raw, None)?;
-    check_text_may_fit(&text, conversation.seq.len(), &ctx, &model)
-        .with_context(|| format!("session '{}'", args.name))?;
+    check_text_may_fit(
+        &text,
+        conversation.seq.len(),
+        ctx.info().n_ctx as usize,
+        &model,
+    )
+    .with_context(|| format!("session '{}'", args.name))?;
     session_setup::add_user_turn(&mut ctx, &mut conversation, &text)
         .with_context(|| format!("session '{}'", args.name))?;
     session_setup::reuse_prefix(env, &mut live, &mut ctx, &mut conversation, &mut restore)?;

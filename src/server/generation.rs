@@ -28,7 +28,7 @@ pub struct Job {
     pub sampling: SamplingSettings,
     pub max_tokens: usize,
     pub stop: Vec<String>,
-    pub grammar: Option<String>,
+    pub grammar: Option<crate::service::protocol::ReplyGrammar>,
     pub logprobs: Option<usize>,
     /// The chat template that rendered `prompt` (`None` for plain text).
     pub template: Option<TemplateIdentity>,

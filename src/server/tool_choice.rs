@@ -5,6 +5,7 @@
 use minijinja::Value;
 
 use super::errors::ApiError;
+use crate::service::protocol::ReplyGrammar;
 use crate::tools::{tool_call_grammar, ToolFormat};
 
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -139,25 +140,59 @@ impl ToolSet {
         !self.definitions.is_empty() && self.choice != ToolChoice::None
     }
 
-    /// The grammar that forces a call (`required` or a named tool), in `format`'s syntax.
-    pub fn grammar(&self, format: ToolFormat) -> Result<Option<String>, ApiError> {
-        let forced: Vec<&Value> = match &self.choice {
-            ToolChoice::Auto | ToolChoice::None => return Ok(None),
-            ToolChoice::Required => self.definitions.iter().collect(),
-            ToolChoice::Named(name) => self
-                .definitions
-                .iter()
-                .filter(|t| tool_name(t).as_deref() == Some(name.as_str()))
-                .collect(),
+    /// The grammar of the reply: a forced call wins, then the request's response format
+    /// (`response_format`, `text.format`), then a lazy `auto` call grammar.
+    pub fn reply_grammar(
+        &self,
+        format: ToolFormat,
+        response_format: Option<String>,
+    ) -> Result<Option<ReplyGrammar>, ApiError> {
+        Ok(match self.grammar(format)? {
+            Some(forced) if forced.after.is_none() => Some(forced),
+            lazy => response_format.map(ReplyGrammar::forced).or(lazy),
+        })
+    }
+
+    /// The grammar of a call, in `format`'s syntax: forced for `required` or a named tool;
+    /// for `auto`, lazy (the reply is free until the format's call opening, and the call
+    /// after it must parse), where the format has a distinctive opening.
+    fn grammar(&self, format: ToolFormat) -> Result<Option<ReplyGrammar>, ApiError> {
+        let (forced, opening): (Vec<&Value>, _) = match &self.choice {
+            ToolChoice::None => return Ok(None),
+            ToolChoice::Auto => match format.call_opening() {
+                Some(opening) if !self.definitions.is_empty() => {
+                    (self.definitions.iter().collect(), Some(opening))
+                }
+                _ => return Ok(None),
+            },
+            ToolChoice::Required => (self.definitions.iter().collect(), None),
+            ToolChoice::Named(name) => (
+                self.definitions
+                    .iter()
+                    .filter(|t| tool_name(t).as_deref() == Some(name.as_str()))
+                    .collect(),
+                None,
+            ),
         };
         let as_json: Vec<serde_json::Value> = forced
             .iter()
             .map(|t| serde_json::to_value(t).map_err(|e| ApiError::bad_request(e.to_string())))
             .collect::<Result<_, _>>()?;
         let refs: Vec<&serde_json::Value> = as_json.iter().collect();
-        tool_call_grammar(format, &refs)
-            .map(Some)
-            .map_err(|e| ApiError::bad_request(e.to_string()).param("tools"))
+        match (tool_call_grammar(format, &refs), opening) {
+            (Ok(gbnf), None) => Ok(Some(ReplyGrammar::forced(gbnf))),
+            (Ok(gbnf), Some(opening)) => Ok(Some(ReplyGrammar {
+                gbnf,
+                after: Some(opening.to_string()),
+            })),
+            (Err(e), None) => Err(ApiError::bad_request(e.to_string()).param("tools")),
+            // A schema the grammar cannot express does not stop a reply that may not call
+            // a tool at all: `auto` then stays unconstrained, as before the call opens.
+            (Err(e), Some(_)) => {
+                tracing::debug!("tool_choice auto left unconstrained: {e}");
+                Ok(None)
+            }
+        }
     }
 }
 
@@ -216,6 +251,33 @@ mod tests {
         assert_eq!(none.grammar(ToolFormat::Generic).unwrap(), None);
         let named = ToolSet::new(vec![weather()], ToolChoice::Named("get_weather".into())).unwrap();
         let grammar = named.grammar(ToolFormat::Generic).unwrap().unwrap();
-        assert!(grammar.contains("get_weather"), "{grammar}");
+        assert!(grammar.gbnf.contains("get_weather"), "{grammar:?}");
+        assert_eq!(grammar.after, None);
+    }
+
+    #[test]
+    fn a_forced_call_beats_the_response_format_which_beats_a_lazy_auto_call() {
+        let schema = Some("root ::= \"{}\"".to_string());
+        let auto = ToolSet::new(vec![weather()], ToolChoice::Auto).unwrap();
+        let lazy = auto
+            .reply_grammar(ToolFormat::Hermes, None)
+            .unwrap()
+            .unwrap();
+        assert_eq!(lazy.after.as_deref(), Some("<tool_call>"));
+        assert!(lazy.gbnf.contains("get_weather"));
+        let format = auto.reply_grammar(ToolFormat::Hermes, schema.clone());
+        assert_eq!(
+            format.unwrap(),
+            Some(ReplyGrammar::forced(schema.clone().unwrap()))
+        );
+        // A format whose calls have no distinctive opening: auto stays free.
+        assert_eq!(auto.reply_grammar(ToolFormat::Llama3, None).unwrap(), None);
+        let required = ToolSet::new(vec![weather()], ToolChoice::Required).unwrap();
+        let forced = required
+            .reply_grammar(ToolFormat::Hermes, schema)
+            .unwrap()
+            .unwrap();
+        assert_eq!(forced.after, None);
+        assert!(forced.gbnf.contains("get_weather"));
     }
 }

@@ -84,6 +84,8 @@ pub struct Opened {
     /// hot already).
     pub cached: CachedTokens,
     pub restore_ms: f64,
+    /// Where `restore_ms` went (all zero when nothing was restored).
+    pub phases: crate::session::live::RestorePhases,
     /// Parts of the snapshot that could not be used (the log is recomputed there).
     pub warnings: Vec<String>,
 }

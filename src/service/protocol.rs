@@ -94,12 +94,13 @@ pub struct Request {
     /// prefix of it from any tier and prefills only the rest.
     pub prompt: Vec<TokenId>,
     pub sampling: SamplingSettings,
-    /// The most tokens to generate (the caller has already capped it by the context).
+    /// The most tokens to generate (the caller has already capped it by the context); 0
+    /// prefills the prompt and samples nothing.
     pub max_tokens: usize,
     /// Generation stops when the text ends with one of these; the stop text is not sent.
     pub stop: Vec<String>,
-    /// GBNF (root rule `root`) the reply must match: a forced tool call or a JSON schema.
-    pub grammar: Option<String>,
+    /// A grammar the reply must match: a tool call or a JSON schema.
+    pub grammar: Option<ReplyGrammar>,
     /// Report log-probabilities with this many alternatives.
     pub logprobs: Option<usize>,
     /// The chat template that rendered `prompt` (`None` for plain text): the session
@@ -113,6 +114,23 @@ pub struct Request {
     pub replies: UnboundedSender<Reply>,
     /// When the front end received the request (queue time counts from here).
     pub received: Instant,
+}
+
+/// GBNF (root rule `root`) a reply must match.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ReplyGrammar {
+    pub gbnf: String,
+    /// Lazy: the reply is free until it contains this text, and the grammar (which starts
+    /// with it) holds from there: `tool_choice: auto` with a format whose calls open
+    /// distinctively.
+    pub after: Option<String>,
+}
+
+impl ReplyGrammar {
+    /// The whole reply must match (a forced tool call, a JSON schema).
+    pub fn forced(gbnf: String) -> Self {
+        Self { gbnf, after: None }
+    }
 }
 
 /// What the engine sends back for one request, in this order: `Started`, any number of

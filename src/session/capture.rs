@@ -7,13 +7,12 @@
 use std::ops::Range;
 use std::time::Instant;
 
-use anyhow::{anyhow, bail, Context as _, Result};
-
 use crate::engine::{Context, KvCapture};
 use crate::kv::blob::{self, CellMeta, Section, SectionParts};
 use crate::kv::layout::{concat_cells, slice_cells};
 use crate::kv::KvLayout;
 use crate::sequence::MAIN_SEQ;
+use crate::session::kv_error::{LiveError, LiveResult as Result};
 
 /// Where a session lives in a context: its sequence, the scratch sequence used to read page
 /// ranges, and whether it has the context to itself. A session alone in the context is
@@ -88,13 +87,15 @@ pub fn capture(
     if swa_only {
         shape.sections = 1;
     }
-    let state = blob::parse(&bytes, &shape).context("reading llama.cpp's KV state")?;
+    let state =
+        blob::parse(&bytes, &shape).map_err(LiveError::blob("reading llama.cpp's KV state"))?;
     let mut rows = Vec::new();
     for section in &state.sections {
-        let layout = section
-            .layout
-            .clone()
-            .ok_or_else(|| anyhow!("llama.cpp returned no cells for positions {positions:?}"))?;
+        let layout = section.layout.clone().ok_or_else(|| {
+            LiveError::internal(format!(
+                "llama.cpp returned no cells for positions {positions:?}"
+            ))
+        })?;
         let (data, first_pos, count) = rows_in_position_order(section, &layout)?;
         rows.push(SectionRows {
             layout,
@@ -131,7 +132,9 @@ fn rows_in_position_order(
     let first_pos = section.cells[first].pos;
     for (k, &i) in order.iter().enumerate() {
         if section.cells[i].pos != first_pos + k as i32 {
-            bail!("the KV cells of the sequence are not contiguous in position");
+            return Err(LiveError::internal(
+                "the KV cells of the sequence are not contiguous in position",
+            ));
         }
     }
     // Runs of consecutive slots holding consecutive positions.
@@ -140,7 +143,10 @@ fn rows_in_position_order(
     for k in 1..=order.len() {
         if k == order.len() || order[k] != order[k - 1] + 1 {
             let cells = order[run_start]..order[k - 1] + 1;
-            parts.push((section.rows_for_cells(cells.clone())?, cells.len()));
+            let rows = section
+                .rows_for_cells(cells.clone())
+                .map_err(LiveError::blob("reading llama.cpp's KV state"))?;
+            parts.push((rows, cells.len()));
             run_start = k;
         }
     }
@@ -194,8 +200,8 @@ pub fn restore_into(
 ) -> Result<()> {
     let started = Instant::now();
     if sections.len() != layout.sections.len() {
-        return Err(anyhow!(
-            "internal: restore sections do not match the layout"
+        return Err(LiveError::internal(
+            "restore sections do not match the layout",
         ));
     }
     let metas: Vec<Vec<CellMeta>> = sections
@@ -222,7 +228,8 @@ pub fn restore_into(
             row_chunks: &s.chunks,
         })
         .collect();
-    let blob = blob::assemble_blob(slot.seq, &parts).context("assembling the KV state");
+    let blob =
+        blob::assemble_blob(slot.seq, &parts).map_err(LiveError::blob("assembling the KV state"));
     phases.assemble_ms += started.elapsed().as_secs_f64() * 1e3;
     load_blob(ctx, slot, &blob?, phases)
 }
@@ -266,6 +273,7 @@ pub fn probe_layout(ctx: &mut Context<'_>, slot: Slot, n_swa: u32, token: i32) -
         ctx.clear_all();
     }
     let bytes = bytes?;
-    let state = blob::parse(&bytes, &KvLayout::shape_for(n_swa))?;
+    let state = blob::parse(&bytes, &KvLayout::shape_for(n_swa))
+        .map_err(LiveError::blob("reading llama.cpp's KV state"))?;
     Ok(KvLayout::from_state(&state, n_swa)?)
 }

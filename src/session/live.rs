@@ -14,8 +14,6 @@
 use std::collections::{BTreeMap, HashSet};
 use std::ops::{ControlFlow, Range};
 
-use anyhow::{bail, Result};
-
 mod page_read;
 mod restore;
 mod restore_plan;
@@ -27,6 +25,7 @@ use super::capture::{self};
 use super::catalog::SessionCatalog;
 use super::error::{Incompatibility, SessionError};
 use super::identity::page_key;
+use super::kv_error::{LiveError, LiveResult};
 use super::manifest::{KvIdentity, ModelIdentity, SessionManifest};
 use crate::conversation::CacheMiss;
 use crate::engine::{ChatMessage, Context, EngineError};
@@ -192,9 +191,9 @@ impl<'c> LiveSession<'c> {
     }
 
     /// Pins or unpins a saved session and rewrites its manifest (atomically).
-    pub fn set_pinned(&mut self, pinned: bool) -> Result<()> {
+    pub fn set_pinned(&mut self, pinned: bool) -> LiveResult<()> {
         let Some(m) = &mut self.saved else {
-            bail!("session '{}' is not saved yet", self.name);
+            return Err(LiveError::NotSaved(self.name.clone()));
         };
         if m.pinned != pinned {
             m.pinned = pinned;

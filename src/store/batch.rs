@@ -10,7 +10,7 @@ use std::sync::mpsc::sync_channel;
 use std::sync::Mutex;
 
 use super::fsutil::fsync_dir;
-use super::{ObjectId, ObjectKind, ObjectStore, PutOutcome, Result};
+use super::{ObjectId, ObjectKind, ObjectStore, PutOutcome, Result, StoreError};
 
 /// One object for [`ObjectStore::put_batch`].
 pub struct PutJob {
@@ -32,11 +32,11 @@ impl ObjectStore {
     /// ask), on a few threads while `produce` runs. `keep` receives the payloads of jobs
     /// that ask for them, once stored. Returns what `produce` returned and each object's
     /// outcome; on an error some objects may be stored, none named by anything yet.
-    pub fn put_batch<R>(
+    pub fn put_batch<R, E: From<StoreError>>(
         &self,
-        produce: impl FnOnce(&mut dyn FnMut(PutJob)) -> anyhow::Result<R>,
+        produce: impl FnOnce(&mut dyn FnMut(PutJob)) -> std::result::Result<R, E>,
         keep: impl Fn(ObjectId, Vec<u8>) + Sync,
-    ) -> anyhow::Result<(R, Vec<(ObjectId, PutOutcome)>)> {
+    ) -> std::result::Result<(R, Vec<(ObjectId, PutOutcome)>), E> {
         let writers = std::thread::available_parallelism()
             .map_or(2, |n| n.get())
             .clamp(2, MAX_WRITERS);
@@ -87,17 +87,21 @@ impl ObjectStore {
                     outcomes.extend(done);
                     dirs.extend(written_dirs);
                     if let Some(e) = failed {
-                        first_error.get_or_insert(anyhow::Error::from(e));
+                        first_error.get_or_insert(e);
                     }
                 }
                 Err(_) => {
-                    first_error.get_or_insert(anyhow::anyhow!("internal: an object writer failed"));
+                    // A writer that panicked: report it as an I/O failure of the store.
+                    first_error.get_or_insert(StoreError::Io {
+                        path: self.root().to_path_buf(),
+                        source: std::io::Error::other("an object writer thread failed"),
+                    });
                 }
             }
         }
         let produced = produced?;
         if let Some(e) = first_error {
-            return Err(e);
+            return Err(e.into());
         }
         for dir in &dirs {
             fsync_dir(dir)?;
@@ -144,7 +148,7 @@ mod tests {
                             keep: n % 2 == 0,
                         });
                     }
-                    Ok("done")
+                    Ok::<_, StoreError>("done")
                 },
                 |id, payload| kept.lock().unwrap().push((id, payload.len())),
             )
@@ -173,9 +177,16 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let store = ObjectStore::open(dir.path()).unwrap();
         let err = store
-            .put_batch(|_| anyhow::bail!("no rows"), |_, _: Vec<u8>| {})
+            .put_batch(
+                |_| {
+                    Err(StoreError::Missing {
+                        id: ObjectId([9; 32]),
+                    })
+                },
+                |_, _: Vec<u8>| {},
+            )
             .map(|(r, _): ((), _)| r)
             .unwrap_err();
-        assert!(err.to_string().contains("no rows"), "{err}");
+        assert!(matches!(err, StoreError::Missing { .. }), "{err}");
     }
 }

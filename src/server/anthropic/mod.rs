@@ -93,7 +93,7 @@ async fn messages_inner(
             prompt.tokens.len(),
             info.n_ctx,
         ),
-        grammar: tools.grammar(prompt.format)?,
+        grammar: tools.reply_grammar(prompt.format, None)?,
         prompt: prompt.tokens,
         template: prompt.template,
         sampling,

@@ -46,7 +46,7 @@ pub async fn handle(
     let (model, info) = ready(&state)?;
     let tools = conversation.tools.clone();
     let prompt = render_off_thread(model.clone(), conversation, info.n_ctx).await?;
-    let grammar = tools.grammar(prompt.format)?.or(format_grammar);
+    let grammar = tools.reply_grammar(prompt.format, format_grammar)?;
     let key = conversation_key(
         &headers,
         &NameSources {

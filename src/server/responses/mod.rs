@@ -188,7 +188,7 @@ async fn create(
             prompt.tokens.len(),
             info.n_ctx,
         ),
-        grammar: tools.grammar(prompt.format)?.or(format_grammar),
+        grammar: tools.reply_grammar(prompt.format, format_grammar)?,
         prompt: prompt.tokens,
         template: prompt.template,
         sampling,

@@ -82,7 +82,11 @@ impl<'c, 'm> Engine<'c, 'm> {
         let page = ctx.info().page_tokens as usize;
         let mut sampler = Sampler::new(self.model, &request.sampling, &request.prompt);
         if let Some(grammar) = &request.grammar {
-            if let Err(e) = sampler.constrain(self.model, grammar) {
+            let constrained = match &grammar.after {
+                Some(opening) => sampler.constrain_after(self.model, &grammar.gbnf, opening),
+                None => sampler.constrain(self.model, &grammar.gbnf),
+            };
+            if let Err(e) = constrained {
                 let detail = e.to_string();
                 return Err((request, ServiceError::Grammar(detail)));
             }
@@ -210,7 +214,7 @@ impl<'c, 'm> Engine<'c, 'm> {
                     let report = open
                         .live
                         .reuse_prefix(ctx, &mut open.seq)
-                        .map_err(|e| ServiceError::Internal(crate::exit::one_line(&e)))?;
+                        .map_err(|e| ServiceError::Internal(crate::exit::one_line_of(&e)))?;
                     for w in &report.warnings {
                         tracing::warn!("{w}");
                     }

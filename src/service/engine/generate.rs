@@ -183,7 +183,11 @@ impl<'c, 'm> Engine<'c, 'm> {
                     let _ = active.request.replies.send(done);
                 }
             }
-            if let Some(idx) = idx {
+            if idx.is_some() && active.request.max_tokens == 0 {
+                // A prefill-only request (`run -n 0`): the prompt is cached, nothing is
+                // sampled (the next request decodes its last token again for logits).
+                active.finish = Some(FinishReason::MaxTokens);
+            } else if let Some(idx) = idx {
                 let token = ctx.sample_at(&mut active.sampler, idx);
                 let logprob = active
                     .request
@@ -356,7 +360,7 @@ impl<'c, 'm> Engine<'c, 'm> {
             Err(e) => tracing::error!(
                 "saving session '{}' failed (its previous save is intact): {}",
                 open.live.name,
-                crate::exit::one_line(&e)
+                crate::exit::one_line_of(&e)
             ),
         }
     }

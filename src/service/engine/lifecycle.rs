@@ -11,7 +11,7 @@ use crate::sequence::Sequence;
 use crate::service::handle::{Opened, Saved};
 use crate::service::protocol::{CachedTokens, ServiceError, Transcript};
 use crate::session::capture::Slot;
-use crate::session::live::SaveReport;
+use crate::session::live::{RestorePhases, SaveReport};
 use crate::session::SessionError;
 use crate::settings::SamplingSettings;
 
@@ -44,6 +44,7 @@ impl<'c, 'm> Engine<'c, 'm> {
         let started = Instant::now();
         let mut cached = CachedTokens::default();
         let mut warnings = Vec::new();
+        let mut phases = RestorePhases::default();
         let open = &self.conversations[index];
         let has_snapshot = open.live.saved().is_some_and(|m| m.snapshot.is_some());
         if open.hot.is_some() {
@@ -70,7 +71,7 @@ impl<'c, 'm> Engine<'c, 'm> {
                 Ok(done) => done,
                 Err(e) => {
                     self.cool(ctx, index);
-                    return Err(ServiceError::Internal(crate::exit::one_line(&e)));
+                    return Err(ServiceError::Internal(crate::exit::one_line_of(&e)));
                 }
             };
             open.seq = seq;
@@ -80,6 +81,7 @@ impl<'c, 'm> Engine<'c, 'm> {
                 exclusive: false,
             });
             warnings = report.warnings;
+            phases = report.phases;
             cached = restored_by_tier(&before, &self.warm.stats(), report.restored_tokens);
             self.counters.record_restore(cached);
         }
@@ -97,6 +99,7 @@ impl<'c, 'm> Engine<'c, 'm> {
             template: saved.and_then(|m| m.chat_template.clone()),
             cached,
             restore_ms: started.elapsed().as_secs_f64() * 1e3,
+            phases,
             warnings,
         })
     }
@@ -125,7 +128,7 @@ impl<'c, 'm> Engine<'c, 'm> {
         let report = open
             .live
             .save(ctx, &open.seq, transcript.state(template))
-            .map_err(|e| ServiceError::Internal(crate::exit::one_line(&e)))?;
+            .map_err(|e| ServiceError::Internal(crate::exit::one_line_of(&e)))?;
         self.enforce_cold_budget(ctx);
         Ok(saved(report))
     }

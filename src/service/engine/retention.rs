@@ -117,7 +117,8 @@ impl<'c, 'm> Engine<'c, 'm> {
 
     /// Pins or unpins a session, open here or only on disk.
     pub(super) fn pin_session(&mut self, name: &str, pinned: bool) -> Result<(), ServiceError> {
-        let internal = |e: anyhow::Error| ServiceError::Internal(crate::exit::one_line(&e));
+        let internal =
+            |e: crate::session::LiveError| ServiceError::Internal(crate::exit::one_line_of(&e));
         if let Some(i) = self.find(name) {
             let open = &mut self.conversations[i];
             open.live.set_pinned(pinned).map_err(internal)?;

@@ -8,8 +8,7 @@
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-use anyhow::{bail, Result};
-
+use crate::session::kv_error::{LiveError, LiveResult as Result};
 use crate::store::{ObjectId, ObjectStore, PayloadPart};
 use crate::tiers::WarmPool;
 
@@ -143,7 +142,7 @@ fn in_parallel<J: Send, R: Send>(
     });
     let results = results
         .into_iter()
-        .map(|r| r.unwrap_or_else(|| Err(anyhow::anyhow!("internal: a page reader failed"))))
+        .map(|r| r.unwrap_or_else(|| Err(LiveError::internal("a page reader failed"))))
         .collect();
     (results, hashing)
 }
@@ -156,10 +155,15 @@ fn read_one_placed(
     hashing: &mut Duration,
 ) -> Result<()> {
     let expected = read.cells * read.widths.iter().sum::<usize>();
-    let wrong_length =
-        |len: usize| anyhow::anyhow!("it holds {len} bytes where the KV layout needs {expected}");
+    let wrong_length = |len: usize| {
+        LiveError::PageShape(format!(
+            "it holds {len} bytes where the KV layout needs {expected}"
+        ))
+    };
     if read.areas.len() != read.widths.len() || read.skip_cells > read.cells {
-        bail!("internal: a page's places do not match its layout");
+        return Err(LiveError::internal(
+            "a page's places do not match its layout",
+        ));
     }
     let mut parts = Vec::with_capacity(2 * read.areas.len());
     for (area, &w) in read.areas.iter_mut().zip(read.widths) {
@@ -167,7 +171,9 @@ fn read_one_placed(
             parts.push(PayloadPart::Skip(read.skip_cells * w));
         }
         if area.len() != (read.cells - read.skip_cells) * w {
-            bail!("internal: a page's places do not match its layout");
+            return Err(LiveError::internal(
+                "a page's places do not match its layout",
+            ));
         }
         parts.push(PayloadPart::Into(area));
     }
@@ -219,10 +225,10 @@ fn read_one(
     };
     if let Some(expected) = request.expected_len {
         if payload.len() != expected {
-            bail!(
+            return Err(LiveError::PageShape(format!(
                 "it holds {} bytes where the KV layout needs {expected}",
                 payload.len()
-            );
+            )));
         }
     }
     Ok(payload)

@@ -6,8 +6,6 @@ use std::borrow::Cow;
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::Instant;
 
-use anyhow::{Context as _, Result};
-
 use super::page_read::{read_pages, read_placed, PageRequest, PlacedRead};
 use super::restore_plan::{plan_restore, tail_matches, PlanInput, RestorePlan};
 use super::{LiveSession, RestoreReport};
@@ -18,6 +16,7 @@ use crate::kv::{KvLayout, TailRecord};
 use crate::sequence::Sequence;
 use crate::session::capture::{self, RestoreSection};
 use crate::session::identity::bind_snapshot;
+use crate::session::kv_error::{LiveError, LiveResult as Result};
 use crate::session::manifest::{KvSnapshot, SessionManifest};
 use crate::store::ObjectId;
 
@@ -113,7 +112,10 @@ impl LiveSession<'_> {
         snap: &KvSnapshot,
         report: &mut RestoreReport,
     ) -> Result<usize> {
-        let layout = self.layout.clone().context("internal: KV layout unknown")?;
+        let layout = self
+            .layout
+            .clone()
+            .ok_or_else(|| LiveError::internal("KV layout unknown"))?;
         let p = self.page_tokens;
         let tail = snap
             .tail
@@ -343,7 +345,7 @@ impl LiveSession<'_> {
             .results
             .into_iter()
             .next()
-            .context("internal: no tail read")??;
+            .ok_or_else(|| LiveError::internal("no tail read"))??;
         let swa_per_cell = if layout.is_iswa() {
             layout.bytes_per_token(SWA)
         } else {
@@ -378,7 +380,7 @@ impl LiveSession<'_> {
             Some((id, Err(e))) => {
                 // An object that failed its read is rewritten; one that read back whole
                 // but does not decode is reported only.
-                if e.downcast_ref::<crate::store::StoreError>().is_some() {
+                if e.store_error().is_some() {
                     self.mark_damaged([*id]);
                 }
                 report.warnings.push(format!(

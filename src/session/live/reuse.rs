@@ -3,7 +3,7 @@
 
 use std::time::Instant;
 
-use anyhow::Result;
+use crate::session::kv_error::LiveResult as Result;
 
 use super::{LiveSession, RestoreReport};
 use crate::engine::{Context, TokenId};

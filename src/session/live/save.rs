@@ -4,13 +4,12 @@
 use std::collections::HashSet;
 use std::time::Instant;
 
-use anyhow::{bail, Context as _, Result};
-
 use super::{ConversationState, LiveSession, SaveReport};
 use crate::engine::Context;
 use crate::kv::{KvLayout, PageKey, TailRecord};
 use crate::sequence::Sequence;
 use crate::session::capture;
+use crate::session::kv_error::{LiveError, LiveResult as Result};
 use crate::session::manifest::{KvSnapshot, SessionManifest, MANIFEST_FORMAT};
 use crate::store::{ObjectId, ObjectKind, PutJob};
 
@@ -53,8 +52,7 @@ impl LiveSession<'_> {
         let capture_from = (first_missing * p).min(boundary);
         let mut captured = None;
         if kv_len > capture_from {
-            let rows = capture::capture(ctx, self.slot, self.n_swa, capture_from..kv_len, false)
-                .with_context(|| format!("reading the KV of session '{}'", self.name))?;
+            let rows = capture::capture(ctx, self.slot, self.n_swa, capture_from..kv_len, false)?;
             captured = Some(rows);
         }
         let mut layout = self.layout.clone();
@@ -72,7 +70,9 @@ impl LiveSession<'_> {
             };
             if let Some(known) = &layout {
                 if let Some(diff) = known.describe_difference(&seen) {
-                    bail!("internal: the context's KV layout changed mid-session: {diff}");
+                    return Err(LiveError::internal(format!(
+                        "the context's KV layout changed mid-session: {diff}"
+                    )));
                 }
             }
             layout = Some(seen);
@@ -228,7 +228,7 @@ impl LiveSession<'_> {
             }
             let rows = base_rows
                 .and_then(|b| b.slice(k * p..(k + 1) * p))
-                .context("internal: page rows missing from the capture")?;
+                .ok_or_else(|| LiveError::internal("page rows missing from the capture"))?;
             job(self, *id, ObjectKind::Page, rows, self.warm.is_some());
         }
         // Sliding-window rows: of the pages a restore point needs (the window before the
@@ -277,16 +277,16 @@ impl LiveSession<'_> {
         // The tail: rows after the last full page.
         let mut tail = None;
         if kv_len > boundary {
-            let c = captured.context("internal: no capture for the tail")?;
+            let c = captured.ok_or_else(|| LiveError::internal("no capture for the tail"))?;
             let base = c
                 .base
                 .as_ref()
                 .and_then(|b| b.slice(boundary..kv_len))
-                .context("internal: tail rows missing")?;
+                .ok_or_else(|| LiveError::internal("tail rows missing"))?;
             let swa = match &c.swa {
                 Some(s) => s
                     .slice(boundary..kv_len)
-                    .context("internal: tail window rows missing")?,
+                    .ok_or_else(|| LiveError::internal("tail window rows missing"))?,
                 None => Vec::new(),
             };
             let record = TailRecord {
