@@ -83,9 +83,10 @@ pub struct ModelArg {
 #[derive(Debug, Args, Clone, Default)]
 #[command(next_help_heading = "Engine")]
 pub struct EngineArgs {
-    /// Context size in tokens, or `auto`: grow with the live tokens up to --max-ctx-size
-    /// (kvrun serve) [default: auto for kvrun serve, else 8192; capped at the model's
-    /// training context]
+    /// Context size in tokens, or `auto`: grow with the live tokens (kvrun serve up to
+    /// --max-ctx-size, kvrun chat up to the model's training context; other commands take
+    /// 8192) [default: auto for kvrun serve, else 8192; capped at the model's training
+    /// context]
     #[arg(short = 'c', long, value_name = "N|auto", value_parser = ctx_size_arg)]
     pub ctx_size: Option<CtxSize>,
     /// CPU threads [default: the number of cores]

@@ -125,7 +125,9 @@ pub fn is_broken_pipe(err: &anyhow::Error) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::service::protocol::ServiceError;
     use crate::session::error::{Incompatibility, SessionError};
+    use crate::session::LiveError;
     use crate::store::StoreError;
 
     #[test]
@@ -158,6 +160,39 @@ mod tests {
             (anyhow::anyhow!("anything else"), 1),
             // Context added on top keeps the variant's code.
             (usage("bad flag").context("running"), USAGE),
+            (busy("held").context("session 's'"), BUSY),
+            // Inside the live session's error and the engine's.
+            (
+                LiveError::Session(SessionError::InUse {
+                    name: "s".into(),
+                    pid: None,
+                    command: None,
+                })
+                .into(),
+                BUSY,
+            ),
+            (
+                LiveError::Store(StoreError::InUse { what: "x".into() }).into(),
+                BUSY,
+            ),
+            (LiveError::internal("a bug").into(), 1),
+            (
+                ServiceError::SessionInUse {
+                    name: "s".into(),
+                    detail: "decoding".into(),
+                }
+                .into(),
+                BUSY,
+            ),
+            (
+                ServiceError::Incompatible {
+                    name: "s".into(),
+                    detail: "kv type".into(),
+                }
+                .into(),
+                USAGE,
+            ),
+            (ServiceError::QueueFull(3).into(), 1),
         ];
         for (err, code) in cases {
             assert_eq!(code_for(&err), code, "{err:#}");

@@ -10,7 +10,8 @@
 //!   reached through a `ServiceHandle` by every front end: requests with their own reply
 //!   channels and cancel tokens, continuous batching, a prefix index across tiers, and the
 //!   session commands (open, save, reset, fork). [`chat`] is the chat front ends' client of
-//!   it: the active conversation, and the [`chat::protocol`] the TUI and the REPL speak.
+//!   it: the active conversation, and the [`chat::protocol`] the TUI and the REPL speak;
+//!   `kvrun run --session` is another client (`commands/run_session.rs`).
 //! - Conversations: [`conversation`] (messages and their token log), [`template`] (chat
 //!   templates), [`tools`] (tool calls and reasoning in replies), [`sequence`] (the token
 //!   log and the canonical decode schedule).

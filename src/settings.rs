@@ -166,8 +166,9 @@ pub const PARALLEL: Range = Range::new("parallel", 1.0, 64.0);
 pub const DEFAULT_CTX_SIZE: u32 = 8192;
 
 /// `--ctx-size`: a number of tokens, or `auto`, `kvrun serve`'s default, where the context
-/// holds the live tokens and grows with them (up to `--max-ctx-size`). The other commands
-/// size their one session's context up front; for them `auto` means their default.
+/// holds the live tokens and grows with them (up to `--max-ctx-size`; `kvrun chat -c auto`
+/// up to the training context). The other commands size their one session's context up
+/// front; for them `auto` means their default.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum CtxSize {
     Auto,

@@ -21,7 +21,7 @@ use crate::interrupt::Interrupt;
 use crate::models::ModelChoice;
 use crate::paths::Paths;
 use crate::sequence::Sequence;
-use crate::service::engine::{EngineThread, ServiceOptions};
+use crate::service::engine::{ContextSizing, EngineThread, ServiceOptions};
 use crate::service::handle::{OpenSession, Opened, ServiceHandle};
 use crate::service::protocol::{
     CancelToken, ConversationKey, FinishReason, Reply, Request, ServiceError, Transcript,
@@ -47,6 +47,8 @@ pub struct ChatOptions {
     pub tiers: TierSettings,
     /// `--chat-template` (or the config key): replaces the model's own template.
     pub chat_template: Option<String>,
+    /// `--ctx-size auto`: the context holds the live tokens and grows with them.
+    pub sizing: ContextSizing,
 }
 
 /// Starts the chat thread (which starts the engine). `interrupt` stops the reply being
@@ -120,7 +122,7 @@ fn run(
         prefetch: options.session.clone(),
         // The active conversation stays hot however long the user is away.
         keep_latest_hot: true,
-        sizing: crate::service::engine::ContextSizing::Fixed,
+        sizing: options.sizing,
     })?;
     let (model, info) = match wait_until_ready(&service, &engine) {
         Some(ready) => ready,

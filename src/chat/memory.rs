@@ -82,6 +82,7 @@ impl TierBook {
             hot,
             hot_cells: stats.hot_cells,
             hot_cells_used: cells_used,
+            hot_cells_ceiling: stats.ctx_ceiling.max(stats.hot_cells),
             warm: usage(&stats.warm, in_tier("warm"), stats.restored_warm_tokens),
             cold: usage(
                 &stats.cold,

@@ -89,6 +89,8 @@ pub struct MemorySnapshot {
     pub hot_cells: u64,
     /// ...and how many of them hold tokens.
     pub hot_cells_used: u64,
+    /// What the context may grow to (`--ctx-size auto`; equal to `hot_cells` when fixed).
+    pub hot_cells_ceiling: u64,
     pub warm: TierUsage,
     pub cold: TierUsage,
     /// Tokens recomputed by prefill since start.

@@ -148,6 +148,7 @@ fn options(
         max_tokens: Some(1),
         tiers,
         chat_template: None,
+        sizing: crate::service::engine::ContextSizing::Fixed,
     }
 }
 

@@ -22,8 +22,9 @@ use crate::cli::ChatArgs;
 use crate::exit::usage;
 use crate::interrupt::{signal_exit_code, signal_name, Interrupt};
 use crate::models::ModelChoice;
+use crate::service::engine::ContextSizing;
 use crate::session::catalog::SessionCatalog;
-use crate::settings::{ContextOverflow, EngineSettings, SamplingSettings, TierSettings};
+use crate::settings::{ContextOverflow, CtxSize, EngineSettings, SamplingSettings, TierSettings};
 
 /// After a signal, how long the engine may take to stop and save before the process ends
 /// anyway (saves are atomic: an unfinished one leaves the previous snapshot).
@@ -255,6 +256,12 @@ fn options(env: &Env, args: &ChatArgs) -> Result<ChatOptions> {
         max_tokens: args.max_tokens,
         tiers,
         chat_template: super::chat_template_override(&args.model, env).map(str::to_string),
+        // `-c auto`: up to the model's training context, as `kvrun serve` does.
+        sizing: if args.engine.ctx_size == Some(CtxSize::Auto) {
+            ContextSizing::Elastic { ceiling: None }
+        } else {
+            ContextSizing::Fixed
+        },
     })
 }
 

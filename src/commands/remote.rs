@@ -129,6 +129,9 @@ pub(super) struct StatsView {
     pub active: usize,
     pub hot_cells_used: u64,
     pub hot_cells: u64,
+    /// What an elastic context may grow to (older servers do not send it).
+    #[serde(default)]
+    pub ctx_ceiling: u64,
     pub hot: TierView,
     pub warm: TierView,
     pub cold: TierView,

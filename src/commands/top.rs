@@ -119,6 +119,7 @@ fn snapshot(remote: &RemoteStats, system: &SystemMemory) -> (MemorySnapshot, Vec
         hot: usage(&s.hot, "hot", s.restored_hot_tokens),
         hot_cells: s.hot_cells,
         hot_cells_used: s.hot_cells_used,
+        hot_cells_ceiling: s.ctx_ceiling.max(s.hot_cells),
         warm: usage(&s.warm, "warm", s.restored_warm_tokens),
         cold: usage(&s.cold, "cold", s.restored_cold_tokens),
         prefill_tokens: s.prefilled_tokens,

@@ -76,6 +76,7 @@ fn cpu_memory() -> MemorySnapshot {
         },
         hot_cells: 32_768,
         hot_cells_used: 6_144,
+        hot_cells_ceiling: 32_768,
         warm: TierUsage {
             used_bytes: 288 * MIB,
             budget_bytes: Some(2 * GIB),
@@ -531,4 +532,21 @@ fn errors_after_quit_are_kept_for_the_caller() {
         [EngineEvent::Error("saving session 'x' failed".into())],
     );
     assert_eq!(app.errors_while_quitting(), ["saving session 'x' failed"]);
+}
+
+#[test]
+fn an_elastic_context_shows_what_it_may_grow_to() {
+    let mut app = ready_app();
+    let mut memory = cpu_memory();
+    memory.hot_cells = 8_192;
+    memory.hot_cells_ceiling = 32_768;
+    engine(&mut app, [EngineEvent::Memory(Box::new(memory.clone()))]);
+    let screen = format!("{:?}", render(&mut app, 100, 30).backend());
+    assert!(screen.contains("6,144 of 8,192 cells"), "{screen}");
+    assert!(screen.contains("grows to 32,768"), "{screen}");
+    // A fixed context says nothing more.
+    memory.hot_cells_ceiling = memory.hot_cells;
+    engine(&mut app, [EngineEvent::Memory(Box::new(memory))]);
+    let screen = format!("{:?}", render(&mut app, 100, 30).backend());
+    assert!(!screen.contains("grows to"), "{screen}");
 }

@@ -186,7 +186,20 @@ impl<'c, 'm> Engine<'c, 'm> {
             .enumerate()
             .all(|(i, o)| i == index || o.hot.is_none() || o.seq.kv_len() == 0);
         let scratch = self.parallel as i32;
-        let open_seq = |tokens: &[i32], kv| Sequence::restored(tokens.to_vec(), kv).in_seq(seq_id);
+        // Where the conversation's log and the prompt agree, the log's recorded batch starts
+        // hold: whatever the restore leaves for prefill (a damaged page, a partial restore)
+        // is recomputed in its original batches, so it comes out bit-identical.
+        let starts = {
+            let old = &self.conversations[index].seq;
+            let mut starts = old.batch_starts().clone();
+            starts.truncate(common_prefix(old.tokens(), prompt));
+            starts
+        };
+        let open_seq = |tokens: &[i32], kv| {
+            Sequence::restored(tokens.to_vec(), kv)
+                .in_seq(seq_id)
+                .with_batch_starts(starts.clone())
+        };
         match source {
             PrefixSource::Own { keep } => {
                 ctx.truncate_seq(seq_id, keep);

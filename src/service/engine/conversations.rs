@@ -30,7 +30,14 @@ pub struct Open<'c> {
     pub last_used_unix: u64,
     /// A request of this conversation is decoding; the next one waits for it.
     pub busy: bool,
+    /// Warnings of the saves that ended its requests, for the client's
+    /// next Save: a chat and `run --session` show them. At most [`MAX_UNHEARD_WARNINGS`].
+    pub unheard_warnings: Vec<String>,
 }
+
+/// A client that never sends Save (the HTTP APIs) hears only the log's copy; these bound
+/// what waits for one.
+pub const MAX_UNHEARD_WARNINGS: usize = 8;
 
 /// An unnamed session on disk this server has not opened.
 pub struct StoredLog {
@@ -190,6 +197,7 @@ impl<'c, 'm> Engine<'c, 'm> {
             last_used: Instant::now(),
             last_used_unix: unix_now(),
             busy: false,
+            unheard_warnings: Vec::new(),
         });
         Ok(self.conversations.len() - 1)
     }

@@ -129,8 +129,12 @@ impl<'c, 'm> Engine<'c, 'm> {
             .live
             .save(ctx, &open.seq, transcript.state(template))
             .map_err(|e| ServiceError::Internal(crate::exit::one_line_of(&e)))?;
+        let mut warnings = std::mem::take(&mut open.unheard_warnings);
+        let mut saved = saved(report);
+        warnings.append(&mut saved.warnings);
+        saved.warnings = warnings;
         self.enforce_cold_budget(ctx);
-        Ok(saved(report))
+        Ok(saved)
     }
 
     /// Empties session `name`: its cells leave the context and its log restarts at nothing;

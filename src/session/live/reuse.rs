@@ -53,7 +53,12 @@ impl LiveSession<'_> {
             batch_starts: Default::default(),
         };
         let restored = self.load_pages(ctx, &snap, &mut report)?;
-        *seq = Sequence::restored(tokens, restored).in_seq(self.slot.seq);
+        // The log's own recorded batch starts (if any) still schedule what is left to
+        // prefill.
+        let starts = seq.batch_starts().clone();
+        *seq = Sequence::restored(tokens, restored)
+            .in_seq(self.slot.seq)
+            .with_batch_starts(starts);
         report.restored_tokens = restored;
         report.reused_tokens = restored;
         report.restore_ms = started.elapsed().as_secs_f64() * 1e3;

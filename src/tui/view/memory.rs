@@ -70,6 +70,13 @@ fn lines(app: &App, width: u16) -> Vec<Line<'static>> {
         thousands(m.hot_cells_used),
         thousands(m.hot_cells)
     )));
+    // An elastic context (`--ctx-size auto`) holds what its tokens need and grows to this.
+    if m.hot_cells_ceiling > m.hot_cells {
+        out.push(detail(format!(
+            "allocated; grows to {}",
+            thousands(m.hot_cells_ceiling)
+        )));
+    }
     // In bytes the budget is only known once cells hold tokens (bytes per cell vary by model).
     out.push(match m.hot.budget_bytes {
         Some(_) => used_of_budget(&m.hot),
