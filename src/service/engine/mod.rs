@@ -227,7 +227,10 @@ fn run(
         match next {
             Ok(command) => {
                 engine.command(&mut ctx, command);
-                continue;
+                // A Shutdown leaves now, not after the next wait for a command.
+                if !engine.shutting_down {
+                    continue;
+                }
             }
             Err(RecvTimeoutError::Disconnected) => engine.shutting_down = true,
             Err(RecvTimeoutError::Timeout) => {}
