@@ -1,0 +1,212 @@
+//! The service engine with many conversations at once, on real llama.cpp: the tiny model,
+//! and the default model (Gemma 3, sliding-window attention) where the window matters:
+//! batched decoding, the queue, the cold budget and prefixes shared across conversations.
+
+mod common;
+
+use common::service::*;
+use common::*;
+use kvrun::service::protocol::{ConversationKey, FinishReason, Reply, ServiceError};
+
+#[test]
+fn sliding_window_continuations_inside_the_reply_and_far_back_are_correct() {
+    let model = default_model();
+    let home = Home::new();
+    let service = Service::start(home.path(), &model, 1);
+    let first = service.tokenize(&long_text(4));
+    assert!(first.len() > 1100, "{}", first.len());
+    let a = generate(&service, named("swa"), first.clone(), 16);
+    let more = service.tokenize(" So, in short?");
+    // The common prefix ends inside the last reply: the window's cells are still there.
+    let near = second_turn(&first, &a.tokens(), 5, &more[1..]);
+    let b = generate(&service, named("swa"), near.clone(), 8);
+    assert_eq!(
+        b.usage().cached.hot,
+        first.len() + 5,
+        "{:?}",
+        b.usage().cached
+    );
+    // Cut back further than the window reaches. llama.cpp keeps a full-size window cache
+    // (`swa_full`), so the cells are still there while the context has room, and the cut
+    // is valid (the engine checks `seq_pos_min` before it relies on that).
+    let far = second_turn(&first[..first.len() - 1000], &[], 0, &more[1..]);
+    let c = generate(&service, named("swa"), far.clone(), 8);
+    assert_eq!(
+        c.usage().cached.hot,
+        first.len() - 1000,
+        "{:?}",
+        c.usage().cached
+    );
+    service.stop();
+    assert_close(&b, &from_scratch(&model, &near, 8), SWA_BATCH_SHAPES);
+    assert_close(&c, &from_scratch(&model, &far, 8), SWA_BATCH_SHAPES);
+}
+
+#[test]
+fn two_conversations_decoding_together_get_the_tokens_they_get_alone() {
+    // Gemma, not the tiny model: random weights leave near ties that any rounding flips.
+    let model = default_model();
+    let home = Home::new();
+    let service = Service::start(home.path(), &model, 2);
+    let a_prompt = service.tokenize(&long_text(1));
+    let b_prompt = service.tokenize("A short prompt of another conversation");
+    // Both in flight at once: b's prompt prefills while a generates, in the same batches.
+    let (req_a, pending_a) = request(named("a"), a_prompt.clone(), 24);
+    let (req_b, pending_b) = request(named("b"), b_prompt.clone(), 24);
+    service.handle.submit(req_a).unwrap();
+    service.handle.submit(req_b).unwrap();
+    let (a, b) = (pending_a.collect(), pending_b.collect());
+    // Second turns, interleaved the other way round.
+    let more = service.tokenize(" and more");
+    let a2_prompt = second_turn(&a_prompt, &a.tokens(), 24, &more[1..]);
+    let b2_prompt = second_turn(&b_prompt, &b.tokens(), 24, &more[1..]);
+    let (req_b2, pending_b2) = request(named("b"), b2_prompt.clone(), 16);
+    let (req_a2, pending_a2) = request(named("a"), a2_prompt.clone(), 16);
+    service.handle.submit(req_b2).unwrap();
+    service.handle.submit(req_a2).unwrap();
+    let (b2, a2) = (pending_b2.collect(), pending_a2.collect());
+    assert!(a2.usage().cached.hot > a_prompt.len(), "{:?}", a2.usage());
+    assert!(b2.usage().cached.hot > b_prompt.len(), "{:?}", b2.usage());
+    let stats = service.handle_stats();
+    assert_eq!(stats.requests, 4);
+    assert_eq!(stats.sessions.len(), 2);
+    service.stop();
+    for (out, prompt, n) in [
+        (&a, &a_prompt, 24),
+        (&b, &b_prompt, 24),
+        (&a2, &a2_prompt, 16),
+        (&b2, &b2_prompt, 16),
+    ] {
+        assert_close(out, &from_scratch(&model, prompt, n), BATCHED);
+    }
+}
+
+#[test]
+fn a_full_queue_refuses_and_shutdown_cancels_what_runs() {
+    let model = tiny_model();
+    let home = Home::new();
+    let service = Service::start_full(home.path(), &model, 1, 4096, Default::default(), 1);
+    let prompt = service.tokenize("Go on and on");
+    let (first, mut running) = request(named("long"), prompt.clone(), 100_000);
+    let (second, waiting) = request(named("next"), prompt.clone(), 100_000);
+    let (third, _) = request(named("third"), prompt.clone(), 4);
+    service.handle.submit(first).unwrap();
+    service.handle.submit(second).unwrap();
+    assert!(matches!(
+        service.handle.submit(third),
+        Err(ServiceError::QueueFull(2))
+    ));
+    loop {
+        if let Reply::Token(_) = running.replies.blocking_recv().unwrap() {
+            break;
+        }
+    }
+    service.handle.shutdown();
+    // More tokens may come before the shutdown lands; the reply ends with Done.
+    let usage = loop {
+        match running.replies.blocking_recv().unwrap() {
+            Reply::Token(_) => {}
+            Reply::Done(usage) => break usage,
+            other => panic!("unexpected reply after a token: {other:?}"),
+        }
+    };
+    assert_eq!(usage.finish, FinishReason::Cancelled);
+    let waited = waiting.collect();
+    assert!(
+        waited.failed == Some(ServiceError::ShuttingDown)
+            || waited.done.as_ref().map(|u| u.finish) == Some(FinishReason::Cancelled),
+        "{waited:?}"
+    );
+    service.stop();
+    // The cancelled conversation was saved, with its tokens so far.
+    let manifest = manifest_json(&home, "long");
+    let saved = manifest["tokens"].as_array().unwrap().len();
+    assert_eq!(saved, prompt.len() + usage.generated);
+    assert_eq!(manifest["interrupted"], true);
+}
+
+#[test]
+fn the_cold_budget_collects_unnamed_sessions_and_keeps_named_and_pinned_ones() {
+    let model = tiny_model();
+    let home = Home::new();
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .build()
+        .unwrap();
+    // Without a budget: an unnamed session, then pinned.
+    let service = Service::start(home.path(), &model, 1);
+    let pinned = generate(
+        &service,
+        ConversationKey::Anonymous,
+        service.tokenize("Pin me"),
+        4,
+    );
+    let pinned_name = pinned.usage().session.clone();
+    rt.block_on(service.handle.pin_session(&pinned_name, true))
+        .unwrap();
+    service.stop();
+    assert_eq!(manifest_json(&home, &pinned_name)["pinned"], true);
+
+    // Over a 1-byte budget, every unnamed session that is not pinned goes after its reply.
+    let tiers = kvrun::settings::TierSettings {
+        cold_budget: Some(1),
+        ..Default::default()
+    };
+    let service = Service::start_full(home.path(), &model, 1, 4096, tiers, 4);
+    generate(&service, named("kept"), service.tokenize(&long_text(1)), 4);
+    let anon = generate(
+        &service,
+        ConversationKey::Anonymous,
+        service.tokenize("Drop me"),
+        4,
+    );
+    let stats = service.handle_stats();
+    let mut names: Vec<&str> = stats.sessions.iter().map(|s| s.name.as_str()).collect();
+    names.sort();
+    assert_eq!(names, vec![pinned_name.as_str(), "kept"], "{names:?}");
+    assert!(!names.contains(&anon.usage().session.as_str()));
+    assert!(stats.cold.used > 1 && stats.cold.budget == Some(1));
+    // Removing a named session is explicit.
+    rt.block_on(service.handle.remove_session("kept")).unwrap();
+    assert_eq!(service.handle_stats().sessions.len(), 1);
+    service.stop();
+    assert!(!home.path().join("sessions").join("kept").exists());
+}
+
+/// An agent's second run shares its first run's system prompt and tools, then says
+/// something else; by then the first conversation has moved on far past the window. On a
+/// sliding-window model the shared prefix must still come back from pages (after a
+/// restart: from disk), which needs the window rows of the earlier pages too.
+#[test]
+fn a_shared_prefix_far_behind_another_conversations_end_is_restored_from_pages() {
+    let model = default_model();
+    let home = Home::new();
+    let service = Service::start(home.path(), &model, 1);
+    let shared = service.tokenize(&long_text(4));
+    assert!(shared.len() > 1100, "{}", shared.len());
+    let ask = |text: &str| {
+        let mut prompt = shared.clone();
+        prompt.extend_from_slice(&service.tokenize(text)[1..]);
+        prompt
+    };
+    let first = ask(" First question: what about the apples?");
+    let a = generate(&service, named("run-1"), first.clone(), 16);
+    // The first run goes on far past the window after the shared prefix.
+    let onward = second_turn(
+        &first,
+        &a.tokens(),
+        16,
+        &service.tokenize(&long_text(2))[1..],
+    );
+    let a2 = generate(&service, named("run-1"), onward.clone(), 4);
+    assert!(a2.usage().cached.hot > first.len(), "{:?}", a2.usage());
+    let second = ask(" Second question: and the pears?");
+    service.stop();
+
+    let service = Service::start(home.path(), &model, 1);
+    let b = generate(&service, named("run-2"), second.clone(), 8);
+    let cached = b.usage().cached;
+    let boundary = shared.len() / 256 * 256;
+    assert_eq!(cached.cold + cached.warm, boundary, "{cached:?}");
+    service.stop();
+    assert_close(&b, &from_scratch(&model, &second, 8), SWA_BATCH_SHAPES);
+}
