@@ -330,6 +330,14 @@ impl<'c> LiveSession<'c> {
         }
     }
 
+    /// Waits until the pages filled so far are stored (a save does this first). Nothing
+    /// names them until the next save, which checks again that each is still there.
+    pub fn wait_for_stored_pages(&self) {
+        if let Some(early) = &self.early {
+            early.wait();
+        }
+    }
+
     /// Queues a page object for the background writer, unless the store has it (or the
     /// save must repair it). Without a writer thread the next save writes it.
     fn store_early(&mut self, id: ObjectId, payload: Vec<u8>, keep: bool) {

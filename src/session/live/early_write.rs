@@ -118,6 +118,12 @@ impl EarlyWriter {
     /// Waits until every queued object is stored (or failed), and returns what was done
     /// since the last drain.
     pub(super) fn drain(&self) -> EarlyStats {
+        self.wait();
+        std::mem::take(&mut self.shared.lock().stats)
+    }
+
+    /// Waits until every queued object is stored (or failed).
+    pub(super) fn wait(&self) {
         let mut state = self.shared.lock();
         // A writer that died (a panic) never reports its last jobs: stop waiting for it.
         while state.in_flight > 0 && self.thread.as_ref().is_some_and(|t| !t.is_finished()) {
@@ -129,7 +135,6 @@ impl EarlyWriter {
                 .0;
         }
         state.in_flight = 0;
-        std::mem::take(&mut state.stats)
     }
 }
 
