@@ -146,3 +146,43 @@ impl Drop for EarlyWriter {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn queued_pages_are_stored_by_the_time_drain_returns() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = ObjectStore::open(dir.path()).unwrap();
+        let id = |n: u8| ObjectId([n; 32]);
+        store.put(&id(1), ObjectKind::Page, &[1; 100]).unwrap();
+        let writer = EarlyWriter::spawn(store.clone()).unwrap();
+        for n in 1..=12u8 {
+            writer.submit(EarlyJob {
+                id: id(n),
+                kind: ObjectKind::Page,
+                payload: vec![n; 50_000],
+                keep: None,
+            });
+        }
+        let stats = writer.drain();
+        assert_eq!(stats.objects, 11, "{stats:?}");
+        assert!(stats.error.is_none());
+        // Stored objects are immutable: the one already there keeps its payload.
+        assert_eq!(store.get(&id(1)).unwrap(), vec![1; 100]);
+        for n in 2..=12u8 {
+            assert_eq!(store.get(&id(n)).unwrap(), vec![n; 50_000], "object {n}");
+        }
+        assert_eq!(writer.drain().objects, 0, "drain reports each write once");
+        // Dropping the writer waits for what is still queued.
+        writer.submit(EarlyJob {
+            id: id(13),
+            kind: ObjectKind::Page,
+            payload: vec![13; 10],
+            keep: None,
+        });
+        drop(writer);
+        assert_eq!(store.get(&id(13)).unwrap(), vec![13; 10]);
+    }
+}
