@@ -27,12 +27,14 @@ pub trait SyncObserver {
     fn progress(&mut self, _done: usize, _total: usize) -> ControlFlow<()> {
         ControlFlow::Continue(())
     }
-    /// A page (`positions`, `page_tokens` long) just filled in the context. The paged KV
-    /// manager captures it here, while its sliding-window rows are still in the window.
+    /// A page (`positions`, `page_tokens` long) just filled in the context; `tokens` is the
+    /// log up to its end. The paged KV manager captures it here, while its sliding-window
+    /// rows are still in the window, and stores it while the prefill goes on.
     fn page_filled(
         &mut self,
         _ctx: &mut Context<'_>,
         _positions: Range<usize>,
+        _tokens: &[TokenId],
     ) -> Result<(), EngineError> {
         Ok(())
     }
@@ -193,7 +195,7 @@ impl Sequence {
             self.kv_len = end;
             observer.decoded(ctx, self.seq_id, end);
             if end % page == 0 {
-                observer.page_filled(ctx, end - page..end)?;
+                observer.page_filled(ctx, end - page..end, &self.tokens[..end])?;
             }
             if observer.progress(self.kv_len - start, total).is_break() {
                 return Ok(self.kv_len - start);
@@ -208,7 +210,7 @@ impl Sequence {
             self.kv_len = n;
             observer.decoded(ctx, self.seq_id, n);
             if n % page == 0 {
-                observer.page_filled(ctx, n - page..n)?;
+                observer.page_filled(ctx, n - page..n, &self.tokens[..n])?;
             }
             let _ = observer.progress(total, total);
         }

@@ -304,3 +304,75 @@ fn sessions_are_private() {
         assert_eq!(mode, 0o600, "{}", file.display());
     }
 }
+
+/// Pages are stored in the background while the prefill runs, and nothing names them
+/// until the save's manifest. A gc in between (another process's `kvrun gc`) takes them:
+/// the save must find them missing and write them again, so the snapshot restores whole.
+#[test]
+fn pages_collected_between_the_prefill_and_the_save_are_written_again() {
+    use kvrun::engine::{Context, Model};
+    use kvrun::paths::Paths;
+    use kvrun::sequence::{NoObserver, Sequence};
+    use kvrun::session::catalog::SessionCatalog;
+    use kvrun::session::live::{ConversationState, SessionObserver};
+    use kvrun::session::SessionBinding;
+    use kvrun::settings::{EngineSettings, FlashAttn, KvType, SamplingSettings};
+
+    for path in [tiny_model(), default_model()] {
+        let home = Home::new();
+        let catalog = SessionCatalog::open(&Paths::under(home.path())).unwrap();
+        let model = Model::load(&path, 0).unwrap();
+        let engine = EngineSettings {
+            ctx_size: 4096,
+            threads: THREADS.parse().unwrap(),
+            gpu_layers: 0,
+            batch_size: 256,
+            kv_type: KvType::F16,
+            flash_attn: FlashAttn::Auto,
+        };
+        let mut ctx = Context::new(&model, &engine, 256, 2).unwrap();
+        let lock = catalog.lock("g").unwrap();
+        let sessions = SessionBinding::new(&catalog, &path, &model, &ctx, engine).unwrap();
+        let mut live = sessions.open("g", lock, None, SamplingSettings::greedy());
+        let mut seq = Sequence::new();
+        seq.append(&model.tokenize(&long_text(2), false));
+        live.reuse_prefix(&mut ctx, &mut seq).unwrap();
+        let mut observer = SessionObserver {
+            session: &mut live,
+            inner: &mut NoObserver,
+        };
+        seq.sync(&mut ctx, false, &mut observer).unwrap();
+        live.wait_for_stored_pages();
+        let collected = catalog.gc().unwrap();
+        assert!(collected.removed >= 2, "{}: {collected:?}", path.display());
+        assert!(object_files(&home).is_empty());
+        let state = ConversationState {
+            messages: &[],
+            rendered_len: 0,
+            raw: true,
+            template: None,
+            cache_miss: None,
+        };
+        let saved = live.save(&mut ctx, &seq, state).unwrap();
+        assert!(
+            saved.objects_written as u64 > collected.removed,
+            "{}: the save wrote {} objects, gc had taken {}",
+            path.display(),
+            saved.objects_written,
+            collected.removed
+        );
+        drop(live);
+        // A fresh process restores every page, with no fallback to a prefill.
+        let out = home.run(&[
+            "session", "restore", "g", "--check", "--json", "-t", THREADS,
+        ]);
+        assert!(out.status.success(), "{}", stderr(&out));
+        let check: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        let full_pages = (seq.kv_len() / 256 * 256) as u64;
+        assert!(
+            check["restored_tokens"].as_u64().unwrap() >= full_pages,
+            "{}: {check}",
+            path.display()
+        );
+    }
+}

@@ -22,7 +22,7 @@ use crate::gguf::TinyLlamaSpec;
 use crate::paths::Paths;
 use crate::sequence::{NoObserver, Sequence};
 use crate::session::catalog::SessionCatalog;
-use crate::session::live::{ConversationState, SessionObserver};
+use crate::session::live::{ConversationState, SavePhases, SaveReport, SessionObserver};
 use crate::session::SessionBinding;
 use crate::settings::{EngineSettings, SamplingSettings, DEFAULT_PAGE_TOKENS};
 
@@ -30,6 +30,7 @@ struct Row {
     tokens: usize,
     prefill_s: f64,
     save_ms: f64,
+    save: SaveColumns,
     snapshot_bytes: u64,
     restore_ms: f64,
     /// The child's `restore_phases`: read (verify overlapped), verify, assemble, load.
@@ -85,6 +86,7 @@ pub fn run(env: &Env, args: BenchRestoreArgs) -> Result<ExitCode> {
         )?);
     }
     print_restore_table(&rows);
+    print_save_table(&rows);
     let points = |f: fn(&Row) -> f64| -> Vec<(f64, f64)> {
         rows.iter().map(|r| (r.tokens as f64, f(r))).collect()
     };
@@ -207,7 +209,66 @@ fn print_restore_table(rows: &[Row]) {
     }
 }
 
-/// Prefills `tokens` into a new raw session under `home` and saves it.
+/// The full save's phases and what it wrote.
+struct SaveColumns {
+    phases: SavePhases,
+    objects: usize,
+    bytes: u64,
+    /// Stored by the background writer during the prefill (not in the save's time).
+    early_objects: usize,
+    early_bytes: u64,
+}
+
+/// Where the full save's time went, next to llama.cpp's durable save of the same sequence.
+fn print_save_table(rows: &[Row]) {
+    println!(
+        "\nFull save phases (hash, write and fsync are summed over the writer threads; \
+         objects is their wall time; the pages stored in the background while the prefill \
+         ran are not part of the save):\n"
+    );
+    println!(
+        "| tokens | kvrun save ms | early wait ms | capture ms | parse ms | slice ms | queue wait ms \
+         | hash ms | write ms | fsync ms | objects ms | dir fsync ms | manifest ms \
+         | cleanup ms | objects | MB written | stored during prefill | llama.cpp file MB \
+         | llama.cpp save + fsync ms | ratio |"
+    );
+    println!(
+        "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:\
+         |---:|---:|---:|"
+    );
+    for r in rows {
+        let p = &r.save.phases;
+        println!(
+            "| {} | {:.1} | {:.1} | {:.1} | {:.1} | {:.1} | {:.1} | {:.1} | {:.1} | {:.1} \
+             | {:.1} | {:.1} | {:.1} | {:.1} | {} | {:.1} | {} objects, {:.1} MB | {:.1} \
+             | {:.1} | {:.2}x |",
+            r.tokens,
+            r.save_ms,
+            p.early_wait_ms,
+            p.capture_ms,
+            p.parse_ms,
+            p.slice_ms,
+            p.queue_wait_ms,
+            p.hash_ms,
+            p.write_ms,
+            p.fsync_ms,
+            p.objects_ms,
+            p.dir_fsync_ms,
+            p.manifest_ms,
+            p.cleanup_ms,
+            r.save.objects,
+            r.save.bytes as f64 / 1e6,
+            r.save.early_objects,
+            r.save.early_bytes as f64 / 1e6,
+            r.llama_bytes as f64 / 1e6,
+            r.llama_save_fsync_ms,
+            r.save_ms / r.llama_save_fsync_ms.max(1e-9)
+        );
+    }
+}
+
+/// Prefills `tokens` into a new raw session under `home` and saves it; returns the
+/// prefill's seconds and the save's report.
 pub(super) fn prefill_session(
     model: &Model,
     model_path: &Path,
@@ -216,7 +277,7 @@ pub(super) fn prefill_session(
     name: &str,
     engine: &EngineSettings,
     tokens: &[TokenId],
-) -> Result<(f64, f64)> {
+) -> Result<(f64, SaveReport)> {
     let lock = catalog.lock(name)?;
     let sessions = SessionBinding::new(catalog, model_path, model, ctx, engine.clone())?;
     let mut live = sessions.open(name, lock, None, SamplingSettings::greedy());
@@ -244,7 +305,7 @@ pub(super) fn prefill_session(
             cache_miss: None,
         },
     )?;
-    Ok((prefill_s, saved.save_ms))
+    Ok((prefill_s, saved))
 }
 
 fn measure_length(
@@ -260,9 +321,10 @@ fn measure_length(
     let mut ctx = Context::new(model, engine, DEFAULT_PAGE_TOKENS, SESSION_SEQS)?;
     env.ui
         .note(format!("{} tokens: prefilling ...", tokens.len()));
-    let (prefill_s, save_ms) = prefill_session(
+    let (prefill_s, saved) = prefill_session(
         model, model_path, &mut ctx, &catalog, "bench", engine, tokens,
     )?;
+    let save_ms = saved.save_ms;
 
     // llama.cpp's own single-file save and load of the same sequence.
     let llama_file = home.join("llama-seq.bin");
@@ -332,6 +394,13 @@ fn measure_length(
         tokens: tokens.len(),
         prefill_s,
         save_ms,
+        save: SaveColumns {
+            phases: saved.phases,
+            objects: saved.objects_written,
+            bytes: saved.bytes_written,
+            early_objects: saved.early_objects,
+            early_bytes: saved.early_bytes,
+        },
         snapshot_bytes,
         restore_ms: check["restore_ms"].as_f64().unwrap_or(f64::NAN),
         phases: ["read_ms", "verify_ms", "assemble_ms", "load_ms"]

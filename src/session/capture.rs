@@ -63,6 +63,10 @@ impl SectionRows {
 pub struct CapturedRows {
     pub base: Option<SectionRows>,
     pub swa: Option<SectionRows>,
+    /// llama.cpp's `state_seq_get_data` (with the buffer it fills), in milliseconds.
+    pub state_get_ms: f64,
+    /// Parsing the state and copying its rows into position order, in milliseconds.
+    pub parse_ms: f64,
 }
 
 /// Reads the rows of `positions` of the main sequence. With `swa_only`, only the sliding
@@ -74,6 +78,7 @@ pub fn capture(
     positions: Range<usize>,
     swa_only: bool,
 ) -> Result<CapturedRows> {
+    let started = Instant::now();
     ctx.share_range(slot.seq, slot.scratch, positions.start, positions.end);
     let what = if swa_only {
         KvCapture::SlidingWindowOnly
@@ -83,6 +88,8 @@ pub fn capture(
     let bytes = ctx.state_get(slot.scratch, what);
     ctx.release_seq(slot.scratch);
     let bytes = bytes?;
+    let parse_started = Instant::now();
+    let state_get_ms = (parse_started - started).as_secs_f64() * 1e3;
     let mut shape = KvLayout::shape_for(n_swa);
     if swa_only {
         shape.sections = 1;
@@ -105,15 +112,20 @@ pub fn capture(
         });
     }
     let mut rows = rows.into_iter();
+    let parse_ms = parse_started.elapsed().as_secs_f64() * 1e3;
     Ok(if swa_only {
         CapturedRows {
             base: None,
             swa: rows.next(),
+            state_get_ms,
+            parse_ms,
         }
     } else {
         CapturedRows {
             base: rows.next(),
             swa: rows.next(),
+            state_get_ms,
+            parse_ms,
         }
     })
 }

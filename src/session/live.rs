@@ -14,12 +14,14 @@
 use std::collections::{BTreeMap, HashSet};
 use std::ops::{ControlFlow, Range};
 
+mod early_write;
 mod page_read;
 mod restore;
 mod restore_plan;
 mod reuse;
 mod save;
 
+pub use self::save::SavePhases;
 pub use super::capture::RestorePhases;
 use super::capture::{self};
 use super::catalog::SessionCatalog;
@@ -28,11 +30,11 @@ use super::identity::page_key;
 use super::kv_error::{LiveError, LiveResult};
 use super::manifest::{KvIdentity, ModelIdentity, SessionManifest};
 use crate::conversation::CacheMiss;
-use crate::engine::{ChatMessage, Context, EngineError};
+use crate::engine::{ChatMessage, Context, EngineError, TokenId};
 use crate::kv::{KvLayout, PageKey};
 use crate::sequence::SyncObserver;
 use crate::settings::{EngineSettings, SamplingSettings};
-use crate::store::{ObjectId, SessionLock};
+use crate::store::{ObjectId, ObjectKind, SessionLock};
 use crate::template::TemplateIdentity;
 
 /// The most sliding-window rows held in RAM between saves (they are written at the next
@@ -59,6 +61,13 @@ pub struct SaveReport {
     pub objects_written: usize,
     pub bytes_written: u64,
     pub save_ms: f64,
+    /// Where `save_ms` went.
+    pub phases: SavePhases,
+    /// Objects (and their bytes) the background writer stored since the last save, while
+    /// the prefill ran, and the time it spent on them (not part of `save_ms`).
+    pub early_objects: usize,
+    pub early_bytes: u64,
+    pub early_ms: f64,
     /// For the user: once per open session, its KV type's precision warning
     /// ([`crate::settings::KvType::precision_warning`]) when the session outgrew it.
     pub warnings: Vec<String>,
@@ -110,6 +119,8 @@ pub struct LiveSession<'c> {
     prompt_tokens: usize,
     /// The KV type's precision warning was given (once per open session is enough).
     precision_warned: bool,
+    /// Stores filled pages in the background (started with the first one).
+    early: Option<early_write::EarlyWriter>,
 }
 
 impl<'c> LiveSession<'c> {
@@ -150,6 +161,7 @@ impl<'c> LiveSession<'c> {
             unnamed: false,
             prompt_tokens: saved.as_ref().map_or(0, |m| m.prompt_tokens),
             precision_warned: false,
+            early: None,
             saved,
         }
     }
@@ -264,15 +276,36 @@ impl<'c> LiveSession<'c> {
         Ok(())
     }
 
-    /// Captures a filled page's sliding-window rows while they are still in the window.
-    fn capture_filled_page(&mut self, ctx: &mut Context<'_>, positions: Range<usize>) {
-        if self.n_swa == 0 || self.capture_error.is_some() {
+    /// Captures a filled page's rows (its sliding-window rows while they are still in the
+    /// window) and hands them to the background writer, so the next save finds them stored.
+    fn capture_filled_page(
+        &mut self,
+        ctx: &mut Context<'_>,
+        positions: Range<usize>,
+        tokens: &[TokenId],
+    ) {
+        if self.capture_error.is_some() {
             return;
         }
         let index = positions.start / self.page_tokens;
-        match capture::capture(ctx, self.slot, self.n_swa, positions.clone(), true) {
-            Ok(rows) => match rows.swa.and_then(|s| s.slice(positions)) {
+        let rows = match capture::capture(ctx, self.slot, self.n_swa, positions.clone(), false) {
+            Ok(rows) => rows,
+            Err(e) => {
+                if self.n_swa > 0 {
+                    self.capture_error = Some(format!("{e:#}"));
+                }
+                return;
+            }
+        };
+        let mut ids = Vec::new();
+        self.key.extend_ids(tokens, self.page_tokens, &mut ids);
+        let page_id = ids.get(index).copied();
+        if self.n_swa > 0 {
+            match rows.swa.as_ref().and_then(|s| s.slice(positions.clone())) {
                 Some(r) => {
+                    if let Some(id) = page_id {
+                        self.store_early(PageKey::swa_id(&id), r.clone(), false);
+                    }
                     self.swa_ring.insert(index, r);
                 }
                 None => {
@@ -280,8 +313,11 @@ impl<'c> LiveSession<'c> {
                         "page {index} left the sliding window before it was captured"
                     ))
                 }
-            },
-            Err(e) => self.capture_error = Some(format!("{e:#}")),
+            }
+        }
+        let base = rows.base.as_ref().and_then(|b| b.slice(positions));
+        if let (Some(id), Some(rows)) = (page_id, base) {
+            self.store_early(id, rows, self.warm.is_some());
         }
         // Rows wait here until the next save writes them (every page's window rows are
         // stored, for prefix reuse), within a memory bound; past it the oldest go, and
@@ -291,6 +327,39 @@ impl<'c> LiveSession<'c> {
             && self.swa_ring.values().map(Vec::len).sum::<usize>() > SWA_RING_MAX_BYTES
         {
             self.swa_ring.pop_first();
+        }
+    }
+
+    /// Waits until the pages filled so far are stored (a save does this first). Nothing
+    /// names them until the next save, which checks again that each is still there.
+    pub fn wait_for_stored_pages(&self) {
+        if let Some(early) = &self.early {
+            early.wait();
+        }
+    }
+
+    /// Queues a page object for the background writer, unless the store has it (or the
+    /// save must repair it). Without a writer thread the next save writes it.
+    fn store_early(&mut self, id: ObjectId, payload: Vec<u8>, keep: bool) {
+        if self.present.contains(&id) || self.damaged.contains(&id) {
+            return;
+        }
+        if self.early.is_none() {
+            match early_write::EarlyWriter::spawn(self.catalog.store().clone()) {
+                Ok(writer) => self.early = Some(writer),
+                Err(e) => {
+                    tracing::debug!("no background page writer ({e}); saves write every page");
+                    return;
+                }
+            }
+        }
+        if let Some(writer) = &self.early {
+            writer.submit(early_write::EarlyJob {
+                id,
+                kind: ObjectKind::Page,
+                payload,
+                keep: self.warm.clone().filter(|_| keep),
+            });
         }
     }
 
@@ -319,8 +388,9 @@ impl SyncObserver for SessionObserver<'_, '_> {
         &mut self,
         ctx: &mut Context<'_>,
         positions: Range<usize>,
+        tokens: &[TokenId],
     ) -> Result<(), EngineError> {
-        self.session.capture_filled_page(ctx, positions);
+        self.session.capture_filled_page(ctx, positions, tokens);
         Ok(())
     }
 }

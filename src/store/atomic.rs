@@ -10,6 +10,7 @@ use std::fs;
 use std::io::{self, BufWriter, Write};
 use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
+use std::time::Instant;
 
 use super::fsutil::{fsync_dir, io_err, FILE_MODE};
 use super::Result;
@@ -21,6 +22,15 @@ pub const TEMP_PREFIX: &str = ".kvrun-tmp-";
 /// Small writes from the closure (headers, manifest fields) are batched; slices larger than
 /// this go straight to the file, so a big payload is not copied through the buffer.
 const BUF_CAPACITY: usize = 256 * 1024;
+
+/// Where one atomic write's time went, in milliseconds (the save phases add these up).
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct WriteTimings {
+    /// Creating the temp file, writing it, and the rename.
+    pub write_ms: f64,
+    /// The temp file's fsync.
+    pub fsync_ms: f64,
+}
 
 /// Atomically replaces `path` with `bytes`. The parent directory must exist.
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
@@ -53,10 +63,11 @@ fn parent_dir(path: &Path) -> &Path {
 /// [`write_atomic_with`] up to the rename: the content is durable, and readers see the old
 /// or the new file, but the rename itself is durable only once the caller fsyncs the parent
 /// directory. Lets a writer of many files in one directory fsync it once, after all of them.
-pub fn write_atomic_unsynced_dir<F>(path: &Path, write: F) -> Result<()>
+pub fn write_atomic_unsynced_dir<F>(path: &Path, write: F) -> Result<WriteTimings>
 where
     F: FnOnce(&mut dyn Write) -> io::Result<()>,
 {
+    let started = Instant::now();
     let dir = parent_dir(path);
     let mut tmp = tempfile::Builder::new()
         .prefix(TEMP_PREFIX)
@@ -74,10 +85,16 @@ where
     }
     drop(writer);
 
+    let written_at = Instant::now();
     tmp.as_file().sync_all().map_err(|e| io_err(path, e))?;
+    let synced_at = Instant::now();
     // On failure the PersistError owns the temp file and deletes it when dropped.
     tmp.persist(path).map_err(|e| io_err(path, e.error))?;
-    Ok(())
+    let ms = |d: std::time::Duration| d.as_secs_f64() * 1e3;
+    Ok(WriteTimings {
+        write_ms: ms(written_at - started) + ms(synced_at.elapsed()),
+        fsync_ms: ms(synced_at - written_at),
+    })
 }
 
 #[cfg(test)]

@@ -8,8 +8,10 @@ use std::collections::BTreeSet;
 use std::path::PathBuf;
 use std::sync::mpsc::sync_channel;
 use std::sync::Mutex;
+use std::time::Instant;
 
 use super::fsutil::fsync_dir;
+use super::object::PutTimings;
 use super::{ObjectId, ObjectKind, ObjectStore, PutOutcome, Result, StoreError};
 
 /// One object for [`ObjectStore::put_batch`].
@@ -22,6 +24,30 @@ pub struct PutJob {
     /// Hand the payload to the batch's `keep` callback once it is stored (a RAM copy).
     pub keep: bool,
 }
+
+/// Where a batch's time went, in milliseconds. Writers run at once, so their hash, write and
+/// fsync times are summed over threads and can exceed the batch's wall time.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct BatchTimings {
+    /// The producer's own work (slicing payloads), without the time it waited on the queue.
+    pub produce_ms: f64,
+    /// The producer blocked on a full queue (the writers were behind).
+    pub queue_wait_ms: f64,
+    /// blake3 of the payloads, summed over the writers.
+    pub hash_ms: f64,
+    /// Temp file creation, write and rename, summed over the writers.
+    pub write_ms: f64,
+    /// The objects' fsyncs, summed over the writers.
+    pub fsync_ms: f64,
+    /// From the first job to the last writer's end (wall).
+    pub writers_ms: f64,
+    /// The fan-out directories' fsyncs after the renames (wall), and how many.
+    pub dir_fsync_ms: f64,
+    pub dirs: usize,
+}
+
+/// Each object of a batch and what its put did.
+pub type BatchOutcomes = Vec<(ObjectId, PutOutcome)>;
 
 /// Writer threads: enough to overlap hashing with writing and fsync, few enough not to
 /// queue on the disk.
@@ -36,7 +62,9 @@ impl ObjectStore {
         &self,
         produce: impl FnOnce(&mut dyn FnMut(PutJob)) -> std::result::Result<R, E>,
         keep: impl Fn(ObjectId, Vec<u8>) + Sync,
-    ) -> std::result::Result<(R, Vec<(ObjectId, PutOutcome)>), E> {
+    ) -> std::result::Result<(R, BatchOutcomes, BatchTimings), E> {
+        let started = Instant::now();
+        let ms = |d: std::time::Duration| d.as_secs_f64() * 1e3;
         let writers = std::thread::available_parallelism()
             .map_or(2, |n| n.get())
             .clamp(2, MAX_WRITERS);
@@ -47,6 +75,12 @@ impl ObjectStore {
             let mut done = Vec::new();
             let mut dirs = BTreeSet::new();
             let mut failed = None;
+            let mut timings = PutTimings::default();
+            let mut sum = |t: PutTimings| {
+                timings.hash_ms += t.hash_ms;
+                timings.write.write_ms += t.write.write_ms;
+                timings.write.fsync_ms += t.write.fsync_ms;
+            };
             loop {
                 let job = receive.lock().unwrap_or_else(|e| e.into_inner()).recv();
                 let Ok(job) = job else { break };
@@ -55,7 +89,8 @@ impl ObjectStore {
                     continue;
                 }
                 match self.write_job(&job) {
-                    Ok((outcome, dir)) => {
+                    Ok((outcome, dir, t)) => {
+                        sum(t);
                         dirs.extend(dir);
                         done.push((job.id, outcome));
                         if job.keep {
@@ -65,25 +100,36 @@ impl ObjectStore {
                     Err(e) => failed = Some(e),
                 }
             }
-            (done, dirs, failed)
+            (done, dirs, failed, timings)
         };
+        let mut batch = BatchTimings::default();
         let (produced, results) = std::thread::scope(|scope| {
             let handles: Vec<_> = (0..writers).map(|_| scope.spawn(writer)).collect();
+            let mut waited = std::time::Duration::ZERO;
             let mut emit = |job: PutJob| {
+                let queued = Instant::now();
                 // Fails only when every writer is gone, which the joins below report.
                 let _ = send.send(job);
+                waited += queued.elapsed();
             };
+            let produce_started = Instant::now();
             let produced = produce(&mut emit);
+            batch.produce_ms = ms(produce_started.elapsed()) - ms(waited);
+            batch.queue_wait_ms = ms(waited);
             drop(send);
             let results: Vec<_> = handles.into_iter().map(|h| h.join()).collect();
             (produced, results)
         });
+        batch.writers_ms = ms(started.elapsed());
         let mut outcomes = Vec::new();
         let mut dirs: BTreeSet<PathBuf> = BTreeSet::new();
         let mut first_error = None;
         for result in results {
             match result {
-                Ok((done, written_dirs, failed)) => {
+                Ok((done, written_dirs, failed, t)) => {
+                    batch.hash_ms += t.hash_ms;
+                    batch.write_ms += t.write.write_ms;
+                    batch.fsync_ms += t.write.fsync_ms;
                     outcomes.extend(done);
                     dirs.extend(written_dirs);
                     if let Some(e) = failed {
@@ -103,25 +149,29 @@ impl ObjectStore {
         if let Some(e) = first_error {
             return Err(e.into());
         }
+        let dirs_started = Instant::now();
         for dir in &dirs {
             fsync_dir(dir)?;
         }
-        Ok((produced, outcomes))
+        batch.dir_fsync_ms = ms(dirs_started.elapsed());
+        batch.dirs = dirs.len();
+        Ok((produced, outcomes, batch))
     }
 
     /// Writes one job's object unless it is already there; returns the outcome and the
     /// directory that still needs an fsync, if it was written.
-    fn write_job(&self, job: &PutJob) -> Result<(PutOutcome, Option<PathBuf>)> {
+    fn write_job(&self, job: &PutJob) -> Result<(PutOutcome, Option<PathBuf>, PutTimings)> {
         if !job.replace && self.check_header(&job.id).is_ok() {
             let outcome = PutOutcome {
                 written_bytes: 0,
                 already_present: true,
             };
-            return Ok((outcome, None));
+            return Ok((outcome, None, PutTimings::default()));
         }
-        let (outcome, _) = self.replace_unsynced_dir(&job.id, job.kind, &job.payload)?;
+        let (outcome, _, timings) =
+            self.replace_unsynced_dir_timed(&job.id, job.kind, &job.payload)?;
         let dir = self.object_path(&job.id).parent().map(PathBuf::from);
-        Ok((outcome, dir))
+        Ok((outcome, dir, timings))
     }
 }
 
@@ -136,7 +186,7 @@ mod tests {
         let id = |n: u8| ObjectId([n; 32]);
         store.put(&id(3), ObjectKind::Page, &[3; 10]).unwrap();
         let kept = Mutex::new(Vec::new());
-        let (produced, outcomes) = store
+        let (produced, outcomes, _) = store
             .put_batch(
                 |emit| {
                     for n in 1..=20u8 {
@@ -185,7 +235,7 @@ mod tests {
                 },
                 |_, _: Vec<u8>| {},
             )
-            .map(|(r, _): ((), _)| r)
+            .map(|(r, _, _): ((), _, _)| r)
             .unwrap_err();
         assert!(matches!(err, StoreError::Missing { .. }), "{err}");
     }

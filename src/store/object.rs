@@ -35,9 +35,9 @@ use std::collections::HashSet;
 use std::fs::{self, File};
 use std::io::{self, Read};
 use std::path::{Path, PathBuf};
-use std::time::{Duration, SystemTime};
+use std::time::{Duration, Instant, SystemTime};
 
-use super::atomic::write_atomic_unsynced_dir;
+use super::atomic::{write_atomic_unsynced_dir, WriteTimings};
 use super::fsutil::{create_private_dir, create_private_dir_all, fsync_dir, io_err, open_regular};
 use super::lock::StoreLock;
 use super::walk::{Entries, Entry};
@@ -97,6 +97,13 @@ pub struct GcReport {
     pub corrupt_removed: u64,
     /// File bytes freed by both kinds of deletion.
     pub bytes_freed: u64,
+}
+
+/// Where one object write's time went (a save's phases add these up).
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub(super) struct PutTimings {
+    pub(super) hash_ms: f64,
+    pub(super) write: WriteTimings,
 }
 
 /// A payload read (header, binding and length checked) whose checksum is not checked yet.
@@ -263,6 +270,17 @@ impl ObjectStore {
         kind: ObjectKind,
         payload: &[u8],
     ) -> Result<(PutOutcome, bool)> {
+        self.replace_unsynced_dir_timed(id, kind, payload)
+            .map(|(outcome, created, _)| (outcome, created))
+    }
+
+    /// [`Self::replace_unsynced_dir`], also saying where its time went.
+    pub(super) fn replace_unsynced_dir_timed(
+        &self,
+        id: &ObjectId,
+        kind: ObjectKind,
+        payload: &[u8],
+    ) -> Result<(PutOutcome, bool, PutTimings)> {
         let path = self.object_path(id);
         let dir = path.parent().expect("object path has a fan-out parent");
         let created = create_private_dir(dir)?;
@@ -270,14 +288,17 @@ impl ObjectStore {
             // The new fan-out directory must itself survive a crash.
             fsync_dir(&self.root)?;
         }
+        let hash_started = Instant::now();
+        let checksum = *blake3::hash(payload).as_bytes();
+        let hash_ms = hash_started.elapsed().as_secs_f64() * 1e3;
         let header = Header {
             id: *id,
             kind,
             payload_len: payload.len() as u64,
-            checksum: *blake3::hash(payload).as_bytes(),
+            checksum,
         }
         .encode();
-        write_atomic_unsynced_dir(&path, |w| {
+        let write = write_atomic_unsynced_dir(&path, |w| {
             w.write_all(&header)?;
             w.write_all(payload)
         })?;
@@ -285,7 +306,7 @@ impl ObjectStore {
             written_bytes: (HEADER_LEN + payload.len()) as u64,
             already_present: false,
         };
-        Ok((outcome, created))
+        Ok((outcome, created, PutTimings { hash_ms, write }))
     }
 
     /// Opens `id`'s file (no symlinks, regular files of a sane size only) and checks its

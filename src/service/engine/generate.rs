@@ -198,11 +198,12 @@ impl<'c, 'm> Engine<'c, 'm> {
             }
             if end % page == 0 {
                 // The page's sliding-window rows, while they are still in the window.
+                let open = &mut self.conversations[index];
                 let mut observer = SessionObserver {
-                    session: &mut self.conversations[index].live,
+                    session: &mut open.live,
                     inner: &mut NoObserver,
                 };
-                let _ = observer.page_filled(ctx, end - page..end);
+                let _ = observer.page_filled(ctx, end - page..end, &open.seq.tokens()[..end]);
             }
         }
     }

@@ -13,6 +13,36 @@ use crate::session::kv_error::{LiveError, LiveResult as Result};
 use crate::session::manifest::{KvSnapshot, SessionManifest, MANIFEST_FORMAT};
 use crate::store::{ObjectId, ObjectKind, PutJob};
 
+/// The stages of a save, in milliseconds. Objects are hashed, written and fsynced on a few
+/// writer threads while the next ones are sliced, so `hash_ms`, `write_ms` and `fsync_ms`
+/// are summed over those threads; `objects_ms` is their wall time.
+#[derive(Debug, Clone, Copy, Default, PartialEq, serde::Serialize)]
+pub struct SavePhases {
+    /// Waiting for the background writer to store the pages queued during the prefill.
+    pub early_wait_ms: f64,
+    /// llama.cpp's `state_seq_get_data` of the positions to store.
+    pub capture_ms: f64,
+    /// Parsing that state and copying its rows into position order.
+    pub parse_ms: f64,
+    /// Slicing page payloads out of the capture (the producer, without its queue waits).
+    pub slice_ms: f64,
+    /// The producer waiting for a writer (the writers were the bottleneck).
+    pub queue_wait_ms: f64,
+    pub hash_ms: f64,
+    /// Creating, writing and renaming the objects' files.
+    pub write_ms: f64,
+    /// The objects' own fsyncs.
+    pub fsync_ms: f64,
+    /// Wall time of the objects' stage: slicing, hashing, writing and fsyncs together.
+    pub objects_ms: f64,
+    /// The fan-out directories' fsyncs after the renames.
+    pub dir_fsync_ms: f64,
+    /// Writing the manifest (atomically, with its fsyncs).
+    pub manifest_ms: f64,
+    /// Deleting objects the new manifest no longer names.
+    pub cleanup_ms: f64,
+}
+
 impl LiveSession<'_> {
     /// Writes what the store lacks (new pages, the tail), then the manifest. O(new tokens).
     pub fn save(
@@ -22,7 +52,23 @@ impl LiveSession<'_> {
         conversation: ConversationState<'_>,
     ) -> Result<SaveReport> {
         let started = Instant::now();
+        let ms = |at: Instant| at.elapsed().as_secs_f64() * 1e3;
         let mut report = SaveReport::default();
+        // Pages stored while the prefill ran must be durable before the checks below count
+        // them as present.
+        if let Some(early) = &self.early {
+            let stats = early.drain();
+            if let Some(e) = &stats.error {
+                tracing::debug!(
+                    "session '{}': a background page write failed: {e}",
+                    self.name
+                );
+            }
+            report.early_objects = stats.objects;
+            report.early_bytes = stats.bytes;
+            report.early_ms = stats.busy_ms;
+        }
+        report.phases.early_wait_ms = ms(started);
         let p = self.page_tokens;
         let kv_len = seq.kv_len();
         let tokens = seq.tokens();
@@ -53,6 +99,8 @@ impl LiveSession<'_> {
         let mut captured = None;
         if kv_len > capture_from {
             let rows = capture::capture(ctx, self.slot, self.n_swa, capture_from..kv_len, false)?;
+            report.phases.capture_ms = rows.state_get_ms;
+            report.phases.parse_ms = rows.parse_ms;
             captured = Some(rows);
         }
         let mut layout = self.layout.clone();
@@ -82,23 +130,32 @@ impl LiveSession<'_> {
         // The objects go to a few writer threads while the next ones are sliced out of
         // the capture; all of them are durable before the manifest below names them.
         let warm = self.warm.clone();
-        let ((swa_pages, prefix_swa_pages, mut swa_complete, tail), written) = store.put_batch(
-            |emit| {
-                self.emit_objects(
-                    &mut *emit,
-                    &ids,
-                    first_missing,
-                    captured.as_ref(),
-                    kv_len,
-                    tokens,
-                )
-            },
-            |id, rows| {
-                if let Some(warm) = &warm {
-                    warm.insert(id, rows);
-                }
-            },
-        )?;
+        let ((swa_pages, prefix_swa_pages, mut swa_complete, tail), written, batch) = store
+            .put_batch(
+                |emit| {
+                    self.emit_objects(
+                        &mut *emit,
+                        &ids,
+                        first_missing,
+                        captured.as_ref(),
+                        kv_len,
+                        tokens,
+                    )
+                },
+                |id, rows| {
+                    if let Some(warm) = &warm {
+                        warm.insert(id, rows);
+                    }
+                },
+            )?;
+        let phases = &mut report.phases;
+        phases.slice_ms = batch.produce_ms;
+        phases.queue_wait_ms = batch.queue_wait_ms;
+        phases.hash_ms = batch.hash_ms;
+        phases.write_ms = batch.write_ms;
+        phases.fsync_ms = batch.fsync_ms;
+        phases.objects_ms = batch.writers_ms;
+        phases.dir_fsync_ms = batch.dir_fsync_ms;
         for (id, put) in &written {
             report.objects_written += usize::from(!put.already_present);
             report.bytes_written += put.written_bytes;
@@ -153,8 +210,11 @@ impl LiveSession<'_> {
                 batch_starts: seq.batch_starts().for_replay(kv_len),
             }),
         };
+        let manifest_started = Instant::now();
         self.catalog.write_manifest(&manifest)?;
+        report.phases.manifest_ms = ms(manifest_started);
         drop(_store_lock);
+        let cleanup_started = Instant::now();
         // Objects the previous manifest used and this one does not (the old tail, window
         // rows that slid out) go now, unless another session still uses them.
         if let Some(old) = &self.saved {
@@ -178,8 +238,9 @@ impl LiveSession<'_> {
                 }
             }
         }
+        report.phases.cleanup_ms = ms(cleanup_started);
         self.saved = Some(manifest);
-        report.save_ms = started.elapsed().as_secs_f64() * 1e3;
+        report.save_ms = ms(started);
         report
             .warnings
             .extend(self.take_precision_warning(tokens.len()));
