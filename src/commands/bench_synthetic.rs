@@ -18,10 +18,11 @@ use anyhow::{bail, Context as _, Result};
 use crate::engine::{Context, Model, TokenId};
 use crate::kv::blob::{BlobFrame, FrameSection};
 use crate::kv::layout::{BASE, SWA};
-use crate::sequence::Sequence;
-use crate::session::capture::{self, RestorePhases};
+use crate::kv::KvLayout;
+use crate::sequence::{NoObserver, Sequence, SyncObserver};
+use crate::session::capture::{self, RestorePhases, Slot};
 use crate::session::catalog::SessionCatalog;
-use crate::session::live::ConversationState;
+use crate::session::live::{ConversationState, SessionObserver};
 use crate::session::SessionBinding;
 use crate::settings::{EngineSettings, SamplingSettings, DEFAULT_PAGE_TOKENS};
 
@@ -63,39 +64,22 @@ pub(super) fn synthetic_session(
     let layout = capture::probe_layout(ctx, slot, n_swa, first)?;
     let kv_len = tokens.len() - 1;
     let page = DEFAULT_PAGE_TOKENS as usize;
-    let mut sections = vec![FrameSection {
-        layout: &layout.sections[BASE],
-        first_pos: 0,
-        chunk_cells: vec![kv_len],
-    }];
     if layout.is_iswa() {
-        // The window rows a save keeps: whole pages from the one the last full page's
-        // window starts in, to the end (what the ring would hold after a real prefill).
-        let start = ((kv_len / page) * page).saturating_sub(n_swa as usize) / page * page;
-        sections.push(FrameSection {
-            layout: layout
-                .sections
-                .get(SWA)
-                .context("the probed layout has no sliding-window section")?,
-            first_pos: start,
-            chunk_cells: vec![kv_len - start],
-        });
-    }
-    let mut frame = BlobFrame::new(slot.seq, &sections).map_err(|e| {
-        anyhow::anyhow!("{e}; a synthetic session needs flash attention (--flash-attn on)")
-    })?;
-    let mut seed = 0x6b76_7275_6e5f_7379u64;
-    for chunk in frame.chunk_areas().into_iter().flatten() {
-        for area in chunk {
-            seed = seed.wrapping_add(0x9e37_79b9_7f4a_7c15);
-            fill_f16_noise(area, seed);
+        // A save keeps each page's window rows as the page is filled during prefill (they
+        // leave llama.cpp's ring later), so the pages a restore's window needs are loaded
+        // and captured the same way: the state as it was when each of them was filled.
+        let full = kv_len / page;
+        let first = (full * page).saturating_sub(n_swa as usize) / page;
+        let mut observer = SessionObserver {
+            session: &mut live,
+            inner: &mut NoObserver,
+        };
+        for k in first..full {
+            load_noise(ctx, slot, &layout, (k + 1) * page)?;
+            observer.page_filled(ctx, k * page..(k + 1) * page)?;
         }
     }
-    let blob = frame.into_bytes();
-    let mut phases = RestorePhases::default();
-    capture::load_blob(ctx, slot, &blob, &mut phases)
-        .context("llama.cpp refused the synthetic KV state")?;
-    drop(blob);
+    load_noise(ctx, slot, &layout, kv_len)?;
     let build_s = started.elapsed().as_secs_f64();
     let seq = Sequence::restored(tokens.to_vec(), kv_len).in_seq(slot.seq);
     let saved = live.save(ctx, &seq, RAW_SESSION)?;
@@ -103,6 +87,35 @@ pub(super) fn synthetic_session(
         build_s,
         save_ms: saved.save_ms,
     })
+}
+
+/// Loads noise KV for positions `0..end` into the slot's emptied sequence: every
+/// full-attention cell, and the sliding-window cells the ring holds at that point.
+fn load_noise(ctx: &mut Context<'_>, slot: Slot, layout: &KvLayout, end: usize) -> Result<()> {
+    let mut sections = vec![FrameSection {
+        layout: &layout.sections[BASE],
+        first_pos: 0,
+        chunk_cells: vec![end],
+    }];
+    if let Some(swa) = layout.sections.get(SWA) {
+        let start = end.saturating_sub(layout.n_swa as usize);
+        sections.push(FrameSection {
+            layout: swa,
+            first_pos: start,
+            chunk_cells: vec![end - start],
+        });
+    }
+    let mut frame = BlobFrame::new(slot.seq, &sections).map_err(|e| {
+        anyhow::anyhow!("{e}; a synthetic session needs flash attention (--flash-attn on)")
+    })?;
+    let mut seed = 0x6b76_7275_6e5f_7379u64 ^ end as u64;
+    for area in frame.chunk_areas().into_iter().flatten().flatten() {
+        seed = seed.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        fill_f16_noise(area, seed);
+    }
+    let blob = frame.into_bytes();
+    capture::load_blob(ctx, slot, &blob, &mut RestorePhases::default())
+        .context("llama.cpp refused the synthetic KV state")
 }
 
 /// Fills `buf` with pseudo-random f16 values of magnitude below 2 (no infinities, no
