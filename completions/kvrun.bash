@@ -600,7 +600,7 @@ _kvrun() {
             return 0
             ;;
         kvrun__subcmd__bench__subcmd__restore)
-            opts="-c -t -b -v -q -h -V --chat-template --tokens --share-sessions --share-prefix --shape --shape-dir --ctx-size --threads --gpu-layers --batch-size --kv-type --flash-attn --verbose --quiet --help --version"
+            opts="-c -t -b -v -q -h -V --chat-template --tokens --share-sessions --share-prefix --shape --shape-dir --synthetic --ctx-size --threads --gpu-layers --batch-size --kv-type --flash-attn --verbose --quiet --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -623,7 +623,7 @@ _kvrun() {
                     return 0
                     ;;
                 --shape)
-                    COMPREPLY=($(compgen -W "llama-8b llama-8b-narrow-ffn" -- "${cur}"))
+                    COMPREPLY=($(compgen -W "tiny llama-8b llama-8b-narrow-ffn" -- "${cur}"))
                     return 0
                     ;;
                 --shape-dir)

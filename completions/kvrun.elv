@@ -445,6 +445,7 @@ set edit:completion:arg-completer[kvrun] = {|@words|
             cand --batch-size 'Largest prompt batch in tokens; batches never cross a KV page boundary [default: 256]'
             cand --kv-type 'KV cache element type [default: f16]'
             cand --flash-attn 'Flash attention [default: auto]'
+            cand --synthetic 'Build each session from deterministic noise KV (no prefill) and time restore only: for lengths whose prefill would take hours; the rows'' values are not the model''s'
             cand -v 'Show more diagnostics on stderr (-v: info and llama.cpp''s log, -vv: debug). KVRUN_LOG takes a tracing filter instead (e.g. KVRUN_LOG=kvrun=debug)'
             cand --verbose 'Show more diagnostics on stderr (-v: info and llama.cpp''s log, -vv: debug). KVRUN_LOG takes a tracing filter instead (e.g. KVRUN_LOG=kvrun=debug)'
             cand -q 'Hide progress bars and notes; errors still print'

@@ -302,7 +302,8 @@ complete -c kvrun -n "__fish_kvrun_using_subcommand bench; and __fish_seen_subco
 complete -c kvrun -n "__fish_kvrun_using_subcommand bench; and __fish_seen_subcommand_from restore" -l tokens -d 'Session lengths to measure, in tokens' -r
 complete -c kvrun -n "__fish_kvrun_using_subcommand bench; and __fish_seen_subcommand_from restore" -l share-sessions -d 'Sessions in the prefix-sharing row (they share a --share-prefix-token prefix)' -r
 complete -c kvrun -n "__fish_kvrun_using_subcommand bench; and __fish_seen_subcommand_from restore" -l share-prefix -r
-complete -c kvrun -n "__fish_kvrun_using_subcommand bench; and __fish_seen_subcommand_from restore" -l shape -d 'Instead of MODEL, benchmark a generated random-weight model of this shape (no download; written into the benchmark\'s temp folder unless --shape-dir is given)' -r -f -a "llama-8b\t'An 8B llama\'s shape (32 layers, 4096 wide, 8 KV heads of 128, FFN 14336), random Q4_0 weights: about 3.9 GB, 128 KiB of KV per token'
+complete -c kvrun -n "__fish_kvrun_using_subcommand bench; and __fish_seen_subcommand_from restore" -l shape -d 'Instead of MODEL, benchmark a generated random-weight model of this shape (no download; written into the benchmark\'s temp folder unless --shape-dir is given)' -r -f -a "tiny\t'The tests\' tiny random llama (4 layers, 1 KiB of KV per token) with a 64k context'
+llama-8b\t'An 8B llama\'s shape (32 layers, 4096 wide, 8 KV heads of 128, FFN 14336), random Q4_0 weights: about 3.9 GB, 128 KiB of KV per token'
 llama-8b-narrow-ffn\t'The same KV shape with a 512-wide FFN: about a fifth of the weights'"
 complete -c kvrun -n "__fish_kvrun_using_subcommand bench; and __fish_seen_subcommand_from restore" -l shape-dir -d 'Keep the generated --shape model in this folder, and reuse it when already there' -r -F
 complete -c kvrun -n "__fish_kvrun_using_subcommand bench; and __fish_seen_subcommand_from restore" -s c -l ctx-size -d 'Context size in tokens, or `auto`: grow with the live tokens (kvrun serve up to --max-ctx-size, kvrun chat up to the model\'s training context; other commands take 8192) [default: auto for kvrun serve, else 8192; capped at the model\'s training context]' -r
@@ -315,6 +316,7 @@ q4_0\t''"
 complete -c kvrun -n "__fish_kvrun_using_subcommand bench; and __fish_seen_subcommand_from restore" -l flash-attn -d 'Flash attention [default: auto]' -r -f -a "on\t''
 off\t''
 auto\t''"
+complete -c kvrun -n "__fish_kvrun_using_subcommand bench; and __fish_seen_subcommand_from restore" -l synthetic -d 'Build each session from deterministic noise KV (no prefill) and time restore only: for lengths whose prefill would take hours; the rows\' values are not the model\'s'
 complete -c kvrun -n "__fish_kvrun_using_subcommand bench; and __fish_seen_subcommand_from restore" -s v -l verbose -d 'Show more diagnostics on stderr (-v: info and llama.cpp\'s log, -vv: debug). KVRUN_LOG takes a tracing filter instead (e.g. KVRUN_LOG=kvrun=debug)'
 complete -c kvrun -n "__fish_kvrun_using_subcommand bench; and __fish_seen_subcommand_from restore" -s q -l quiet -d 'Hide progress bars and notes; errors still print'
 complete -c kvrun -n "__fish_kvrun_using_subcommand bench; and __fish_seen_subcommand_from restore" -s h -l help -d 'Print help (see more with \'--help\')'

@@ -63,6 +63,57 @@ fn json_report_has_every_field() {
 }
 
 #[test]
+fn a_session_run_reports_its_restore_and_its_choice() {
+    let home = Home::new();
+    let m = tiny_model();
+    let m = path_str(&m);
+    let turn = |text: &str| {
+        run_json(
+            &home,
+            &[
+                "run",
+                m,
+                "--session",
+                "s",
+                "--raw",
+                "-p",
+                text,
+                "--temp",
+                "0",
+                "-n",
+                "4",
+            ],
+        )
+    };
+    let first = turn(&long_text(1));
+    assert_eq!(first["restored_tokens"], 0, "{first}");
+    assert!(first.get("restore_decision").is_none(), "{first}");
+    let v = turn(" and then");
+    for key in [
+        "session",
+        "session_tokens",
+        "restored_tokens",
+        "reused_tokens",
+        "restore_ms",
+        "restore_phases",
+        "save_ms",
+    ] {
+        assert!(v.get(key).is_some(), "missing {key} in {v}");
+    }
+    // Restored whole (all but the last token, decoded again for logits), and the
+    // restore-or-recompute choice says so: on a CPU, loading pages always wins.
+    let restored = v["restored_tokens"].as_u64().unwrap();
+    assert_eq!(
+        restored + 1,
+        first["session_tokens"].as_u64().unwrap(),
+        "{v}"
+    );
+    assert_eq!(v["restore_decision"]["load_tokens"], restored, "{v}");
+    assert_eq!(v["restore_decision"]["prefill_tokens"], 0, "{v}");
+    assert!(v["restore_phases"]["read_ms"].as_f64().unwrap() >= 0.0);
+}
+
+#[test]
 fn chat_template_changes_the_tokens() {
     let home = Home::new();
     for model in [default_model(), tiny_model()] {

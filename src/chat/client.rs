@@ -291,8 +291,14 @@ impl<'m> Chat<'m, '_> {
                 Tier::Prefill
             };
             if from != Tier::Hot {
+                // With the restore-or-recompute choice, e.g. "loaded (est. 40 ms vs
+                // prefill 9000 ms)".
+                let choice = opened
+                    .decision
+                    .map(|d| format!("; {}", d.describe()))
+                    .unwrap_or_default();
                 self.book.last_move = Some(format!(
-                    "{}: {} tokens promoted {}→hot in {:.0} ms",
+                    "{}: {} tokens promoted {}→hot in {:.0} ms{choice}",
                     opened.session,
                     thousands(restored as u64),
                     from.as_str(),

@@ -143,6 +143,10 @@ pub struct BenchRestoreArgs {
     /// Keep the generated --shape model in this folder, and reuse it when already there
     #[arg(long, value_name = "DIR", requires = "shape")]
     pub shape_dir: Option<PathBuf>,
+    /// Build each session from deterministic noise KV (no prefill) and time restore only:
+    /// for lengths whose prefill would take hours; the rows' values are not the model's
+    #[arg(long)]
+    pub synthetic: bool,
     #[command(flatten)]
     pub engine: EngineArgs,
 }
@@ -150,6 +154,9 @@ pub struct BenchRestoreArgs {
 /// A generated benchmark model (`bench restore --shape`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum BenchShape {
+    /// The tests' tiny random llama (4 layers, 1 KiB of KV per token) with a 64k context
+    #[value(name = "tiny")]
+    Tiny,
     /// An 8B llama's shape (32 layers, 4096 wide, 8 KV heads of 128, FFN 14336), random
     /// Q4_0 weights: about 3.9 GB, 128 KiB of KV per token
     #[value(name = "llama-8b")]

@@ -14,6 +14,7 @@ use std::time::Instant;
 use anyhow::{bail, Context as _, Result};
 
 use super::bench::bench_tokens;
+use super::bench_synthetic::synthetic_session;
 use super::run::SESSION_SEQS;
 use super::{load_model, Env};
 use crate::cli::{BenchRestoreArgs, BenchShape};
@@ -22,7 +23,7 @@ use crate::gguf::TinyLlamaSpec;
 use crate::paths::Paths;
 use crate::sequence::{NoObserver, Sequence};
 use crate::session::catalog::SessionCatalog;
-use crate::session::live::{ConversationState, SavePhases, SaveReport, SessionObserver};
+use crate::session::live::{SavePhases, SaveReport, SessionObserver};
 use crate::session::SessionBinding;
 use crate::settings::{EngineSettings, SamplingSettings, DEFAULT_PAGE_TOKENS};
 
@@ -83,10 +84,19 @@ pub fn run(env: &Env, args: BenchRestoreArgs) -> Result<ExitCode> {
             &engine,
             &home,
             &corpus[..n as usize],
+            args.synthetic,
         )?);
     }
     print_restore_table(&rows);
     print_save_table(&rows);
+    if args.synthetic {
+        println!(
+            "\n(Synthetic sessions: the KV rows are noise of the model's real layout, built \
+             without prefill; the restore and load columns time the same bytes a real \
+             session of that length holds, the first-token and prefill columns do not apply.)"
+        );
+        return Ok(ExitCode::SUCCESS);
+    }
     let points = |f: fn(&Row) -> f64| -> Vec<(f64, f64)> {
         rows.iter().map(|r| (r.tokens as f64, f(r))).collect()
     };
@@ -146,13 +156,21 @@ pub fn run(env: &Env, args: BenchRestoreArgs) -> Result<ExitCode> {
 /// written (streamed, atomically: an interrupted write leaves no half model behind).
 fn shaped_model(env: &Env, shape: BenchShape, dir: &Path) -> Result<PathBuf> {
     let (name, spec) = match shape {
-        BenchShape::Llama8b => ("llama-8b", TinyLlamaSpec::llama_8b_shape()),
-        BenchShape::Llama8bNarrowFfn => {
-            ("llama-8b-narrow-ffn", TinyLlamaSpec::llama_8b_narrow_ffn())
-        }
+        BenchShape::Tiny => (
+            "tiny-f16",
+            TinyLlamaSpec {
+                context_length: 65536,
+                ..TinyLlamaSpec::default()
+            },
+        ),
+        BenchShape::Llama8b => ("llama-8b-q4_0", TinyLlamaSpec::llama_8b_shape()),
+        BenchShape::Llama8bNarrowFfn => (
+            "llama-8b-narrow-ffn-q4_0",
+            TinyLlamaSpec::llama_8b_narrow_ffn(),
+        ),
     };
     std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
-    let path = dir.join(format!("kvrun-bench-{name}-q4_0.gguf"));
+    let path = dir.join(format!("kvrun-bench-{name}.gguf"));
     if crate::gguf::read_header(&path).is_ok_and(|f| f.check_loadable().is_ok()) {
         return Ok(path);
     }
@@ -184,11 +202,18 @@ fn print_restore_table(rows: &[Row]) {
     );
     for r in rows {
         let first = r.restore_ms + r.first_token_ms;
+        // A synthetic session has no prefill to compare with.
+        let (prefill, speedup) = match r.prefill_s.is_nan() {
+            true => ("–".to_string(), "–".to_string()),
+            false => (
+                format!("{:.2}", r.prefill_s),
+                format!("{:.0}x", r.prefill_s * 1e3 / first.max(1e-9)),
+            ),
+        };
         println!(
-            "| {} | {:.2} | {} | {:.1} | {:.1} | {:.1} | {:.1} | {:.1} | {:.1} | {:.1} | {:.0}x \
+            "| {} | {prefill} | {} | {:.1} | {:.1} | {:.1} | {:.1} | {:.1} | {:.1} | {:.1} | {speedup} \
              | {:.1} | {:.0} | {:.0} | {} | {:.1} | {:.1} | {:.1} |",
             r.tokens,
-            r.prefill_s,
             crate::format::human_bytes(r.snapshot_bytes),
             r.save_ms,
             r.restore_ms,
@@ -197,7 +222,6 @@ fn print_restore_table(rows: &[Row]) {
             r.phases[2],
             r.phases[3],
             first,
-            r.prefill_s * 1e3 / first.max(1e-9),
             r.incremental_save_ms,
             r.snapshot_bytes as f64 / 1e6 / (r.restore_ms / 1e3).max(1e-9),
             r.read_mb_s,
@@ -294,17 +318,7 @@ pub(super) fn prefill_session(
         seq.sync(ctx, false, &mut observer)?;
     }
     let prefill_s = started.elapsed().as_secs_f64();
-    let saved = live.save(
-        ctx,
-        &seq,
-        ConversationState {
-            messages: &[],
-            rendered_len: 0,
-            raw: true,
-            template: None,
-            cache_miss: None,
-        },
-    )?;
+    let saved = live.save(ctx, &seq, super::bench_synthetic::RAW_SESSION)?;
     Ok((prefill_s, saved))
 }
 
@@ -315,15 +329,33 @@ fn measure_length(
     engine: &EngineSettings,
     home: &Path,
     tokens: &[TokenId],
+    synthetic: bool,
 ) -> Result<Row> {
     let paths = Paths::under(home);
     let catalog = SessionCatalog::open(&paths)?;
     let mut ctx = Context::new(model, engine, DEFAULT_PAGE_TOKENS, SESSION_SEQS)?;
-    env.ui
-        .note(format!("{} tokens: prefilling ...", tokens.len()));
-    let (prefill_s, saved) = prefill_session(
-        model, model_path, &mut ctx, &catalog, "bench", engine, tokens,
-    )?;
+    let (prefill_s, saved) = if synthetic {
+        env.ui.note(format!(
+            "{} tokens: building a synthetic session (noise KV, no prefill) ...",
+            tokens.len()
+        ));
+        let built = synthetic_session(
+            model, model_path, &mut ctx, &catalog, "bench", engine, tokens,
+        )?;
+        env.ui.note(format!(
+            "{} tokens: built and loaded in {:.1} s, saved in {:.0} ms",
+            tokens.len(),
+            built.build_s,
+            built.saved.save_ms
+        ));
+        (f64::NAN, built.saved)
+    } else {
+        env.ui
+            .note(format!("{} tokens: prefilling ...", tokens.len()));
+        prefill_session(
+            model, model_path, &mut ctx, &catalog, "bench", engine, tokens,
+        )?
+    };
     let save_ms = saved.save_ms;
 
     // llama.cpp's own single-file save and load of the same sequence.

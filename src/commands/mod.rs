@@ -8,6 +8,7 @@ mod bench_kv_types;
 mod bench_restore;
 mod bench_serve;
 mod bench_switch;
+mod bench_synthetic;
 mod chat;
 mod chat_line;
 mod completions;

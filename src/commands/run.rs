@@ -19,7 +19,7 @@ use crate::conversation::{CacheMiss, Conversation};
 use crate::engine::{Context, Model, Sampler, TokenId, TokenLogprob};
 use crate::exit::usage;
 use crate::sequence::{GenerateOptions, Generated, StopReason, SyncObserver};
-use crate::session::live::RestorePhases;
+use crate::session::live::{RestoreDecision, RestorePhases};
 use crate::settings::{EngineSettings, SamplingSettings, DEFAULT_PAGE_TOKENS};
 use crate::tools::parse_reply;
 use crate::ui::PrefillBar;
@@ -58,6 +58,9 @@ pub(super) struct SessionFields {
     pub restore_ms: f64,
     /// Where `restore_ms` went.
     pub restore_phases: RestorePhases,
+    /// Restore or recompute, as the restore chose.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub restore_decision: Option<RestoreDecision>,
     pub save_ms: f64,
     /// Where the template stopped extending the session's earlier rendering.
     #[serde(skip_serializing_if = "Option::is_none")]

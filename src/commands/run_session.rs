@@ -247,6 +247,7 @@ impl Turn<'_> {
             reused_tokens: reused,
             restore_ms: opened.restore_ms,
             restore_phases: opened.phases,
+            restore_decision: opened.decision,
             save_ms,
             cache_miss: conversation.cache_miss.clone(),
         };

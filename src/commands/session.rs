@@ -20,7 +20,7 @@ use crate::format::human_bytes;
 use crate::sequence::NoObserver;
 use crate::session::catalog::SessionCatalog;
 use crate::session::export;
-use crate::session::live::{RestorePhases, SessionObserver};
+use crate::session::live::{RestoreDecision, RestorePhases, SessionObserver};
 use crate::settings::DEFAULT_PAGE_TOKENS;
 use crate::ui::PrefillBar;
 
@@ -139,6 +139,8 @@ struct CheckReport {
     restore_ms: f64,
     /// Where `restore_ms` went.
     restore_phases: RestorePhases,
+    /// Whether loading or prefilling was estimated faster.
+    restore_decision: Option<RestoreDecision>,
     first_token_ms: f64,
     load_ms: f64,
     warnings: Vec<String>,
@@ -207,6 +209,7 @@ fn restore(env: &Env, args: SessionRestoreArgs) -> Result<ExitCode> {
         restored_tokens: report.restored_tokens,
         restore_ms: report.restore_ms,
         restore_phases: report.phases,
+        restore_decision: report.decision,
         first_token_ms: started.elapsed().as_secs_f64() * 1e3,
         load_ms,
         warnings: report.warnings.clone(),

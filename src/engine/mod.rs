@@ -5,6 +5,7 @@
 //! FFI details, and gives one place to audit when the pinned llama.cpp changes.
 
 mod context;
+mod memory;
 mod model;
 mod sampler;
 mod utf8;
@@ -14,6 +15,7 @@ use std::sync::OnceLock;
 /// Re-exported so that code talking to the engine names one token type.
 pub use crate::token::TokenId;
 pub use context::{BatchEntry, Context, ContextInfo, KvCapture};
+pub use memory::prefault;
 pub use model::{ChatMessage, Model, ModelFacts};
 pub use sampler::{Sampler, TokenLogprob};
 pub use utf8::Utf8Stream;

@@ -63,7 +63,8 @@ impl TinyLlamaSpec {
             n_head: 32,
             n_head_kv: 8,
             n_ff: 14336,
-            context_length: 8192,
+            // Room for the 32k-token synthetic sessions of `bench restore --synthetic`.
+            context_length: 65536,
             weights: WeightFormat::Q4_0,
             name: "kvrun-bench-llama-8b".to_string(),
             ..Self::default()

@@ -86,6 +86,9 @@ pub struct Opened {
     pub restore_ms: f64,
     /// Where `restore_ms` went (all zero when nothing was restored).
     pub phases: crate::session::live::RestorePhases,
+    /// Restore or recompute: what the restore chose, from the engine's own measured
+    /// restore throughput and prefill rate (`None` when nothing was restored).
+    pub decision: Option<crate::session::live::RestoreDecision>,
     /// Parts of the snapshot that could not be used (the log is recomputed there).
     pub warnings: Vec<String>,
 }

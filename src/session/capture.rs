@@ -264,6 +264,30 @@ pub fn load_blob(
     Ok(loaded?)
 }
 
+/// Loads a blob of the slot's positions `positions` (a later chunk of a restore) next to
+/// what the slot's sequence already holds: `state_set` empties the sequence it loads into,
+/// so the chunk goes into the scratch sequence, whose cells the slot's sequence then
+/// shares (in a unified cache that only tags cells). A refused chunk empties the slot.
+pub fn append_blob(
+    ctx: &mut Context<'_>,
+    slot: Slot,
+    blob: &[u8],
+    positions: Range<usize>,
+    phases: &mut RestorePhases,
+) -> Result<()> {
+    let started = Instant::now();
+    let loaded = ctx.state_set(slot.scratch, blob, KvCapture::Full);
+    if loaded.is_ok() {
+        ctx.share_range(slot.scratch, slot.seq, positions.start, positions.end);
+    }
+    ctx.release_seq(slot.scratch);
+    if loaded.is_err() {
+        empty(ctx, slot);
+    }
+    phases.load_ms += started.elapsed().as_secs_f64() * 1e3;
+    Ok(loaded?)
+}
+
 /// Empties the slot's sequence; an exclusive slot empties the whole cache so the next cells
 /// land from cache slot 0, as in a fresh context.
 fn empty(ctx: &mut Context<'_>, slot: Slot) {

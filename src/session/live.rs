@@ -17,6 +17,7 @@ use std::ops::{ControlFlow, Range};
 mod early_write;
 mod page_read;
 mod restore;
+mod restore_choice;
 mod restore_plan;
 mod reuse;
 mod save;
@@ -36,6 +37,7 @@ use crate::sequence::SyncObserver;
 use crate::settings::{EngineSettings, SamplingSettings};
 use crate::store::{ObjectId, ObjectKind, SessionLock};
 use crate::template::TemplateIdentity;
+pub use restore_choice::{record_prefill, RestoreDecision, RestoreRates};
 
 /// The most sliding-window rows held in RAM between saves (they are written at the next
 /// save). A 256-token page of the default model's window rows is about 4 MB.
@@ -53,6 +55,9 @@ pub struct RestoreReport {
     pub phases: RestorePhases,
     /// Problems that made kvrun fall back to prefilling part of the log.
     pub warnings: Vec<String>,
+    /// Whether loading or prefilling the snapshot was estimated faster (`None`: nothing
+    /// to restore); serializable for `--json`.
+    pub decision: Option<RestoreDecision>,
 }
 
 /// What a save did.

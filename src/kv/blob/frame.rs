@@ -32,6 +32,18 @@ impl BlobFrame {
     /// Lays out a one-stream blob of `seq_id` holding `sections` (every cell tagged
     /// `seq_id`, no cell ext). The row areas are zero until filled.
     pub fn new(seq_id: i32, sections: &[FrameSection<'_>]) -> Result<Self, BlobError> {
+        Self::new_in(Vec::new(), seq_id, sections)
+    }
+
+    /// [`Self::new`] in a buffer of an earlier frame (a restore in chunks reuses one, so
+    /// its memory is touched fresh only once). Where the buffer is long enough it is not
+    /// zeroed: the row areas hold stale bytes until they are filled, and a frame whose
+    /// fill failed must not be loaded (as with any failed fill).
+    pub fn new_in(
+        mut bytes: Vec<u8>,
+        seq_id: i32,
+        sections: &[FrameSection<'_>],
+    ) -> Result<Self, BlobError> {
         let mut preludes = Vec::with_capacity(sections.len());
         let mut size = 8usize;
         for s in sections {
@@ -65,9 +77,13 @@ impl BlobFrame {
                 .ok_or(BlobError::Assemble("blob size overflows"))?;
             preludes.push((prelude, count));
         }
-        // Zeroed by the allocator (fresh pages), not by a pass over the buffer: the reads
-        // that fill the rows are the first to touch most of it.
-        let mut bytes = vec![0u8; size];
+        // New bytes are zeroed by the allocator (fresh pages), not by a pass over the
+        // buffer: the reads that fill the rows are the first to touch most of it.
+        if bytes.len() >= size {
+            bytes.truncate(size);
+        } else {
+            bytes = vec![0u8; size];
+        }
         let mut head = Vec::with_capacity(8);
         write_blob_header(seq_id, &mut head);
         let mut at = put(&mut bytes, 0, &head);
@@ -116,6 +132,12 @@ impl BlobFrame {
             }
         }
         out
+    }
+
+    /// The whole buffer, headers included, for preparing its memory (a prefault) before
+    /// the rows are filled; what is written here besides the row areas corrupts the blob.
+    pub fn memory(&mut self) -> &mut [u8] {
+        &mut self.bytes
     }
 
     /// The finished blob.

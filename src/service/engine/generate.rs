@@ -326,6 +326,13 @@ impl<'c, 'm> Engine<'c, 'm> {
             },
         };
         self.counters.record_finish(&usage);
+        // The prefill rate the restore-or-recompute choice weighs restores against (the
+        // time to first token is the prefill, and any prefix restore, which is far
+        // shorter).
+        crate::session::live::record_prefill(
+            usage.prefilled,
+            usage.time_to_first_token.as_secs_f64() * 1e3,
+        );
         if !active.failed {
             let _ = active.request.replies.send(Reply::Done(usage));
         }

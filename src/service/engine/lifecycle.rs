@@ -45,6 +45,7 @@ impl<'c, 'm> Engine<'c, 'm> {
         let mut cached = CachedTokens::default();
         let mut warnings = Vec::new();
         let mut phases = RestorePhases::default();
+        let mut decision = None;
         let open = &self.conversations[index];
         let has_snapshot = open.live.saved().is_some_and(|m| m.snapshot.is_some());
         if open.hot.is_some() {
@@ -82,6 +83,7 @@ impl<'c, 'm> Engine<'c, 'm> {
             });
             warnings = report.warnings;
             phases = report.phases;
+            decision = report.decision;
             cached = restored_by_tier(&before, &self.warm.stats(), report.restored_tokens);
             self.counters.record_restore(cached);
         }
@@ -100,6 +102,7 @@ impl<'c, 'm> Engine<'c, 'm> {
             cached,
             restore_ms: started.elapsed().as_secs_f64() * 1e3,
             phases,
+            decision,
             warnings,
         })
     }

@@ -7,6 +7,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::time::Instant;
 
 use super::page_read::{read_pages, read_placed, PageRequest, PlacedRead};
+use super::restore_choice::{choose_restore, current_rates, record_restore, SourceRange};
 use super::restore_plan::{plan_restore, tail_matches, PlanInput, RestorePlan};
 use super::{LiveSession, RestoreReport};
 use crate::engine::Context;
@@ -19,6 +20,23 @@ use crate::session::identity::bind_snapshot;
 use crate::session::kv_error::{LiveError, LiveResult as Result};
 use crate::session::manifest::{KvSnapshot, SessionManifest};
 use crate::store::ObjectId;
+
+/// Pages hinted to the kernel before the blob's memory is prefaulted.
+const PREFAULT_READ_AHEAD: usize = 16;
+
+/// Rows per chunk of a chunked restore: large enough that llama.cpp's per-call costs
+/// vanish, small enough that the reused buffer stays in memory that is already mapped.
+const CHUNK_BYTES: usize = 64 << 20;
+
+/// [`CHUNK_BYTES`], or `KVRUN_RESTORE_CHUNK_BYTES` (tests use it to restore small
+/// sessions in many chunks).
+fn chunk_bytes() -> usize {
+    std::env::var("KVRUN_RESTORE_CHUNK_BYTES")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .filter(|&n: &usize| n > 0)
+        .unwrap_or(CHUNK_BYTES)
+}
 
 impl LiveSession<'_> {
     /// Loads the saved snapshot into the (fresh) context. Damaged or missing pages are
@@ -141,10 +159,33 @@ impl LiveSession<'_> {
             _ => None,
         };
         if let Some(plan) = &optimistic {
-            if let Some(blob) = self.read_into_frame(snap, &layout, plan, tail_record, report) {
+            // Restore or recompute, from this process's running estimates (on a CPU loading
+            // all but always wins; without a prefill estimate it is not even asked).
+            let bytes = plan_bytes(&layout, plan);
+            let warm = self
+                .warm
+                .as_deref()
+                .is_some_and(|w| snap.pages.iter().take(plan.pages).all(|id| w.contains(id)));
+            let decision = choose_restore(
+                &[SourceRange {
+                    tokens: plan.end,
+                    bytes,
+                    warm,
+                }],
+                &current_rates(),
+            );
+            report.decision = Some(decision);
+            if decision.load_tokens == 0 {
+                tracing::debug!("session '{}': {}", self.name, decision.describe());
+                return Ok(0);
+            }
+            let started = Instant::now();
+            if let Some(loaded) = self.load_in_place(ctx, snap, &layout, plan, tail_record, report)
+            {
                 self.note_tail(tail.as_ref(), tail_cells, report);
-                let loaded = capture::load_blob(ctx, self.slot, &blob, &mut report.phases);
-                drop(blob);
+                if loaded.is_ok() {
+                    record_restore(bytes, started.elapsed().as_secs_f64() * 1e3, warm);
+                }
                 return Ok(self.finish(snap, Some(plan), loaded, report));
             }
         }
@@ -246,14 +287,82 @@ impl LiveSession<'_> {
         Ok(self.finish(snap, Some(&plan), loaded, report))
     }
 
-    /// Reads the plan's pages straight into their places in the blob (the tail's rows are
-    /// copied in). `None` when a read failed, or the layout cannot be filled in place.
-    fn read_into_frame(
-        &self,
+    /// Reads the plan's pages straight into their places in the blob handed to llama.cpp
+    /// (the tail's rows are copied in), and loads it. A unified cache is loaded in chunks of
+    /// about [`CHUNK_BYTES`] through one reused buffer, as llama.cpp's own `load_file` reads
+    /// through one: a blob of the whole session would be as large as its KV (4 GiB for 32k
+    /// tokens of an 8B model), and writing that much fresh memory costs more here than
+    /// reading it from disk. `None` when a read failed (nothing usable is loaded then), or
+    /// the layout cannot be filled in place.
+    fn load_in_place(
+        &mut self,
+        ctx: &mut Context<'_>,
         snap: &KvSnapshot,
         layout: &KvLayout,
         plan: &RestorePlan,
         tail: Option<&TailRecord>,
+        report: &mut RestoreReport,
+    ) -> Option<Result<()>> {
+        let p = self.page_tokens;
+        let page_bytes = (p * layout.bytes_per_token(BASE)).max(1);
+        // A sliding-window section is loaded with the last chunk's state only, so iSWA
+        // caches (small pages, a fixed window) keep one chunk.
+        let per_chunk = match layout.is_iswa() {
+            true => plan.pages.max(1),
+            false => (chunk_bytes() / page_bytes).max(1),
+        };
+        let starts: Vec<usize> = (0..plan.pages.max(1)).step_by(per_chunk).collect();
+        let mut buffer = Vec::new();
+        for (n, &first) in starts.iter().enumerate() {
+            let pages = first..(first + per_chunk).min(plan.pages);
+            let last = n + 1 == starts.len();
+            let sub = RestorePlan {
+                end: if last { plan.end } else { pages.end * p },
+                pages: pages.len(),
+                tail_cells: if last { plan.tail_cells } else { 0 },
+                window: if last { plan.window.clone() } else { None },
+            };
+            let Some(filled) = self.read_chunk(snap, layout, &sub, first, tail, buffer, report)
+            else {
+                // The chunks loaded so far go too: the fallback starts from an empty slot.
+                if n > 0 {
+                    match self.slot.exclusive {
+                        true => ctx.clear_all(),
+                        false => ctx.clear_seq(self.slot.seq),
+                    }
+                }
+                return None;
+            };
+            let loaded = match n {
+                0 => capture::load_blob(ctx, self.slot, &filled, &mut report.phases),
+                _ => capture::append_blob(
+                    ctx,
+                    self.slot,
+                    &filled,
+                    first * p..sub.end,
+                    &mut report.phases,
+                ),
+            };
+            if loaded.is_err() {
+                return Some(loaded);
+            }
+            buffer = filled;
+        }
+        Some(Ok(()))
+    }
+
+    /// Reads the pages `first..first + plan.pages` of the snapshot (and the plan's window
+    /// and tail) into a frame laid out in `buffer`. `None` when a read failed, or the
+    /// layout cannot be filled in place.
+    #[allow(clippy::too_many_arguments)]
+    fn read_chunk(
+        &self,
+        snap: &KvSnapshot,
+        layout: &KvLayout,
+        plan: &RestorePlan,
+        first: usize,
+        tail: Option<&TailRecord>,
+        buffer: Vec<u8>,
         report: &mut RestoreReport,
     ) -> Option<Vec<u8>> {
         let started = Instant::now();
@@ -266,7 +375,7 @@ impl LiveSession<'_> {
         };
         let mut sections = vec![FrameSection {
             layout: &layout.sections[BASE],
-            first_pos: 0,
+            first_pos: first * p,
             chunk_cells: with_tail(vec![p; plan.pages]),
         }];
         if let Some(w) = &plan.window {
@@ -277,7 +386,17 @@ impl LiveSession<'_> {
             });
         }
         let widths: Vec<Vec<usize>> = sections.iter().map(|s| layer_widths(s.layout)).collect();
-        let mut frame = BlobFrame::new(self.slot.seq, &sections).ok()?;
+        let fresh = buffer.is_empty();
+        let mut frame = BlobFrame::new_in(buffer, self.slot.seq, &sections).ok()?;
+        let ids = &snap.pages[first..first + plan.pages];
+        if fresh {
+            // The disk starts on the first pages while the buffer's fresh memory is
+            // faulted in in one pass, cheaper than a fault per 4 KiB page as reads land.
+            for id in ids.iter().take(PREFAULT_READ_AHEAD) {
+                self.catalog.store().read_ahead(id);
+            }
+            crate::engine::prefault(frame.memory());
+        }
         let mut areas = frame.chunk_areas();
         if plan.tail_cells > 0 {
             let t = tail?;
@@ -290,11 +409,9 @@ impl LiveSession<'_> {
         report.phases.assemble_ms += started.elapsed().as_secs_f64() * 1e3;
 
         let mut areas = areas.into_iter();
-        let mut reads: Vec<PlacedRead<'_>> = snap
-            .pages
+        let mut reads: Vec<PlacedRead<'_>> = ids
             .iter()
             .zip(areas.next()?)
-            .take(plan.pages)
             .map(|(id, areas)| PlacedRead {
                 id: *id,
                 cells: p,
@@ -438,6 +555,15 @@ impl LiveSession<'_> {
         }
         plan.end
     }
+}
+
+/// Bytes of rows a plan loads: its pages, window pieces and tail cells.
+fn plan_bytes(layout: &KvLayout, plan: &RestorePlan) -> u64 {
+    let base = layout.bytes_per_token(BASE) * plan.end;
+    let swa = plan.window.as_ref().map_or(0, |w| {
+        layout.bytes_per_token(SWA) * (plan.end - w.start.min(plan.end))
+    });
+    (base + swa) as u64
 }
 
 /// A snapshot's page objects as read, in snapshot order.
