@@ -71,8 +71,26 @@ impl ReplyParser {
             ToolFormat::Mistral => Some("[TOOL_CALLS]"),
             ToolFormat::Llama3 => Some("<|python_tag|>"),
             ToolFormat::DeepSeek => Some("<｜tool▁calls▁begin｜>"),
-            ToolFormat::Generic => None,
+            // Mid-reply (a reply that starts with JSON is read whole); the lazy grammar of
+            // `tool_choice: auto` holds a call to the object from here.
+            ToolFormat::Generic => ToolFormat::Generic.call_opening(),
         }
+    }
+
+    /// The generic format's opener is the start of the call's own JSON object: it stays in
+    /// the buffer and is parsed with the call.
+    fn opener_is_part_of_the_call(&self) -> bool {
+        self.format == ToolFormat::Generic
+    }
+
+    /// What a call that did not parse is shown as: the text as it came.
+    fn unparsed_call(&self, inner: &str, close: &str) -> String {
+        let open = if self.opener_is_part_of_the_call() {
+            ""
+        } else {
+            self.opener().unwrap_or_default()
+        };
+        format!("{open}{inner}{close}")
     }
 
     fn closer(&self) -> Option<&'static str> {
@@ -102,7 +120,7 @@ impl ReplyParser {
             State::Call => match self.calls_in(&rest) {
                 Some(calls) => events.extend(calls.into_iter().map(ReplyEvent::ToolCall)),
                 None => {
-                    let text = format!("{}{rest}", self.opener().unwrap_or_default());
+                    let text = self.unparsed_call(&rest, "");
                     self.content(&mut events, &text);
                 }
             },
@@ -169,7 +187,9 @@ impl ReplyParser {
             .min();
         match found {
             Some((at, marker)) => {
-                let before: String = self.buf.drain(..at + marker.len()).collect();
+                let kept = marker != THINK_OPEN && self.opener_is_part_of_the_call();
+                let end = if kept { at } else { at + marker.len() };
+                let before: String = self.buf.drain(..end).collect();
                 self.content(events, &before[..at]);
                 self.state = if marker == THINK_OPEN {
                     State::Reasoning
@@ -202,8 +222,7 @@ impl ReplyParser {
         match self.calls_in(&inner) {
             Some(calls) => events.extend(calls.into_iter().map(ReplyEvent::ToolCall)),
             None => {
-                let close = self.closer().unwrap_or_default();
-                let text = format!("{}{inner}{close}", self.opener().unwrap_or_default());
+                let text = self.unparsed_call(&inner, self.closer().unwrap_or_default());
                 self.content(events, &text);
             }
         }

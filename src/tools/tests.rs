@@ -150,6 +150,26 @@ fn generic_format_call_and_response() {
 }
 
 #[test]
+fn a_generic_call_after_text_is_a_call_and_an_unfinished_one_stays_text() {
+    // What `tool_choice: auto`'s lazy grammar produces once a reply opens a call mid-text.
+    let text =
+        "Sure. {\"tool_call\": {\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\"}}}";
+    let reply = both(ToolFormat::Generic, false, text);
+    assert_eq!(reply.content, "Sure.");
+    assert_eq!(call(&reply, 0), ("get_weather", &json!({"city": "Paris"})));
+    // Cut off before the object closes, or not a call: the text comes back as it was.
+    for text in [
+        "Sure. {\"tool_call\": {\"name\": \"get_wea",
+        "Use {\"tool_call\": 3} to call.",
+        "A brace { and {\"tool\": 1} stay.",
+    ] {
+        let reply = both(ToolFormat::Generic, false, text);
+        assert_eq!(reply.content, text);
+        assert!(reply.tool_calls.is_empty(), "{text}");
+    }
+}
+
+#[test]
 fn without_tools_only_reasoning_is_split() {
     let reply = parse_reply(
         ToolFormat::Hermes,
