@@ -21,7 +21,7 @@ use crate::interrupt::Interrupt;
 use crate::models::ModelChoice;
 use crate::paths::Paths;
 use crate::sequence::Sequence;
-use crate::service::engine::{ContextSizing, EngineThread, ServiceOptions};
+use crate::service::engine::{ContextSizing, ServiceOptions};
 use crate::service::handle::{OpenSession, Opened, ServiceHandle};
 use crate::service::protocol::{
     CancelToken, ConversationKey, FinishReason, Reply, Request, ServiceError, Transcript,
@@ -124,7 +124,7 @@ fn run(
         keep_latest_hot: true,
         sizing: options.sizing,
     })?;
-    let (model, info) = match wait_until_ready(&service, &engine) {
+    let (model, info) = match service.wait_until_ready(&engine) {
         Some(ready) => ready,
         None => {
             engine.join()?;
@@ -172,22 +172,6 @@ fn run(
     service.shutdown();
     engine.join()?;
     result
-}
-
-/// Waits for the engine to load the model; `None` when it stopped instead.
-fn wait_until_ready(
-    service: &ServiceHandle,
-    engine: &EngineThread,
-) -> Option<(std::sync::Arc<Model>, crate::service::handle::ServiceInfo)> {
-    loop {
-        if let (Some(model), Some(info)) = (service.model(), service.info()) {
-            return Some((model.clone(), info.clone()));
-        }
-        if engine.is_finished() {
-            return None;
-        }
-        std::thread::sleep(Duration::from_millis(10));
-    }
 }
 
 impl<'m> Chat<'m, '_> {

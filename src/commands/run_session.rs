@@ -13,7 +13,7 @@ use std::io::Write;
 use std::process::ExitCode;
 use std::sync::atomic::{AtomicI32, Ordering};
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use anyhow::{Context as _, Result};
 
@@ -26,7 +26,7 @@ use crate::engine::{Model, TokenLogprob};
 use crate::exit::usage;
 use crate::interrupt::{signal_exit_code, Interrupt};
 use crate::sequence::{Generated, Sequence, StopReason, SyncObserver};
-use crate::service::engine::{ContextSizing, EngineThread, ServiceOptions};
+use crate::service::engine::{ContextSizing, ServiceOptions};
 use crate::service::handle::{OpenSession, Opened, ServiceHandle, ServiceInfo};
 use crate::service::protocol::{
     CancelToken, ConversationKey, FinishReason, Reply, ReplyGrammar, Request, ServiceError,
@@ -75,7 +75,8 @@ pub fn run_session(env: &Env, args: &RunArgs, name: &str) -> Result<ExitCode> {
     let started = Instant::now();
     let (service, engine) = crate::service::engine::start(options)?;
     let result = (|| {
-        let (model, info) = wait_until_ready(&service, &engine)
+        let (model, info) = service
+            .wait_until_ready(&engine)
             .context("the engine stopped before the model was loaded")?;
         let load_ms = started.elapsed().as_secs_f64() * 1e3;
         let turn = Turn {
@@ -94,22 +95,6 @@ pub fn run_session(env: &Env, args: &RunArgs, name: &str) -> Result<ExitCode> {
     let code = result?;
     joined?;
     Ok(code)
-}
-
-/// Waits for the engine to load the model; `None` when it stopped instead.
-fn wait_until_ready(
-    service: &ServiceHandle,
-    engine: &EngineThread,
-) -> Option<(Arc<Model>, ServiceInfo)> {
-    loop {
-        if let (Some(model), Some(info)) = (service.model(), service.info()) {
-            return Some((model.clone(), info.clone()));
-        }
-        if engine.is_finished() {
-            return None;
-        }
-        std::thread::sleep(Duration::from_millis(5));
-    }
 }
 
 /// One turn of a session run, once the engine is up.

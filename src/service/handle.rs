@@ -187,6 +187,23 @@ impl ServiceHandle {
         self.ready.get().map(|(_, i)| i)
     }
 
+    /// Blocks until `engine` has loaded the model; `None` when it stopped instead (its
+    /// `join` says why).
+    pub fn wait_until_ready(
+        &self,
+        engine: &super::EngineThread,
+    ) -> Option<(Arc<Model>, ServiceInfo)> {
+        loop {
+            if let Some((model, info)) = self.ready.get() {
+                return Some((model.clone(), info.clone()));
+            }
+            if engine.is_finished() {
+                return None;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(5));
+        }
+    }
+
     /// Queues a generation; its replies arrive on `request.replies`.
     pub fn submit(&self, request: Request) -> Result<(), ServiceError> {
         let before = self.pending.fetch_add(1, Ordering::SeqCst);
