@@ -322,6 +322,14 @@ impl LiveSession<'_> {
                 tail_cells: if last { plan.tail_cells } else { 0 },
                 window: if last { plan.window.clone() } else { None },
             };
+            // The disk starts on the next chunk's files while this one is read and loaded
+            // (each chunk's reads otherwise began from an idle disk).
+            if let Some(next) = starts.get(n + 1) {
+                let ahead = *next..(*next + per_chunk).min(plan.pages);
+                for id in &snap.pages[ahead] {
+                    self.catalog.store().read_ahead(id);
+                }
+            }
             let Some(filled) = self.read_chunk(snap, layout, &sub, first, tail, buffer, report)
             else {
                 // The chunks loaded so far go too: the fallback starts from an empty slot.
