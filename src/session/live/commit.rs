@@ -159,6 +159,7 @@ impl CommitJob {
 
     /// The store's part; returns the stale objects, or the error and the objects found
     /// missing.
+    #[allow(clippy::result_large_err)]
     fn write(
         &mut self,
         catalog: &SessionCatalog,
