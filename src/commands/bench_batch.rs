@@ -62,7 +62,11 @@ pub fn run(env: &Env, args: BenchBatchArgs) -> Result<ExitCode> {
             let served = service.streams(&prompts[..n], decode)?;
             // The late arrival: one more request while n streams decode.
             let late = service.late_arrival(&prompts[..n], &prompts[n], decode)?;
-            service.stop()?;
+            let stats = service.stop()?;
+            row.saves += stats.saves;
+            row.save_engine_ms += stats.save_engine_ms;
+            row.saves_landed += stats.saves_landed;
+            row.save_writer_ms += stats.save_writer_ms;
             let llama = llama_batched(&model, &engine, &prompts[..n], decode)?;
             row.served = row.served.max(served);
             row.llama = row.llama.max(llama);
@@ -70,10 +74,16 @@ pub fn run(env: &Env, args: BenchBatchArgs) -> Result<ExitCode> {
         }
         rows.push(row);
     }
+    print_table(&rows);
+    print_saves(&rows);
+    Ok(ExitCode::SUCCESS)
+}
+
+fn print_table(rows: &[Row]) {
     let single = rows.iter().find(|r| r.streams == 1).cloned();
     println!("| streams | service decode tok/s | llama.cpp batched tok/s | service / llama.cpp | service / its 1 stream | llama.cpp / its 1 stream | TTFT of a request arriving while they decode, ms |");
     println!("|---:|---:|---:|---:|---:|---:|---:|");
-    for r in rows {
+    for r in rows.iter().cloned() {
         let scaling = |of: fn(&Row) -> f64| {
             single.as_ref().map_or("-".to_string(), |s| {
                 format!("{:.2}", of(&r) / of(s).max(1e-9))
@@ -90,7 +100,25 @@ pub fn run(env: &Env, args: BenchBatchArgs) -> Result<ExitCode> {
             r.late.as_secs_f64() * 1e3
         );
     }
-    Ok(ExitCode::SUCCESS)
+}
+
+/// The reply-end saves of all rounds: what the engine thread spent on each (capture and
+/// slicing, between batch steps), and what their commits took on the sessions' writer
+/// threads, which before the commits moved there the engine thread spent too.
+fn print_saves(rows: &[Row]) {
+    println!(
+        "\n| streams | saves | engine thread ms per save | writer thread ms per save (off the engine thread) |"
+    );
+    println!("|---:|---:|---:|---:|");
+    for r in rows {
+        println!(
+            "| {} | {} | {:.1} | {:.1} |",
+            r.streams,
+            r.saves,
+            r.save_engine_ms / r.saves.max(1) as f64,
+            r.save_writer_ms / r.saves_landed.max(1) as f64
+        );
+    }
 }
 
 /// One stream count's figures over all rounds.
@@ -103,6 +131,11 @@ struct Row {
     llama: f64,
     /// Slowest time to first token of the late arrival.
     late: Duration,
+    /// Saves over all rounds and their time on the engine and the writer threads.
+    saves: u64,
+    save_engine_ms: f64,
+    saves_landed: u64,
+    save_writer_ms: f64,
 }
 
 struct Service {
@@ -220,9 +253,21 @@ impl Service {
         Ok(usage.queued + usage.time_to_first_token)
     }
 
-    fn stop(self) -> Result<()> {
+    /// Stops the engine once the last replies' commits have landed (so that their time is
+    /// counted); returns its stats from then.
+    fn stop(self) -> Result<crate::service::ServiceStats> {
+        let deadline = Instant::now() + Duration::from_secs(60);
+        let stats = loop {
+            let stats = self.handle.stats_blocking()?;
+            let heard = stats.saves_landed + stats.save_failures;
+            if heard >= stats.saves || Instant::now() > deadline {
+                break stats;
+            }
+            std::thread::sleep(Duration::from_millis(5));
+        };
         self.handle.shutdown();
-        Ok(self.thread.join()?)
+        self.thread.join()?;
+        Ok(stats)
     }
 }
 

@@ -282,27 +282,29 @@ fn print_save_table(rows: &[Row]) {
     println!(
         "\nFull save phases (hash, write and fsync are summed over the writer threads; \
          objects is their wall time; the pages stored in the background while the prefill \
-         ran are not part of the save):\n"
+         ran are not part of the save; the engine thread captures and slices, the rest \
+         runs on the session's writer thread, queued behind those pages):\n"
     );
     println!(
-        "| tokens | kvrun save ms | early wait ms | capture ms | parse ms | slice ms | queue wait ms \
+        "| tokens | kvrun save ms | engine thread ms | queued ms | capture ms | parse ms | slice ms | queue wait ms \
          | hash ms | write ms | fsync ms | objects ms | dir fsync ms | manifest ms \
          | cleanup ms | objects | MB written | stored during prefill | llama.cpp file MB \
          | llama.cpp save + fsync ms | ratio |"
     );
     println!(
         "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:\
-         |---:|---:|---:|"
+         |---:|---:|---:|---:|"
     );
     for r in rows {
         let p = &r.save.phases;
         println!(
-            "| {} | {:.1} | {:.1} | {:.1} | {:.1} | {:.1} | {:.1} | {:.1} | {:.1} | {:.1} \
+            "| {} | {:.1} | {:.1} | {:.1} | {:.1} | {:.1} | {:.1} | {:.1} | {:.1} | {:.1} | {:.1} \
              | {:.1} | {:.1} | {:.1} | {:.1} | {} | {:.1} | {} objects, {:.1} MB | {:.1} \
              | {:.1} | {:.2}x |",
             r.tokens,
             r.save_ms,
-            p.early_wait_ms,
+            p.plan_ms,
+            p.queue_ms,
             p.capture_ms,
             p.parse_ms,
             p.slice_ms,

@@ -132,6 +132,17 @@ pub struct ServiceStats {
     pub restored_warm_tokens: u64,
     pub restored_cold_tokens: u64,
     pub generated_tokens: u64,
+    /// Saves queued (each reply's end, each client Save), and the engine thread's time in
+    /// them: capture, slicing, and any wait for a commit in flight (a cold restore, a
+    /// gc, a fork, a Save when nothing else decodes).
+    pub saves: u64,
+    pub save_engine_ms: f64,
+    /// Saves whose commit landed, and the commits' time on the sessions' writer threads
+    /// (the disk work the engine thread no longer waits for).
+    pub saves_landed: u64,
+    pub save_writer_ms: f64,
+    /// Saves whose planning or commit failed (each reported to its client or the log).
+    pub save_failures: u64,
     /// Requests waiting for a sequence.
     pub queued: usize,
     /// Requests decoding now.

@@ -3,7 +3,9 @@
 //! - While the KV cache grows, each filled page's sliding-window rows are captured (iSWA
 //!   models only), because those rows leave the window soon after and cannot be recomputed.
 //! - [`LiveSession::save`] writes only what the store lacks: pages that filled since the
-//!   last save, the small tail record, and the manifest (atomically, last).
+//!   last save, the small tail record, and the manifest (atomically, last). The context's
+//!   thread only captures and slices; the disk work runs on the session's writer thread
+//!   ([`writer`]), and [`LiveSession::save_in_background`] returns without waiting for it.
 //! - [`LiveSession::restore`] rebuilds the cache from pages without prefill, and
 //!   [`LiveSession::reuse_prefix`] does the same for any stored page chain a new token log
 //!   starts with.
@@ -14,14 +16,16 @@
 use std::collections::{BTreeMap, HashSet};
 use std::ops::{ControlFlow, Range};
 
-mod early_write;
+mod commit;
 mod page_read;
 mod restore;
 mod restore_choice;
 mod restore_plan;
 mod reuse;
 mod save;
+mod writer;
 
+pub use self::commit::{CommitNotice, CommitOutcome, SaveOrigin};
 pub use self::save::SavePhases;
 pub use super::capture::RestorePhases;
 use super::capture::{self};
@@ -79,6 +83,7 @@ pub struct SaveReport {
 }
 
 /// The conversation state the manifest records besides tokens.
+#[derive(Clone)]
 pub struct ConversationState<'a> {
     pub messages: &'a [ChatMessage],
     pub rendered_len: usize,
@@ -92,9 +97,12 @@ pub struct ConversationState<'a> {
 pub struct LiveSession<'c> {
     pub name: String,
     catalog: &'c SessionCatalog,
-    _lock: SessionLock,
-    /// The manifest as last saved (None for a session never saved).
+    /// The manifest on disk, as far as this session has heard (None for a session never
+    /// saved): a commit still on the writer is not in it yet.
     saved: Option<SessionManifest>,
+    /// The manifest of the last save planned (its commit may still be queued, or have
+    /// failed); the next save carries its fields over.
+    latest: Option<SessionManifest>,
     model: ModelIdentity,
     kv: KvIdentity,
     engine: EngineSettings,
@@ -105,6 +113,9 @@ pub struct LiveSession<'c> {
     layout: Option<KvLayout>,
     /// Objects known to be in the store (saves skip them without a syscall).
     present: HashSet<ObjectId>,
+    /// Objects handed to the writer that no landed manifest names yet: a save counts them
+    /// as stored (its commit follows them and checks); a failure or a gc takes them out.
+    queued: HashSet<ObjectId>,
     /// Objects a read found damaged: the next save rewrites them from the live context
     /// (their header may look fine, so `put` alone would keep them).
     damaged: HashSet<ObjectId>,
@@ -124,8 +135,15 @@ pub struct LiveSession<'c> {
     prompt_tokens: usize,
     /// The KV type's precision warning was given (once per open session is enough).
     precision_warned: bool,
-    /// Stores filled pages in the background (started with the first one).
-    early: Option<early_write::EarlyWriter>,
+    /// Saves planned (numbers their commits).
+    commits_planned: u64,
+    /// Commit outcomes learnt and not yet taken by the caller.
+    outcomes: Vec<CommitOutcome>,
+    /// Stores filled pages and commits saves in the background (started with the first).
+    /// Declared before the lock: dropping it waits for the last manifest, and only then is
+    /// the session's lock released.
+    writer: Option<writer::SessionWriter>,
+    _lock: SessionLock,
 }
 
 impl<'c> LiveSession<'c> {
@@ -157,6 +175,7 @@ impl<'c> LiveSession<'c> {
             page_tokens,
             layout: None,
             present: HashSet::new(),
+            queued: HashSet::new(),
             damaged: HashSet::new(),
             swa_ring: BTreeMap::new(),
             capture_error: None,
@@ -166,7 +185,10 @@ impl<'c> LiveSession<'c> {
             unnamed: false,
             prompt_tokens: saved.as_ref().map_or(0, |m| m.prompt_tokens),
             precision_warned: false,
-            early: None,
+            commits_planned: 0,
+            outcomes: Vec::new(),
+            writer: None,
+            latest: saved.clone(),
             saved,
         }
     }
@@ -207,8 +229,10 @@ impl<'c> LiveSession<'c> {
         self.prompt_tokens = tokens;
     }
 
-    /// Pins or unpins a saved session and rewrites its manifest (atomically).
+    /// Pins or unpins a saved session and rewrites its manifest (atomically), after any
+    /// commit still queued (which would otherwise land over it).
     pub fn set_pinned(&mut self, pinned: bool) -> LiveResult<()> {
+        self.wait_for_commits();
         let Some(m) = &mut self.saved else {
             return Err(LiveError::NotSaved(self.name.clone()));
         };
@@ -216,6 +240,9 @@ impl<'c> LiveSession<'c> {
             m.pinned = pinned;
             let _store = self.catalog.store().lock_shared()?;
             self.catalog.write_manifest(m)?;
+        }
+        if let Some(latest) = &mut self.latest {
+            latest.pinned = pinned;
         }
         Ok(())
     }
@@ -230,8 +257,16 @@ impl<'c> LiveSession<'c> {
         self.layout.as_ref()
     }
 
+    /// The manifest on disk as far as this session has heard (see
+    /// [`Self::wait_for_commits`] to hear the rest).
     pub fn saved(&self) -> Option<&SessionManifest> {
         self.saved.as_ref()
+    }
+
+    /// The manifest of the last save planned, landed or not: the session's transcript and
+    /// template as its client last saved them.
+    pub fn latest(&self) -> Option<&SessionManifest> {
+        self.latest.as_ref().or(self.saved.as_ref())
     }
 
     /// Checks that a saved snapshot can load into this context, naming any mismatch.
@@ -335,37 +370,40 @@ impl<'c> LiveSession<'c> {
         }
     }
 
-    /// Waits until the pages filled so far are stored (a save does this first). Nothing
-    /// names them until the next save, which checks again that each is still there.
-    pub fn wait_for_stored_pages(&self) {
-        if let Some(early) = &self.early {
-            early.wait();
-        }
-    }
-
     /// Queues a page object for the background writer, unless the store has it (or the
     /// save must repair it). Without a writer thread the next save writes it.
     fn store_early(&mut self, id: ObjectId, payload: Vec<u8>, keep: bool) {
-        if self.present.contains(&id) || self.damaged.contains(&id) {
+        if self.present.contains(&id) || self.queued.contains(&id) || self.damaged.contains(&id) {
             return;
         }
-        if self.early.is_none() {
-            match early_write::EarlyWriter::spawn(self.catalog.store().clone()) {
-                Ok(writer) => self.early = Some(writer),
+        let keep = self.warm.clone().filter(|_| keep);
+        let Some(writer) = self.ensure_writer() else {
+            return;
+        };
+        let page = writer::PageJob {
+            id,
+            kind: ObjectKind::Page,
+            payload,
+            keep,
+        };
+        if writer.submit_page(page).is_ok() {
+            self.queued.insert(id);
+        }
+    }
+
+    /// The session's writer thread, started on first use; none if it cannot start (saves
+    /// then do all their work on the caller's thread).
+    fn ensure_writer(&mut self) -> Option<&writer::SessionWriter> {
+        if self.writer.is_none() {
+            match writer::SessionWriter::spawn(self.catalog.clone()) {
+                Ok(w) => self.writer = Some(w),
                 Err(e) => {
-                    tracing::debug!("no background page writer ({e}); saves write every page");
-                    return;
+                    tracing::debug!("no background writer ({e}); saves write on this thread");
+                    return None;
                 }
             }
         }
-        if let Some(writer) = &self.early {
-            writer.submit(early_write::EarlyJob {
-                id,
-                kind: ObjectKind::Page,
-                payload,
-                keep: self.warm.clone().filter(|_| keep),
-            });
-        }
+        self.writer.as_ref()
     }
 
     /// Pages of window rows a restore at the end of the log can need.

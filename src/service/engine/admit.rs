@@ -156,6 +156,12 @@ impl<'c, 'm> Engine<'c, 'm> {
         seq_id: i32,
         request: &Request,
     ) -> Result<CachedTokens, ServiceError> {
+        // A conversation out of the context restores from its pages: those of a commit
+        // still in flight must be stored first.
+        let open = &self.conversations[index];
+        if open.seq.kv_len() == 0 && open.live.commits_in_flight() > 0 {
+            self.wait_for_commits_of(index);
+        }
         let prompt = &request.prompt;
         let n_swa = self.model.facts().n_swa;
         let candidates: Vec<HotCandidate> = self

@@ -4,17 +4,15 @@
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
-use super::conversations::MAX_UNHEARD_WARNINGS;
 use super::schedule::{plan_step, Demand};
 use super::stop::StopFilter;
 use super::Engine;
 use crate::engine::{BatchEntry, Context, Sampler, TokenId, TokenLogprob, Utf8Stream};
 use crate::sequence::{NoObserver, SyncObserver};
 use crate::service::protocol::{
-    CachedTokens, FinishReason, Reply, Request, ServiceError, TokenPiece, Transcript, Usage,
+    CachedTokens, FinishReason, Reply, Request, ServiceError, TokenPiece, Usage,
 };
 use crate::session::live::SessionObserver;
-use crate::template::TemplateIdentity;
 
 pub struct Active {
     pub request: Request,
@@ -341,51 +339,9 @@ impl<'c, 'm> Engine<'c, 'm> {
             let interrupted = finish == FinishReason::Cancelled;
             let template = active.request.template.clone();
             let transcript = active.request.transcript.as_ref();
-            self.save(ctx, index, prompt_len, interrupted, (transcript, template));
+            self.save_reply(ctx, index, prompt_len, interrupted, (transcript, template));
         }
         self.enforce_cold_budget(ctx);
-    }
-
-    /// Saves conversation `index` (new pages, then the manifest) and marks it idle.
-    pub(super) fn save(
-        &mut self,
-        ctx: &mut Context<'m>,
-        index: usize,
-        prompt_len: usize,
-        interrupted: bool,
-        (transcript, template): (Option<&Transcript>, Option<TemplateIdentity>),
-    ) {
-        let open = &mut self.conversations[index];
-        open.busy = false;
-        open.prompt_len = prompt_len;
-        open.last_used = Instant::now();
-        open.last_used_unix = crate::clock::unix_now();
-        open.live.set_prompt_tokens(prompt_len);
-        open.live.set_interrupted(interrupted);
-        // A client that keeps the messages (a chat, `run --session`) saves them right after
-        // and hears this save's warnings, or its failure, from that save; the HTTP APIs'
-        // clients keep no messages, so the log is where they show.
-        let client_saves = transcript.is_some();
-        let raw = Transcript::raw();
-        let state = transcript.unwrap_or(&raw).state(template);
-        match open.live.save(ctx, &open.seq, state) {
-            Ok(report) if client_saves => {
-                let room = MAX_UNHEARD_WARNINGS.saturating_sub(open.unheard_warnings.len());
-                open.unheard_warnings
-                    .extend(report.warnings.into_iter().take(room));
-            }
-            Ok(report) => report.warnings.iter().for_each(|w| tracing::warn!("{w}")),
-            Err(e) if client_saves => tracing::debug!(
-                "saving session '{}' failed; the client's save tries again: {}",
-                open.live.name,
-                crate::exit::one_line_of(&e)
-            ),
-            Err(e) => tracing::error!(
-                "saving session '{}' failed (its previous save is intact): {}",
-                open.live.name,
-                crate::exit::one_line_of(&e)
-            ),
-        }
     }
 
     /// Answers a request that never started.

@@ -4,6 +4,8 @@
 
 use std::time::Instant;
 
+use tokio::sync::oneshot;
+
 use super::stats::restored_by_tier;
 use super::Engine;
 use crate::engine::Context;
@@ -11,7 +13,7 @@ use crate::sequence::Sequence;
 use crate::service::handle::{Opened, Saved};
 use crate::service::protocol::{CachedTokens, ServiceError, Transcript};
 use crate::session::capture::Slot;
-use crate::session::live::{RestorePhases, SaveReport};
+use crate::session::live::RestorePhases;
 use crate::session::SessionError;
 use crate::settings::SamplingSettings;
 
@@ -47,7 +49,7 @@ impl<'c, 'm> Engine<'c, 'm> {
         let mut phases = RestorePhases::default();
         let mut decision = None;
         let open = &self.conversations[index];
-        let has_snapshot = open.live.saved().is_some_and(|m| m.snapshot.is_some());
+        let has_snapshot = open.live.latest().is_some_and(|m| m.snapshot.is_some());
         if open.hot.is_some() {
             cached.hot = open.seq.kv_len();
         } else if let Some(seq_id) = has_snapshot.then(|| self.seq_for(ctx, index)).flatten() {
@@ -88,7 +90,8 @@ impl<'c, 'm> Engine<'c, 'm> {
             self.counters.record_restore(cached);
         }
         let open = &self.conversations[index];
-        let saved = open.live.saved();
+        // What the client saved last (its commit may still be on the writer).
+        let saved = open.live.latest();
         Ok(Opened {
             session: name.to_string(),
             log: open.seq.tokens().to_vec(),
@@ -117,38 +120,22 @@ impl<'c, 'm> Engine<'c, 'm> {
         self.free_seq()
     }
 
-    /// Saves session `name` now, recording `transcript` with its log.
-    pub(super) fn save_now(
-        &mut self,
-        ctx: &mut Context<'m>,
-        name: &str,
-        transcript: &Transcript,
-    ) -> Result<Saved, ServiceError> {
-        let index = self.open_index(name)?;
-        let open = &mut self.conversations[index];
-        // The template of the last reply's request, which its save recorded.
-        let template = open.live.saved().and_then(|m| m.chat_template.clone());
-        let report = open
-            .live
-            .save(ctx, &open.seq, transcript.state(template))
-            .map_err(|e| ServiceError::Internal(crate::exit::one_line_of(&e)))?;
-        let mut warnings = std::mem::take(&mut open.unheard_warnings);
-        let mut saved = saved(report);
-        warnings.append(&mut saved.warnings);
-        saved.warnings = warnings;
-        self.enforce_cold_budget(ctx);
-        Ok(saved)
-    }
-
     /// Empties session `name`: its cells leave the context and its log restarts at nothing;
     /// the save records `transcript` (a chat keeps its system prompt).
     pub(super) fn reset(
         &mut self,
         ctx: &mut Context<'m>,
         name: &str,
-        transcript: &Transcript,
-    ) -> Result<Saved, ServiceError> {
-        let index = self.open_index(name)?;
+        transcript: Transcript,
+        reply: oneshot::Sender<Result<Saved, ServiceError>>,
+    ) {
+        let index = match self.open_index(name) {
+            Ok(i) => i,
+            Err(e) => {
+                let _ = reply.send(Err(e));
+                return;
+            }
+        };
         let open = &mut self.conversations[index];
         if let Some(seq) = open.hot {
             ctx.clear_seq(seq);
@@ -158,7 +145,7 @@ impl<'c, 'm> Engine<'c, 'm> {
         }
         open.prompt_len = 0;
         open.live.set_prompt_tokens(0);
-        self.save_now(ctx, name, transcript)
+        self.save_now(ctx, name, transcript, reply);
     }
 
     /// Saves `from` and copies its manifest to a new session `to` (their pages are shared).
@@ -183,9 +170,15 @@ impl<'c, 'm> Engine<'c, 'm> {
         crate::session::catalog::validate_name(to)
             .map_err(|e| ServiceError::Refused(e.to_string()))?;
         let index = self.open_index(from)?;
-        if self.conversations[index].live.saved().is_none() {
+        // The copy names what is on disk: the commits in flight land first.
+        self.wait_for_commits_of(index);
+        let open = &mut self.conversations[index];
+        if open.live.saved().is_none() {
+            let template = open.live.latest().and_then(|m| m.chat_template.clone());
             let transcript = Transcript::default();
-            self.save_now(ctx, from, &transcript)?;
+            open.live
+                .save(ctx, &open.seq, transcript.state(template))
+                .map_err(|e| ServiceError::Internal(crate::exit::one_line_of(&e)))?;
         }
         let open = &self.conversations[index];
         let mut manifest = open.live.saved().cloned().ok_or_else(|| {
@@ -208,7 +201,7 @@ impl<'c, 'm> Engine<'c, 'm> {
     }
 
     /// The conversation open under `name`, idle.
-    fn open_index(&self, name: &str) -> Result<usize, ServiceError> {
+    pub(super) fn open_index(&self, name: &str) -> Result<usize, ServiceError> {
         let index = self.find(name).ok_or_else(|| {
             ServiceError::Refused(format!("session '{name}' is not open in this engine"))
         })?;
@@ -219,13 +212,5 @@ impl<'c, 'm> Engine<'c, 'm> {
             });
         }
         Ok(index)
-    }
-}
-
-fn saved(report: SaveReport) -> Saved {
-    Saved {
-        bytes: report.bytes_written,
-        ms: report.save_ms,
-        warnings: report.warnings,
     }
 }

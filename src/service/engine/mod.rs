@@ -5,8 +5,10 @@
 //!   matched by content against the hot sequences and the stored pages ([`prefix`]).
 //! - Up to `parallel` requests decode together, one llama.cpp batch per step
 //!   ([`schedule`]); more wait in a queue.
-//! - After each reply its session is saved between batch steps, and the cold tier is kept
-//!   under its budget by collecting the least recently used unnamed sessions ([`retention`]).
+//! - After each reply its session's save is captured between batch steps and committed to
+//!   disk by the session's writer thread while decoding goes on ([`saving`]); the cold tier
+//!   is kept under its budget by collecting the least recently used unnamed sessions
+//!   ([`retention`]).
 
 mod admit;
 mod conversations;
@@ -16,7 +18,7 @@ mod lifecycle;
 mod policy;
 mod prefix;
 mod retention;
-
+mod saving;
 mod schedule;
 mod stats;
 mod stop;
@@ -204,12 +206,15 @@ fn run(
         counters: Default::default(),
         pending,
         shutting_down: false,
+        parked_saves: Vec::new(),
     };
     engine.index_stored_sessions();
     // Idle timeouts are checked on a clock of their own: a front end that asks for stats
     // every second (a chat's memory panel) must not keep them from ever running.
     let mut last_idle = std::time::Instant::now();
     loop {
+        // Saves that landed since the last step reach their clients (or the log).
+        engine.settle_saves(&mut ctx);
         // Block for work only when nothing decodes; between batch steps, take what came.
         let busy = !engine.active.is_empty() || !engine.queue.is_empty();
         if !busy && last_idle.elapsed() >= IDLE_CHECK {
@@ -267,6 +272,8 @@ struct Engine<'c, 'm> {
     counters: stats::Counters,
     pending: Arc<AtomicUsize>,
     shutting_down: bool,
+    /// Client Saves waiting for their session's commit in flight (while others decode).
+    parked_saves: Vec<saving::ParkedSave>,
 }
 
 impl<'c, 'm> Engine<'c, 'm> {
@@ -291,12 +298,8 @@ impl<'c, 'm> Engine<'c, 'm> {
             Command::Open(open, reply) => {
                 let _ = reply.send(self.open_hot(ctx, open.name.as_deref(), open.sampling));
             }
-            Command::Save(name, transcript, reply) => {
-                let _ = reply.send(self.save_now(ctx, &name, &transcript));
-            }
-            Command::Reset(name, transcript, reply) => {
-                let _ = reply.send(self.reset(ctx, &name, &transcript));
-            }
+            Command::Save(name, transcript, reply) => self.save_now(ctx, &name, transcript, reply),
+            Command::Reset(name, transcript, reply) => self.reset(ctx, &name, transcript, reply),
             Command::Fork { from, to, reply } => {
                 let _ = reply.send(self.fork(ctx, &from, &to));
             }
@@ -322,7 +325,7 @@ impl<'c, 'm> Engine<'c, 'm> {
     }
 
     /// Cancels what runs (each request gets Done with finish Cancelled), fails what waits,
-    /// saves every conversation and releases every lock.
+    /// saves every conversation, waits for every commit and only then releases the locks.
     fn shutdown(&mut self, ctx: &mut Context<'m>) {
         for active in &self.active {
             active.request.cancel.cancel();
@@ -333,6 +336,10 @@ impl<'c, 'm> Engine<'c, 'm> {
         while let Some(request) = self.queue.pop_front() {
             self.fail(request, ServiceError::ShuttingDown);
         }
+        // Nothing decodes now: the parked Saves run, and every outcome is heard.
+        self.settle_saves(ctx);
+        self.wait_for_all_commits();
+        // Dropping a session waits for its writer before its lock goes (see LiveSession).
         self.conversations.clear();
     }
 }

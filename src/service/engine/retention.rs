@@ -66,9 +66,12 @@ impl<'c, 'm> Engine<'c, 'm> {
                 next_victim(&candidates).map(str::to_string)
             };
             let Some(victim) = victim else {
+                // gc keeps what manifests name: the commits in flight must have landed.
+                self.wait_for_all_commits();
                 if let Err(e) = self.catalog.gc() {
                     tracing::warn!("collecting unused pages failed: {e}");
                 }
+                self.forget_unnamed_writes();
                 tracing::warn!(
                     "the cold tier holds {used} bytes that named or pinned sessions need, over \
                      its {budget}-byte budget"
@@ -97,10 +100,15 @@ impl<'c, 'm> Engine<'c, 'm> {
                 });
             }
             self.cool(ctx, i);
+            // (Dropping it waits for its own commits before its lock goes.)
             self.conversations.remove(i);
         }
         self.stored_unnamed.retain(|s| s.name != name);
-        match self.catalog.remove(name) {
+        // The removal's gc keeps what manifests name: the others' commits land first.
+        self.wait_for_all_commits();
+        let removed = self.catalog.remove(name);
+        self.forget_unnamed_writes();
+        match removed {
             Ok(report) => {
                 if let Err(e) = report.gc {
                     tracing::warn!("collecting the pages of '{name}' failed: {e}");

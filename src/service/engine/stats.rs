@@ -28,9 +28,35 @@ pub struct Counters {
     prefilled_tokens: u64,
     cached: [u64; 3],
     generated_tokens: u64,
+    /// Saves queued, and the engine thread's time in them: planning (capture, slicing)
+    /// and any wait for a commit in flight.
+    saves: u64,
+    save_engine_ms: f64,
+    /// Saves landed, and their commits' time on the writer threads.
+    saves_landed: u64,
+    save_writer_ms: f64,
+    save_failures: u64,
 }
 
 impl Counters {
+    pub fn record_save_queued(&mut self, engine_ms: f64) {
+        self.saves += 1;
+        self.save_engine_ms += engine_ms;
+    }
+
+    pub fn record_save_wait(&mut self, waited_ms: f64) {
+        self.save_engine_ms += waited_ms;
+    }
+
+    pub fn record_save_failed(&mut self) {
+        self.save_failures += 1;
+    }
+
+    pub fn record_save_landed(&mut self, writer_ms: f64) {
+        self.saves_landed += 1;
+        self.save_writer_ms += writer_ms;
+    }
+
     pub fn record_start(&mut self, request: &Request, cached: CachedTokens) {
         self.requests += 1;
         self.prompt_tokens += request.prompt.len() as u64;
@@ -102,6 +128,11 @@ impl<'c, 'm> Engine<'c, 'm> {
             restored_warm_tokens: c.cached[1],
             restored_cold_tokens: c.cached[2],
             generated_tokens: c.generated_tokens,
+            saves: c.saves,
+            save_engine_ms: c.save_engine_ms,
+            saves_landed: c.saves_landed,
+            save_writer_ms: c.save_writer_ms,
+            save_failures: c.save_failures,
             queued: self.queue.len(),
             active: self.active.len(),
             hot_cells_used: self.hot_cells() as u64,

@@ -44,6 +44,8 @@ impl LiveSession<'_> {
     pub fn restore(&mut self, ctx: &mut Context<'_>) -> Result<(Sequence, RestoreReport)> {
         let started = Instant::now();
         let mut report = RestoreReport::default();
+        // The pages of a commit still queued are not all stored yet.
+        self.wait_for_commits();
         let Some(m) = self.saved.clone() else {
             return Ok((Sequence::new(), report));
         };

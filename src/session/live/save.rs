@@ -1,9 +1,15 @@
 //! Saving a session incrementally: only the pages the store lacks, the tail record and the
 //! sliding-window rows captured since the last save, then the manifest, atomically, last.
+//!
+//! A save has two halves. Planning needs the context and runs on its thread: decide what
+//! the store lacks, capture those rows, slice them into objects and build the manifest.
+//! The commit ([`super::commit`]) needs only the store: it runs on the session's writer
+//! thread, so the engine decodes on while it writes and fsyncs. [`LiveSession::save`]
+//! waits for it; [`LiveSession::save_in_background`] does not.
 
-use std::collections::HashSet;
 use std::time::Instant;
 
+use super::commit::{CommitJob, CommitNotice, CommitOutcome, SaveOrigin, StoreFacts};
 use super::{ConversationState, LiveSession, SaveReport};
 use crate::engine::Context;
 use crate::kv::{KvLayout, PageKey, TailRecord};
@@ -14,26 +20,30 @@ use crate::session::manifest::{KvSnapshot, SessionManifest, MANIFEST_FORMAT};
 use crate::store::{ObjectId, ObjectKind, PutJob};
 
 /// The stages of a save, in milliseconds. Objects are hashed, written and fsynced on a few
-/// writer threads while the next ones are sliced, so `hash_ms`, `write_ms` and `fsync_ms`
-/// are summed over those threads; `objects_ms` is their wall time.
+/// writer threads, so `hash_ms`, `write_ms` and `fsync_ms` are summed over those threads;
+/// `objects_ms` is their wall time.
 #[derive(Debug, Clone, Copy, Default, PartialEq, serde::Serialize)]
 pub struct SavePhases {
-    /// Waiting for the background writer to store the pages queued during the prefill.
-    pub early_wait_ms: f64,
+    /// The engine thread's whole part (what other conversations' decoding waited for):
+    /// the checks, the capture and the slicing.
+    pub plan_ms: f64,
+    /// The commit waiting behind the session's earlier writes (pages queued during the
+    /// prefill, a previous commit).
+    pub queue_ms: f64,
     /// llama.cpp's `state_seq_get_data` of the positions to store.
     pub capture_ms: f64,
     /// Parsing that state and copying its rows into position order.
     pub parse_ms: f64,
-    /// Slicing page payloads out of the capture (the producer, without its queue waits).
+    /// Slicing page payloads out of the capture.
     pub slice_ms: f64,
-    /// The producer waiting for a writer (the writers were the bottleneck).
+    /// Slicing waiting for a writer thread (the writers were the bottleneck).
     pub queue_wait_ms: f64,
     pub hash_ms: f64,
     /// Creating, writing and renaming the objects' files.
     pub write_ms: f64,
     /// The objects' own fsyncs.
     pub fsync_ms: f64,
-    /// Wall time of the objects' stage: slicing, hashing, writing and fsyncs together.
+    /// Wall time of the objects' stage: hashing, writing and fsyncs together.
     pub objects_ms: f64,
     /// The fan-out directories' fsyncs after the renames.
     pub dir_fsync_ms: f64,
@@ -44,31 +54,157 @@ pub struct SavePhases {
 }
 
 impl LiveSession<'_> {
-    /// Writes what the store lacks (new pages, the tail), then the manifest. O(new tokens).
+    /// Writes what the store lacks (new pages, the tail), then the manifest, and returns
+    /// once it is durable. O(new tokens).
     pub fn save(
         &mut self,
         ctx: &mut Context<'_>,
         seq: &Sequence,
         conversation: ConversationState<'_>,
     ) -> Result<SaveReport> {
+        match self.save_and_wait(ctx, seq, conversation.clone()) {
+            // Objects counted as stored had gone (another process's gc took pages written
+            // early, before a manifest named them): the failed commit took them off the
+            // books, and the context still has their rows, so once more writes them.
+            Err(LiveError::MissingObjects { .. }) => self.save_and_wait(ctx, seq, conversation),
+            other => other,
+        }
+    }
+
+    fn save_and_wait(
+        &mut self,
+        ctx: &mut Context<'_>,
+        seq: &Sequence,
+        conversation: ConversationState<'_>,
+    ) -> Result<SaveReport> {
+        let job = self.plan_save(ctx, seq, conversation, SaveOrigin::Requested)?;
+        let number = job.number;
+        self.queue_commit(job);
+        self.wait_for_commits();
+        let at = self.outcomes.iter().rposition(|o| o.number == number);
+        match at.map(|i| self.outcomes.remove(i)) {
+            Some(outcome) => outcome.result,
+            None => Err(LiveError::internal("the save's outcome never came back")),
+        }
+    }
+
+    /// Plans the save on this (the context's) thread and queues its commit on the
+    /// session's writer; returns as soon as it is queued. Its outcome comes back through
+    /// [`Self::take_outcomes`], and to `notice` on the writer thread. Returns the time
+    /// this thread spent on it.
+    pub fn save_in_background(
+        &mut self,
+        ctx: &mut Context<'_>,
+        seq: &Sequence,
+        conversation: ConversationState<'_>,
+        origin: SaveOrigin,
+        notice: Option<CommitNotice>,
+    ) -> Result<f64> {
+        let mut job = match self.plan_save(ctx, seq, conversation, origin) {
+            Ok(job) => job,
+            Err(e) => {
+                let failed = Err(e);
+                if let Some(notice) = notice {
+                    notice(&failed);
+                }
+                return failed.map(|_| 0.0);
+            }
+        };
+        job.notice = notice;
+        let plan_ms = job.report.phases.plan_ms;
+        self.queue_commit(job);
+        Ok(plan_ms)
+    }
+
+    /// Saves whose commit is queued and has not come back.
+    pub fn commits_in_flight(&self) -> usize {
+        self.writer.as_ref().map_or(0, |w| w.commits_in_flight())
+    }
+
+    /// Waits for every queued page and commit, then learns their outcomes.
+    pub fn wait_for_commits(&mut self) {
+        if let Some(writer) = &self.writer {
+            writer.wait();
+        }
+        self.settle();
+    }
+
+    /// The outcomes of the commits that came back since the last call, oldest first (the
+    /// engine routes each to its client or the log).
+    pub fn take_outcomes(&mut self) -> Vec<CommitOutcome> {
+        self.settle();
+        std::mem::take(&mut self.outcomes)
+    }
+
+    /// After a gc: objects queued to the writer and not yet named by a manifest may have
+    /// been collected, so the next save checks them again.
+    pub fn forget_unnamed_writes(&mut self) {
+        self.queued.clear();
+    }
+
+    /// Learns what the writer did: a landed commit's manifest becomes the saved one, and
+    /// what failed is no longer counted as stored (the next save writes it).
+    pub(super) fn settle(&mut self) {
+        let Some(writer) = &self.writer else { return };
+        let heard = writer.take_outcomes();
+        for id in heard.failed_pages {
+            self.queued.remove(&id);
+        }
+        for outcome in heard.commits {
+            let (facts, outcome) = outcome.into_parts();
+            self.learn(facts);
+            self.outcomes.push(outcome);
+        }
+    }
+
+    fn learn(&mut self, facts: StoreFacts) {
+        if facts.committed {
+            for id in &facts.objects {
+                self.queued.remove(id);
+                self.present.insert(*id);
+            }
+            for id in &facts.stale {
+                self.queued.remove(id);
+                self.present.remove(id);
+            }
+            self.saved = facts.manifest;
+        } else {
+            for id in &facts.objects {
+                self.queued.remove(id);
+                self.present.remove(id);
+            }
+            self.damaged.extend(facts.replaced);
+        }
+    }
+
+    /// Hands a commit to the writer (started if need be), or runs it here without one.
+    fn queue_commit(&mut self, job: Box<CommitJob>) {
+        let job = match self.ensure_writer() {
+            Some(writer) => match writer.submit_commit(job) {
+                Ok(()) => return,
+                Err(job) => job,
+            },
+            None => job,
+        };
+        let outcome = job.run(self.catalog, self.saved.as_ref(), Default::default());
+        let (facts, outcome) = outcome.into_parts();
+        self.learn(facts);
+        self.outcomes.push(outcome);
+    }
+
+    /// The engine thread's half of a save: what the store lacks, captured and sliced, and
+    /// the complete manifest.
+    fn plan_save(
+        &mut self,
+        ctx: &mut Context<'_>,
+        seq: &Sequence,
+        conversation: ConversationState<'_>,
+        origin: SaveOrigin,
+    ) -> Result<Box<CommitJob>> {
         let started = Instant::now();
         let ms = |at: Instant| at.elapsed().as_secs_f64() * 1e3;
+        self.settle();
         let mut report = SaveReport::default();
-        // Pages stored while the prefill ran must be durable before the checks below count
-        // them as present.
-        if let Some(early) = &self.early {
-            let stats = early.drain();
-            if let Some(e) = &stats.error {
-                tracing::debug!(
-                    "session '{}': a background page write failed: {e}",
-                    self.name
-                );
-            }
-            report.early_objects = stats.objects;
-            report.early_bytes = stats.bytes;
-            report.early_ms = stats.busy_ms;
-        }
-        report.phases.early_wait_ms = ms(started);
         let p = self.page_tokens;
         let kv_len = seq.kv_len();
         let tokens = seq.tokens();
@@ -76,20 +212,14 @@ impl LiveSession<'_> {
         let boundary = full * p;
         let mut ids = Vec::new();
         self.key.extend_ids(&tokens[..kv_len], p, &mut ids);
-        let store = self.catalog.store();
-        let _store_lock = store.lock_shared()?;
-
+        // Pages queued to the writer count as stored: the commit follows them, and checks.
         let mut first_missing = full;
         for (i, id) in ids.iter().enumerate() {
             if self.damaged.contains(id) {
                 first_missing = i;
                 break;
             }
-            if self.present.contains(id) {
-                continue;
-            }
-            if store.contains(id)? {
-                self.present.insert(*id);
+            if self.is_stored_or_queued(id)? {
                 continue;
             }
             first_missing = i;
@@ -127,39 +257,20 @@ impl LiveSession<'_> {
         }
         self.layout = layout.clone();
 
-        // The objects go to a few writer threads while the next ones are sliced out of
-        // the capture; all of them are durable before the manifest below names them.
-        let warm = self.warm.clone();
-        let ((swa_pages, prefix_swa_pages, mut swa_complete, tail), written, batch) = store
-            .put_batch(
-                |emit| {
-                    self.emit_objects(
-                        &mut *emit,
-                        &ids,
-                        first_missing,
-                        captured.as_ref(),
-                        kv_len,
-                        tokens,
-                    )
-                },
-                |id, rows| {
-                    if let Some(warm) = &warm {
-                        warm.insert(id, rows);
-                    }
-                },
-            )?;
-        let phases = &mut report.phases;
-        phases.slice_ms = batch.produce_ms;
-        phases.queue_wait_ms = batch.queue_wait_ms;
-        phases.hash_ms = batch.hash_ms;
-        phases.write_ms = batch.write_ms;
-        phases.fsync_ms = batch.fsync_ms;
-        phases.objects_ms = batch.writers_ms;
-        phases.dir_fsync_ms = batch.dir_fsync_ms;
-        for (id, put) in &written {
-            report.objects_written += usize::from(!put.already_present);
-            report.bytes_written += put.written_bytes;
-            self.present.insert(*id);
+        let slice_started = Instant::now();
+        let mut objects = Vec::new();
+        let (swa_pages, prefix_swa_pages, mut swa_complete, tail) = self.emit_objects(
+            &mut |job| objects.push(job),
+            &ids,
+            first_missing,
+            captured.as_ref(),
+            kv_len,
+            tokens,
+        )?;
+        drop(captured);
+        report.phases.slice_ms = ms(slice_started);
+        for job in &objects {
+            self.queued.insert(job.id);
         }
         if let Some(e) = self.capture_error.take() {
             tracing::warn!("session '{}': {e}", self.name);
@@ -173,13 +284,15 @@ impl LiveSession<'_> {
             );
         }
 
+        // Carried over from the last manifest planned (its commit may still be queued).
+        let last = self.latest.as_ref().or(self.saved.as_ref());
         let now = crate::clock::unix_now();
         let mut kv = self.kv.clone();
         kv.layout = layout.as_ref().map(KvLayout::encode);
         let manifest = SessionManifest {
             format: MANIFEST_FORMAT,
             name: self.name.clone(),
-            created_unix: self.saved.as_ref().map_or(now, |m| m.created_unix),
+            created_unix: last.map_or(now, |m| m.created_unix),
             updated_unix: now,
             model: self.model.clone(),
             kv,
@@ -194,13 +307,13 @@ impl LiveSession<'_> {
             // The last miss stays until another replaces it, as long as the log reaches it.
             cache_miss: conversation
                 .cache_miss
-                .or(self.saved.as_ref().and_then(|m| m.cache_miss.as_ref()))
+                .or(last.and_then(|m| m.cache_miss.as_ref()))
                 .filter(|miss| miss.position <= tokens.len())
                 .cloned(),
             interrupted: self.interrupted,
-            unnamed: self.saved.as_ref().map_or(self.unnamed, |m| m.unnamed),
+            unnamed: last.map_or(self.unnamed, |m| m.unnamed),
             prompt_tokens: self.prompt_tokens,
-            pinned: self.saved.as_ref().is_some_and(|m| m.pinned),
+            pinned: last.is_some_and(|m| m.pinned),
             snapshot: (kv_len > 0).then(|| KvSnapshot {
                 kv_len,
                 pages: ids.clone(),
@@ -210,41 +323,35 @@ impl LiveSession<'_> {
                 batch_starts: seq.batch_starts().for_replay(kv_len),
             }),
         };
-        let manifest_started = Instant::now();
-        self.catalog.write_manifest(&manifest)?;
-        report.phases.manifest_ms = ms(manifest_started);
-        drop(_store_lock);
-        let cleanup_started = Instant::now();
-        // Objects the previous manifest used and this one does not (the old tail, window
-        // rows that slid out) go now, unless another session still uses them.
-        if let Some(old) = &self.saved {
-            let keep: HashSet<ObjectId> = manifest.referenced_objects().collect();
-            let stale: Vec<ObjectId> = old
-                .referenced_objects()
-                .filter(|id| !keep.contains(id))
-                .collect();
-            if !stale.is_empty() {
-                // The save is committed: a failed clean-up must not report it as failed
-                // (a retry would add the turn twice). The next gc collects what is left.
-                if let Err(e) = self.catalog.collect_unreferenced(&stale) {
-                    tracing::warn!(
-                        "session '{}' is saved, but deleting its unused pages failed ({e}); \
-                         `kvrun gc` retries",
-                        self.name
-                    );
-                }
-                for id in &stale {
-                    self.present.remove(id);
-                }
-            }
-        }
-        report.phases.cleanup_ms = ms(cleanup_started);
-        self.saved = Some(manifest);
-        report.save_ms = ms(started);
         report
             .warnings
             .extend(self.take_precision_warning(tokens.len()));
-        Ok(report)
+        self.latest = Some(manifest.clone());
+        self.commits_planned += 1;
+        report.phases.plan_ms = ms(started);
+        Ok(Box::new(CommitJob {
+            number: self.commits_planned,
+            origin,
+            objects,
+            manifest,
+            previous: self.saved.clone(),
+            warm: self.warm.clone(),
+            report,
+            started,
+            notice: None,
+        }))
+    }
+
+    /// Whether `id` is known stored, on its way there, or found in the store.
+    fn is_stored_or_queued(&mut self, id: &ObjectId) -> Result<bool> {
+        if self.present.contains(id) || self.queued.contains(id) {
+            return Ok(true);
+        }
+        if self.catalog.store().contains(id)? {
+            self.present.insert(*id);
+            return Ok(true);
+        }
+        Ok(false)
     }
 
     /// Emits the objects a save writes: new full-attention pages, the sliding-window rows
@@ -266,7 +373,6 @@ impl LiveSession<'_> {
         bool,
         Option<ObjectId>,
     )> {
-        let store = self.catalog.store();
         let p = self.page_tokens;
         let full = kv_len / p;
         let boundary = full * p;
@@ -283,8 +389,7 @@ impl LiveSession<'_> {
         // New full-attention pages.
         let base_rows = captured.and_then(|c| c.base.as_ref());
         for (k, id) in ids.iter().enumerate().skip(first_missing) {
-            if !self.damaged.contains(id) && (self.present.contains(id) || store.contains(id)?) {
-                self.present.insert(*id);
+            if !self.damaged.contains(id) && self.is_stored_or_queued(id)? {
                 continue;
             }
             let rows = base_rows
@@ -308,14 +413,14 @@ impl LiveSession<'_> {
         let swa_start = if self.n_swa > 0 { 0 } else { full };
         for (k, page_id) in ids.iter().enumerate().take(full).skip(swa_start) {
             let id = PageKey::swa_id(page_id);
-            let stored = if !self.damaged.contains(&id)
-                && (self.present.contains(&id) || store.contains(&id)?)
-            {
-                self.present.insert(id);
+            // Rows taken from the ring stay there until it is trimmed: if the commit
+            // fails, the next save can still write them.
+            let stored = if !self.damaged.contains(&id) && self.is_stored_or_queued(&id)? {
                 true
             } else if let Some(rows) = self
                 .swa_ring
-                .remove(&k)
+                .get(&k)
+                .cloned()
                 .or_else(|| swa_capture.and_then(|s| s.slice(k * p..(k + 1) * p)))
             {
                 job(self, id, ObjectKind::Page, rows, false);
