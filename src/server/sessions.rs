@@ -102,6 +102,10 @@ async fn show(State(state): State<AppState>, Path(name): Path<String>) -> Respon
     if let Err(e) = validate_name(&name) {
         return session_error(&e);
     }
+    // Read your writes: the save of the reply just returned may still be in flight.
+    if let Err(e) = state.service.settle(&name).await {
+        return service_error(&e);
+    }
     let served = match state.service.stats().await {
         Ok(stats) => stats.sessions.into_iter().find(|s| s.name == name),
         Err(e) => return service_error(&e),

@@ -31,6 +31,9 @@ pub enum Command {
     Generate(Box<Request>),
     /// Counters and tier use, for `/metrics`, `/v1/kvrun/sessions` and `kvrun stats`.
     Stats(oneshot::Sender<ServiceStats>),
+    /// Answers once the commits in flight of the named session (if open here) have landed,
+    /// so that what the sessions API reads from disk includes its last reply.
+    Settle(String, oneshot::Sender<()>),
     /// Releases a session the server holds (its sequence and lock), then removes it.
     RemoveSession(String, oneshot::Sender<Result<(), ServiceError>>),
     /// Pins (or unpins) a session: a pinned one is never collected under the cold budget.
@@ -233,6 +236,13 @@ impl ServiceHandle {
     pub async fn stats(&self) -> Result<ServiceStats, ServiceError> {
         let (tx, rx) = oneshot::channel();
         self.send(Command::Stats(tx))?;
+        rx.await.map_err(|_| ServiceError::ShuttingDown)
+    }
+
+    /// Waits until session `name`'s saves in flight are on disk (at once when none are).
+    pub async fn settle(&self, name: &str) -> Result<(), ServiceError> {
+        let (tx, rx) = oneshot::channel();
+        self.send(Command::Settle(name.to_string(), tx))?;
         rx.await.map_err(|_| ServiceError::ShuttingDown)
     }
 

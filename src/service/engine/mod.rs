@@ -289,6 +289,12 @@ impl<'c, 'm> Engine<'c, 'm> {
             Command::Stats(reply) => {
                 let _ = reply.send(self.stats(ctx));
             }
+            Command::Settle(name, reply) => {
+                if let Some(index) = self.find(&name) {
+                    self.wait_for_commits_of(index);
+                }
+                let _ = reply.send(());
+            }
             Command::RemoveSession(name, reply) => {
                 let _ = reply.send(self.remove_session(ctx, &name));
             }
