@@ -129,12 +129,9 @@ impl<'c, 'm> Engine<'c, 'm> {
         transcript: Transcript,
         reply: oneshot::Sender<Result<Saved, ServiceError>>,
     ) {
-        let index = match self.open_index(name) {
-            Ok(i) => i,
-            Err(e) => {
-                let _ = reply.send(Err(e));
-                return;
-            }
+        // Not open here, or busy: `save_now` gives the client that same refusal.
+        let Ok(index) = self.open_index(name) else {
+            return self.save_now(ctx, name, transcript, reply);
         };
         let open = &mut self.conversations[index];
         if let Some(seq) = open.hot {
