@@ -237,3 +237,18 @@ fn a_session_whose_model_is_gone_names_the_session_and_the_model() {
         "{err}"
     );
 }
+
+#[test]
+fn a_new_session_without_the_default_model_says_to_pull_it() {
+    // An empty home has no default model: a session run must say so (the engine's own
+    // error), as a plain run does, not only that the engine stopped.
+    let home = Home::new();
+    for args in [
+        &["run", "-p", "hello", "-n", "2"][..],
+        &["run", "--session", "s", "-p", "hello", "-n", "2"][..],
+    ] {
+        let out = home.run(args);
+        assert_one_line_error(&out, 1, "the default model is not downloaded yet");
+        assert!(stderr(&out).contains("kvrun pull"), "{}", stderr(&out));
+    }
+}

@@ -148,6 +148,34 @@ fn bit_flipped_page_is_detected_and_recomputed() {
 }
 
 #[test]
+fn a_damaged_page_in_a_later_chunk_is_detected_and_recomputed() {
+    // One page per chunk: the pages before the damaged one are loaded when its chunk's
+    // read fails, and must be cleared for the recovery (which restores up to it).
+    let model = tiny_model();
+    let m = path_str(&model);
+    let damaged = Home::new().with_env("KVRUN_RESTORE_CHUNK_BYTES", "1");
+    let reference = Home::new();
+    for home in [&damaged, &reference] {
+        let out = turn(home, m, "s", &long_text(2));
+        assert!(out.status.success(), "{}", stderr(&out));
+    }
+    let manifest = manifest_json(&damaged, "s");
+    let pages = manifest["snapshot"]["pages"].as_array().unwrap();
+    assert!(pages.len() >= 4, "{} pages", pages.len());
+    let id = pages[2].as_str().unwrap();
+    let page = damaged
+        .path()
+        .join("kv/objects")
+        .join(&id[..2])
+        .join(&id[2..]);
+    let mut bytes = std::fs::read(&page).unwrap();
+    let at = bytes.len() - 100;
+    bytes[at] ^= 0x10;
+    std::fs::write(&page, bytes).unwrap();
+    next_turn_matches(&damaged, &reference, &model, "page 2");
+}
+
+#[test]
 fn truncated_objects_are_detected_and_recomputed() {
     let (damaged, reference, model) = damaged_and_reference();
     for file in object_files(&damaged) {

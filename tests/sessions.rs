@@ -48,7 +48,17 @@ fn check_split_turns(
     turns: &[&str],
     exact: bool,
 ) {
-    let home = Home::new();
+    check_split_turns_in(Home::new(), model_path, ctx, raw, turns, exact);
+}
+
+fn check_split_turns_in(
+    home: Home,
+    model_path: &std::path::Path,
+    ctx: u32,
+    raw: bool,
+    turns: &[&str],
+    exact: bool,
+) {
     let m = path_str(model_path);
     let expected = uninterrupted(model_path, ctx, raw, turns, 16);
     for (i, turn) in turns.iter().enumerate() {
@@ -80,6 +90,21 @@ fn check_split_turns(
 fn raw_session_split_across_processes_matches_uninterrupted_tiny() {
     let doc = long_text(1);
     check_split_turns(
+        &tiny_model(),
+        4096,
+        true,
+        &[&doc, " and then", " more"],
+        true,
+    );
+}
+
+#[test]
+fn restore_in_many_pipelined_chunks_matches_uninterrupted_tiny() {
+    // A one-byte chunk size restores one page per chunk: each later chunk is read on a
+    // thread of its own while the one before it loads, and lands next to it.
+    let doc = long_text(2);
+    check_split_turns_in(
+        Home::new().with_env("KVRUN_RESTORE_CHUNK_BYTES", "1"),
         &tiny_model(),
         4096,
         true,

@@ -542,11 +542,13 @@ pub(super) fn child_json(
     engine: &EngineSettings,
 ) -> Result<serde_json::Value> {
     let exe = std::env::current_exe().context("locating the kvrun binary")?;
-    let out = Command::new(exe)
+    let out = Command::new(&exe)
         .env("KVRUN_HOME", home)
         .args(args)
         .args(["-t", &engine.threads.to_string()])
-        .output()?;
+        .output()
+        // A rebuild during the run replaces the binary: the message names it.
+        .with_context(|| format!("running {} for a child restore", exe.display()))?;
     if !out.status.success() {
         bail!(
             "kvrun {} failed: {}",

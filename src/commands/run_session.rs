@@ -74,22 +74,22 @@ pub fn run_session(env: &Env, args: &RunArgs, name: &str) -> Result<ExitCode> {
     drop(prepared);
     let started = Instant::now();
     let (service, engine) = crate::service::engine::start(options)?;
-    let result = (|| {
-        let (model, info) = service
-            .wait_until_ready(&engine)
-            .context("the engine stopped before the model was loaded")?;
-        let load_ms = started.elapsed().as_secs_f64() * 1e3;
-        let turn = Turn {
-            env,
-            args,
-            name,
-            service: &service,
-            model: &model,
-            info: &info,
-            sampling,
-        };
-        turn.run(prompt.as_deref(), tools.as_ref(), schema, load_ms)
-    })();
+    let Some((model, info)) = service.wait_until_ready(&engine) else {
+        // The engine's own error says why (a model not downloaded, a file llama.cpp refused).
+        engine.join()?;
+        anyhow::bail!("the engine stopped before the model was loaded");
+    };
+    let load_ms = started.elapsed().as_secs_f64() * 1e3;
+    let turn = Turn {
+        env,
+        args,
+        name,
+        service: &service,
+        model: &model,
+        info: &info,
+        sampling,
+    };
+    let result = turn.run(prompt.as_deref(), tools.as_ref(), schema, load_ms);
     service.shutdown();
     let joined = engine.join();
     let code = result?;

@@ -16,6 +16,7 @@
 use std::collections::{BTreeMap, HashSet};
 use std::ops::{ControlFlow, Range};
 
+mod chunk_read;
 mod commit;
 mod page_read;
 mod restore;

@@ -45,13 +45,22 @@ pub fn tiny_model() -> PathBuf {
 /// A fresh KVRUN_HOME for one test.
 pub struct Home {
     pub dir: tempfile::TempDir,
+    /// Variables every `kvrun` of this home runs with (after the KVRUN_* ones are removed).
+    env: Vec<(&'static str, String)>,
 }
 
 impl Home {
     pub fn new() -> Self {
         Self {
             dir: tempfile::tempdir().unwrap(),
+            env: Vec::new(),
         }
+    }
+
+    /// Every `kvrun` of this home runs with `key` set to `value`.
+    pub fn with_env(mut self, key: &'static str, value: &str) -> Self {
+        self.env.push((key, value.to_string()));
+        self
     }
 
     pub fn path(&self) -> &Path {
@@ -67,6 +76,7 @@ impl Home {
             }
         }
         cmd.env("KVRUN_HOME", self.path());
+        cmd.envs(self.env.iter().map(|(k, v)| (k, v)));
         cmd.stdin(Stdio::null());
         cmd
     }

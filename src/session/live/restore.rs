@@ -6,23 +6,20 @@ use std::borrow::Cow;
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::Instant;
 
-use super::page_read::{read_pages, read_placed, PageRequest, PlacedRead};
+use super::chunk_read::ChunkReader;
+use super::page_read::{read_pages, PageRequest};
 use super::restore_choice::{choose_restore, current_rates, record_restore, SourceRange};
 use super::restore_plan::{plan_restore, tail_matches, PlanInput, RestorePlan};
 use super::{LiveSession, RestoreReport};
 use crate::engine::Context;
-use crate::kv::blob::{fill_chunk, BlobFrame, FrameSection};
-use crate::kv::layout::{layer_widths, slice_cells, BASE, SWA};
+use crate::kv::layout::{slice_cells, BASE, SWA};
 use crate::kv::{KvLayout, TailRecord};
 use crate::sequence::Sequence;
-use crate::session::capture::{self, RestoreSection};
+use crate::session::capture::{self, RestorePhases, RestoreSection};
 use crate::session::identity::bind_snapshot;
 use crate::session::kv_error::{LiveError, LiveResult as Result};
 use crate::session::manifest::{KvSnapshot, SessionManifest};
 use crate::store::ObjectId;
-
-/// Pages hinted to the kernel before the blob's memory is prefaulted.
-const PREFAULT_READ_AHEAD: usize = 16;
 
 /// Rows per chunk of a chunked restore: large enough that llama.cpp's per-call costs
 /// vanish, small enough that the reused buffer stays in memory that is already mapped.
@@ -291,11 +288,13 @@ impl LiveSession<'_> {
 
     /// Reads the plan's pages straight into their places in the blob handed to llama.cpp
     /// (the tail's rows are copied in), and loads it. A unified cache is loaded in chunks of
-    /// about [`CHUNK_BYTES`] through one reused buffer, as llama.cpp's own `load_file` reads
+    /// about [`CHUNK_BYTES`] through two reused buffers, as llama.cpp's own `load_file` reads
     /// through one: a blob of the whole session would be as large as its KV (4 GiB for 32k
     /// tokens of an 8B model), and writing that much fresh memory costs more here than
-    /// reading it from disk. `None` when a read failed (nothing usable is loaded then), or
-    /// the layout cannot be filled in place.
+    /// reading it from disk. The chunks are pipelined: while llama.cpp copies one chunk into
+    /// the cache on this thread, the next is read (and verified) into the other buffer.
+    /// `None` when a read failed (nothing usable is loaded then), or the layout cannot be
+    /// filled in place.
     fn load_in_place(
         &mut self,
         ctx: &mut Context<'_>,
@@ -314,141 +313,80 @@ impl LiveSession<'_> {
             false => (chunk_bytes() / page_bytes).max(1),
         };
         let starts: Vec<usize> = (0..plan.pages.max(1)).step_by(per_chunk).collect();
-        let mut buffer = Vec::new();
-        for (n, &first) in starts.iter().enumerate() {
+        let chunk_plan = |n: usize| {
+            let first = starts[n];
             let pages = first..(first + per_chunk).min(plan.pages);
             let last = n + 1 == starts.len();
-            let sub = RestorePlan {
+            RestorePlan {
                 end: if last { plan.end } else { pages.end * p },
                 pages: pages.len(),
                 tail_cells: if last { plan.tail_cells } else { 0 },
                 window: if last { plan.window.clone() } else { None },
-            };
-            // The disk starts on the next chunk's files while this one is read and loaded
-            // (each chunk's reads otherwise began from an idle disk).
-            if let Some(next) = starts.get(n + 1) {
-                let ahead = *next..(*next + per_chunk).min(plan.pages);
-                for id in &snap.pages[ahead] {
-                    self.catalog.store().read_ahead(id);
-                }
             }
-            let Some(filled) = self.read_chunk(snap, layout, &sub, first, tail, buffer, report)
-            else {
+        };
+        let reader = ChunkReader {
+            store: self.catalog.store(),
+            warm: self.warm.as_deref(),
+            snap,
+            layout,
+            tail,
+            page_tokens: p,
+            seq: self.slot.seq,
+        };
+        // Chunk `n`'s read, with the disk started on chunk `n + 1`'s files meanwhile.
+        let read = |n: usize, buffer: Vec<u8>, phases: &mut RestorePhases| {
+            if let Some(&next) = starts.get(n + 1) {
+                reader.read_ahead(next..(next + per_chunk).min(plan.pages));
+            }
+            reader.read(&chunk_plan(n), starts[n], buffer, phases)
+        };
+        let slot = self.slot;
+        let mut spare = Vec::new();
+        let mut filled = read(0, Vec::new(), &mut report.phases);
+        for n in 0..starts.len() {
+            let Some(blob) = filled.take() else {
                 // The chunks loaded so far go too: the fallback starts from an empty slot.
                 if n > 0 {
-                    match self.slot.exclusive {
+                    match slot.exclusive {
                         true => ctx.clear_all(),
-                        false => ctx.clear_seq(self.slot.seq),
+                        false => ctx.clear_seq(slot.seq),
                     }
                 }
                 return None;
             };
-            let loaded = match n {
-                0 => capture::load_blob(ctx, self.slot, &filled, &mut report.phases),
-                _ => capture::append_blob(
-                    ctx,
-                    self.slot,
-                    &filled,
-                    first * p..sub.end,
-                    &mut report.phases,
-                ),
-            };
+            let sub = chunk_plan(n);
+            let (loaded, next) = std::thread::scope(|scope| {
+                let next = (n + 1 < starts.len()).then(|| {
+                    let buffer = std::mem::take(&mut spare);
+                    let read = &read;
+                    scope.spawn(move || {
+                        let mut phases = RestorePhases::default();
+                        (read(n + 1, buffer, &mut phases), phases)
+                    })
+                });
+                let loaded = match n {
+                    0 => capture::load_blob(ctx, slot, &blob, &mut report.phases),
+                    _ => capture::append_blob(
+                        ctx,
+                        slot,
+                        &blob,
+                        starts[n] * p..sub.end,
+                        &mut report.phases,
+                    ),
+                };
+                // A reader only panics on a bug; its chunk then reads as unusable.
+                (loaded, next.map(|h| h.join().unwrap_or_default()))
+            });
             if loaded.is_err() {
                 return Some(loaded);
             }
-            buffer = filled;
+            spare = blob;
+            if let Some((next, phases)) = next {
+                report.phases.add(&phases);
+                filled = next;
+            }
         }
         Some(Ok(()))
-    }
-
-    /// Reads the pages `first..first + plan.pages` of the snapshot (and the plan's window
-    /// and tail) into a frame laid out in `buffer`. `None` when a read failed, or the
-    /// layout cannot be filled in place.
-    #[allow(clippy::too_many_arguments)]
-    fn read_chunk(
-        &self,
-        snap: &KvSnapshot,
-        layout: &KvLayout,
-        plan: &RestorePlan,
-        first: usize,
-        tail: Option<&TailRecord>,
-        buffer: Vec<u8>,
-        report: &mut RestoreReport,
-    ) -> Option<Vec<u8>> {
-        let started = Instant::now();
-        let p = self.page_tokens;
-        let with_tail = |mut chunks: Vec<usize>| {
-            if plan.tail_cells > 0 {
-                chunks.push(plan.tail_cells);
-            }
-            chunks
-        };
-        let mut sections = vec![FrameSection {
-            layout: &layout.sections[BASE],
-            first_pos: first * p,
-            chunk_cells: with_tail(vec![p; plan.pages]),
-        }];
-        if let Some(w) = &plan.window {
-            sections.push(FrameSection {
-                layout: layout.sections.get(SWA)?,
-                first_pos: w.start,
-                chunk_cells: with_tail(w.pieces.iter().map(|(_, skip)| p - skip).collect()),
-            });
-        }
-        let widths: Vec<Vec<usize>> = sections.iter().map(|s| layer_widths(s.layout)).collect();
-        let fresh = buffer.is_empty();
-        let mut frame = BlobFrame::new_in(buffer, self.slot.seq, &sections).ok()?;
-        let ids = &snap.pages[first..first + plan.pages];
-        if fresh {
-            // The disk starts on the first pages while the buffer's fresh memory is
-            // faulted in in one pass, cheaper than a fault per 4 KiB page as reads land.
-            for id in ids.iter().take(PREFAULT_READ_AHEAD) {
-                self.catalog.store().read_ahead(id);
-            }
-            crate::engine::prefault(frame.memory());
-        }
-        let mut areas = frame.chunk_areas();
-        if plan.tail_cells > 0 {
-            let t = tail?;
-            for ((section, rows), chunks) in sections.iter().zip([&t.base, &t.swa]).zip(&mut areas)
-            {
-                let last = chunks.last_mut()?;
-                fill_chunk(section.layout, rows, plan.tail_cells, 0, last).ok()?;
-            }
-        }
-        report.phases.assemble_ms += started.elapsed().as_secs_f64() * 1e3;
-
-        let mut areas = areas.into_iter();
-        let mut reads: Vec<PlacedRead<'_>> = ids
-            .iter()
-            .zip(areas.next()?)
-            .map(|(id, areas)| PlacedRead {
-                id: *id,
-                cells: p,
-                skip_cells: 0,
-                widths: &widths[BASE],
-                areas,
-            })
-            .collect();
-        if let Some(w) = &plan.window {
-            let ids: BTreeMap<usize, ObjectId> = snap.swa_pages.iter().copied().collect();
-            for (&(k, skip), areas) in w.pieces.iter().zip(areas.next()?) {
-                reads.push(PlacedRead {
-                    id: *ids.get(&k)?,
-                    cells: p,
-                    skip_cells: skip,
-                    widths: &widths[SWA],
-                    areas,
-                });
-            }
-        }
-        let done = read_placed(self.catalog.store(), self.warm.as_deref(), reads);
-        report.phases.read_ms += done.read_ms;
-        report.phases.verify_ms += done.verify_ms;
-        if done.results.iter().any(Result::is_err) {
-            return None;
-        }
-        Some(frame.into_bytes())
     }
 
     /// Reads and decodes the tail record.
