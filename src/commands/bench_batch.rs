@@ -59,7 +59,8 @@ pub fn run(env: &Env, args: BenchBatchArgs) -> Result<ExitCode> {
         for _ in 0..args.rounds {
             let work = tempfile::Builder::new().prefix("kvrun-bench-").tempdir()?;
             let service = Service::start(&choice, &engine, Paths::under(work.path()), n + 1)?;
-            let served = service.streams(&prompts[..n], decode)?;
+            let poll = args.poll_ms.map(|ms| Duration::from_millis(ms.into()));
+            let served = service.streams(&prompts[..n], decode, poll)?;
             // The late arrival: one more request while n streams decode.
             let late = service.late_arrival(&prompts[..n], &prompts[n], decode)?;
             let stats = service.stop()?;
@@ -203,7 +204,14 @@ impl Service {
 
     /// Aggregate tokens/s while all `prompts` generate at once: tokens that arrived between
     /// the moment the last stream started generating and the moment the first one ended.
-    fn streams(&self, prompts: &[Vec<TokenId>], decode: usize) -> Result<f64> {
+    /// With `poll`, the collectors look for tokens at that interval instead of waiting on
+    /// each one.
+    fn streams(
+        &self,
+        prompts: &[Vec<TokenId>],
+        decode: usize,
+        poll: Option<Duration>,
+    ) -> Result<f64> {
         let streams = prompts
             .iter()
             .map(|p| self.submit(p, decode))
@@ -211,7 +219,7 @@ impl Service {
         let arrivals: Vec<Vec<Instant>> = std::thread::scope(|s| {
             let joins: Vec<_> = streams
                 .into_iter()
-                .map(|stream| s.spawn(move || stream.arrivals()))
+                .map(|stream| s.spawn(move || stream.arrivals(poll)))
                 .collect();
             joins
                 .into_iter()
@@ -293,10 +301,27 @@ impl Stream {
         Ok(())
     }
 
-    fn arrivals(mut self) -> Result<Vec<Instant>> {
+    /// When each token arrived. With `poll`, the channel is drained every `poll` without
+    /// waiting on it, so the engine's sends wake no thread (a token's time is then the
+    /// drain's).
+    fn arrivals(mut self, poll: Option<Duration>) -> Result<Vec<Instant>> {
         let mut at = Vec::new();
         loop {
-            match self.next()? {
+            let reply = match poll {
+                None => self.next()?,
+                Some(every) => match self.replies.try_recv() {
+                    Ok(Reply::Failed(e)) => bail!("a benchmark request failed: {e}"),
+                    Ok(reply) => reply,
+                    Err(tokio::sync::mpsc::error::TryRecvError::Empty) => {
+                        std::thread::sleep(every);
+                        continue;
+                    }
+                    Err(tokio::sync::mpsc::error::TryRecvError::Disconnected) => {
+                        bail!("the engine dropped a request")
+                    }
+                },
+            };
+            match reply {
                 Reply::Token(_) => at.push(Instant::now()),
                 Reply::Done(_) => return Ok(at),
                 _ => {}
