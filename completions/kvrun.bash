@@ -276,7 +276,7 @@ _kvrun() {
             return 0
             ;;
         kvrun__subcmd__bench__subcmd__batch)
-            opts="-c -t -b -v -q -h -V --chat-template --streams --prompt-tokens --decode-tokens --rounds --poll-ms --ctx-size --threads --gpu-layers --batch-size --kv-type --flash-attn --verbose --quiet --help --version"
+            opts="-c -t -b -v -q -h -V --chat-template --streams --prompt-tokens --decode-tokens --rounds --ctx-size --threads --gpu-layers --batch-size --kv-type --flash-attn --verbose --quiet --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -299,10 +299,6 @@ _kvrun() {
                     return 0
                     ;;
                 --rounds)
-                    COMPREPLY=($(compgen -f "${cur}"))
-                    return 0
-                    ;;
-                --poll-ms)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;

@@ -507,7 +507,6 @@ set edit:completion:arg-completer[kvrun] = {|@words|
             cand --prompt-tokens 'Prompt tokens of each stream'
             cand --decode-tokens 'Tokens each stream generates'
             cand --rounds 'Measurements of each stream count, the service''s and llama.cpp''s alternating; the table shows the best throughput (the least disturbed on a shared machine) and the slowest time to first token'
-            cand --poll-ms 'Collect the service''s tokens by polling every N ms instead of waking a thread per token: shows what per-token client wakeups cost the engine on a small machine (token arrival times are then only N ms exact)'
             cand -c 'Context size in tokens, or `auto`: grow with the live tokens (kvrun serve up to --max-ctx-size, kvrun chat up to the model''s training context; other commands take 8192) [default: auto for kvrun serve, else 8192; capped at the model''s training context]'
             cand --ctx-size 'Context size in tokens, or `auto`: grow with the live tokens (kvrun serve up to --max-ctx-size, kvrun chat up to the model''s training context; other commands take 8192) [default: auto for kvrun serve, else 8192; capped at the model''s training context]'
             cand -t 'CPU threads [default: the number of cores]'

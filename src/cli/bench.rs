@@ -84,11 +84,6 @@ pub struct BenchBatchArgs {
     /// slowest time to first token.
     #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u32).range(1..))]
     pub rounds: u32,
-    /// Collect the service's tokens by polling every N ms instead of waking a thread per
-    /// token: shows what per-token client wakeups cost the engine on a small machine (token
-    /// arrival times are then only N ms exact)
-    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=1000))]
-    pub poll_ms: Option<u32>,
     #[command(flatten)]
     pub engine: EngineArgs,
 }

@@ -59,8 +59,7 @@ pub fn run(env: &Env, args: BenchBatchArgs) -> Result<ExitCode> {
         for _ in 0..args.rounds {
             let work = tempfile::Builder::new().prefix("kvrun-bench-").tempdir()?;
             let service = Service::start(&choice, &engine, Paths::under(work.path()), n + 1)?;
-            let poll = args.poll_ms.map(|ms| Duration::from_millis(ms.into()));
-            let served = service.streams(&prompts[..n], decode, poll)?;
+            let served = service.streams(&prompts[..n], decode)?;
             // The late arrival: one more request while n streams decode.
             let late = service.late_arrival(&prompts[..n], &prompts[n], decode)?;
             let stats = service.stop()?;
@@ -68,7 +67,8 @@ pub fn run(env: &Env, args: BenchBatchArgs) -> Result<ExitCode> {
             row.save_engine_ms += stats.save_engine_ms;
             row.saves_landed += stats.saves_landed;
             row.save_writer_ms += stats.save_writer_ms;
-            let llama = llama_batched(&model, &engine, &prompts[..n], decode)?;
+            let llama =
+                on_a_thread_of_its_own(|| llama_batched(&model, &engine, &prompts[..n], decode))?;
             row.served = row.served.max(served);
             row.llama = row.llama.max(llama);
             row.late = row.late.max(late);
@@ -204,14 +204,7 @@ impl Service {
 
     /// Aggregate tokens/s while all `prompts` generate at once: tokens that arrived between
     /// the moment the last stream started generating and the moment the first one ended.
-    /// With `poll`, the collectors look for tokens at that interval instead of waiting on
-    /// each one.
-    fn streams(
-        &self,
-        prompts: &[Vec<TokenId>],
-        decode: usize,
-        poll: Option<Duration>,
-    ) -> Result<f64> {
+    fn streams(&self, prompts: &[Vec<TokenId>], decode: usize) -> Result<f64> {
         let streams = prompts
             .iter()
             .map(|p| self.submit(p, decode))
@@ -219,7 +212,7 @@ impl Service {
         let arrivals: Vec<Vec<Instant>> = std::thread::scope(|s| {
             let joins: Vec<_> = streams
                 .into_iter()
-                .map(|stream| s.spawn(move || stream.arrivals(poll)))
+                .map(|stream| s.spawn(move || stream.arrivals()))
                 .collect();
             joins
                 .into_iter()
@@ -301,27 +294,11 @@ impl Stream {
         Ok(())
     }
 
-    /// When each token arrived. With `poll`, the channel is drained every `poll` without
-    /// waiting on it, so the engine's sends wake no thread (a token's time is then the
-    /// drain's).
-    fn arrivals(mut self, poll: Option<Duration>) -> Result<Vec<Instant>> {
+    /// When each token arrived.
+    fn arrivals(mut self) -> Result<Vec<Instant>> {
         let mut at = Vec::new();
         loop {
-            let reply = match poll {
-                None => self.next()?,
-                Some(every) => match self.replies.try_recv() {
-                    Ok(Reply::Failed(e)) => bail!("a benchmark request failed: {e}"),
-                    Ok(reply) => reply,
-                    Err(tokio::sync::mpsc::error::TryRecvError::Empty) => {
-                        std::thread::sleep(every);
-                        continue;
-                    }
-                    Err(tokio::sync::mpsc::error::TryRecvError::Disconnected) => {
-                        bail!("the engine dropped a request")
-                    }
-                },
-            };
-            match reply {
+            match self.next()? {
                 Reply::Token(_) => at.push(Instant::now()),
                 Reply::Done(_) => return Ok(at),
                 _ => {}
@@ -336,6 +313,21 @@ impl Stream {
             }
         }
     }
+}
+
+/// Runs `f` on a thread that ends with it, as the service's engine thread does.
+///
+/// llama.cpp's CPU backend computes on an OpenMP team owned by the calling thread, and the
+/// team lives as long as that thread. Had the main thread computed, its idle team would
+/// stay for the whole benchmark, and libgomp, seeing more of its threads than cores, cuts
+/// every other team's spin-waits short: the engine's steps then ran 20-40% slower than the
+/// same loop on the main thread (measured), a gap of the benchmark and not of the engine.
+fn on_a_thread_of_its_own<T: Send>(f: impl FnOnce() -> Result<T> + Send) -> Result<T> {
+    std::thread::scope(|s| {
+        s.spawn(f)
+            .join()
+            .unwrap_or_else(|_| Err(anyhow::anyhow!("the llama.cpp loop panicked")))
+    })
 }
 
 /// llama.cpp's multi-sequence decode without the engine: prefill each prompt into its own
