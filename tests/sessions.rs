@@ -3,8 +3,9 @@
 
 mod common;
 
-use common::inproc::{uninterrupted, THREADS};
+use common::inproc::{uninterrupted, uninterrupted_with, THREADS};
 use common::*;
+use kvrun::settings::{FlashAttn, KvType};
 
 /// Tolerance on the default model. Its sliding-window layers land in other cache slots after
 /// a restore than in the uninterrupted ring, and CPU flash attention sums in slot order, so
@@ -12,6 +13,7 @@ use common::*;
 /// caches are compared exactly.
 const SWA_TOLERANCE: f32 = 0.1;
 
+/// Runs a [`turn_args`] turn; its JSON.
 fn session_turn(
     home: &Home,
     model: &str,
@@ -20,6 +22,17 @@ fn session_turn(
     text: &str,
     n: &str,
 ) -> serde_json::Value {
+    run_json(home, &turn_args(model, name, raw, text, n))
+}
+
+/// The arguments of a greedy `run --session` turn that prints log-probabilities.
+fn turn_args<'a>(
+    model: &'a str,
+    name: &'a str,
+    raw: bool,
+    text: &'a str,
+    n: &'a str,
+) -> Vec<&'a str> {
     let mut args = vec![
         "run",
         "--session",
@@ -38,7 +51,7 @@ fn session_turn(
     if raw {
         args.push("--raw");
     }
-    run_json(home, &args)
+    args
 }
 
 fn check_split_turns(
@@ -59,10 +72,25 @@ fn check_split_turns_in(
     turns: &[&str],
     exact: bool,
 ) {
+    check_split_turns_with(home, model_path, ctx, FlashAttn::Auto, raw, turns, exact);
+}
+
+fn check_split_turns_with(
+    home: Home,
+    model_path: &std::path::Path,
+    ctx: u32,
+    flash_attn: FlashAttn,
+    raw: bool,
+    turns: &[&str],
+    exact: bool,
+) {
     let m = path_str(model_path);
-    let expected = uninterrupted(model_path, ctx, raw, turns, 16);
+    let settings = (KvType::F16, flash_attn);
+    let expected = uninterrupted_with(model_path, ctx, settings, raw, turns, 16);
     for (i, turn) in turns.iter().enumerate() {
-        let v = session_turn(&home, m, "split", raw, turn, "16");
+        let mut args = turn_args(m, "split", raw, turn, "16");
+        args.extend(["--flash-attn", flash_attn.as_str()]);
+        let v = run_json(&home, &args);
         if i > 0 {
             assert!(
                 v["restored_tokens"].as_u64().unwrap() > 0,
@@ -107,6 +135,22 @@ fn restore_in_many_pipelined_chunks_matches_uninterrupted_tiny() {
         Home::new().with_env("KVRUN_RESTORE_CHUNK_BYTES", "1"),
         &tiny_model(),
         4096,
+        true,
+        &[&doc, " and then", " more"],
+        true,
+    );
+}
+
+#[test]
+fn raw_session_without_flash_attention_matches_uninterrupted_tiny() {
+    // Without flash attention llama.cpp keeps V transposed, so a capture's rows are copied
+    // into page order rather than sliced where they lie.
+    let doc = long_text(1);
+    check_split_turns_with(
+        Home::new(),
+        &tiny_model(),
+        4096,
+        FlashAttn::Off,
         true,
         &[&doc, " and then", " more"],
         true,

@@ -6,7 +6,7 @@ mod common;
 use common::chat_child::ChatChild;
 use common::inproc::{uninterrupted_with, THREADS};
 use common::*;
-use kvrun::settings::KvType;
+use kvrun::settings::{FlashAttn, KvType};
 
 /// The token log of a session, read from its manifest.
 fn session_log(home: &Home, name: &str) -> Vec<i64> {
@@ -151,7 +151,14 @@ fn q8_0_sessions_save_restore_and_continue_deterministically() {
     let m = path_str(&model);
     let turns = [long_text(1), " and then".to_string(), " more".to_string()];
     let turns: Vec<&str> = turns.iter().map(String::as_str).collect();
-    let expected = uninterrupted_with(&model, 4096, KvType::Q8_0, true, &turns, 12);
+    let expected = uninterrupted_with(
+        &model,
+        4096,
+        (KvType::Q8_0, FlashAttn::Auto),
+        true,
+        &turns,
+        12,
+    );
     let home = Home::new();
     for (i, t) in turns.iter().enumerate() {
         let v = run_json(

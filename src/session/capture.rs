@@ -5,11 +5,12 @@
 //! which serializes just those cells. This keeps a save O(new tokens), not O(context).
 
 use std::ops::Range;
+use std::sync::Arc;
 use std::time::Instant;
 
 use crate::engine::{Context, KvCapture};
 use crate::kv::blob::{self, CellMeta, Section, SectionParts};
-use crate::kv::layout::{concat_cells, slice_cells};
+use crate::kv::layout::{concat_cells, layer_widths};
 use crate::kv::KvLayout;
 use crate::sequence::MAIN_SEQ;
 use crate::session::kv_error::{LiveError, LiveResult as Result};
@@ -35,12 +36,19 @@ impl Default for Slot {
     }
 }
 
-/// One section's rows for a contiguous run of positions, in position order.
+/// One section's rows for a contiguous run of positions, in position order: per layer (K
+/// layers, then V), a block of `count` rows of that layer's width, at `starts[layer]` in
+/// `data`.
 pub struct SectionRows {
     pub layout: blob::SectionLayout,
     pub first_pos: usize,
     pub count: usize,
-    pub rows: Vec<u8>,
+    /// llama.cpp's state itself when its cells already lie in position order with plain V
+    /// rows (the usual case: a capture is not copied before its pages are sliced, which at
+    /// a gigabyte of KV was seconds of first-touch page faults), else the rows copied into
+    /// position order. Shared by the sections of one capture.
+    data: Arc<Vec<u8>>,
+    starts: Vec<usize>,
 }
 
 impl SectionRows {
@@ -49,12 +57,13 @@ impl SectionRows {
         if range.start < self.first_pos || range.end > self.first_pos + self.count {
             return None;
         }
-        Some(slice_cells(
-            &self.layout,
-            &self.rows,
-            self.count,
-            range.start - self.first_pos..range.end - self.first_pos,
-        ))
+        let (a, b) = (range.start - self.first_pos, range.end - self.first_pos);
+        let widths = layer_widths(&self.layout);
+        let mut out = Vec::with_capacity(range.len() * widths.iter().sum::<usize>());
+        for (w, start) in widths.into_iter().zip(&self.starts) {
+            out.extend_from_slice(self.data.get(start + a * w..start + b * w)?);
+        }
+        Some(out)
     }
 }
 
@@ -65,7 +74,8 @@ pub struct CapturedRows {
     pub swa: Option<SectionRows>,
     /// llama.cpp's `state_seq_get_data` (with the buffer it fills), in milliseconds.
     pub state_get_ms: f64,
-    /// Parsing the state and copying its rows into position order, in milliseconds.
+    /// Parsing the state, and copying its rows into position order where they are not in
+    /// order already (a wrapped sliding-window ring, transposed V), in milliseconds.
     pub parse_ms: f64,
 }
 
@@ -94,6 +104,7 @@ pub fn capture(
     if swa_only {
         shape.sections = 1;
     }
+    let bytes = Arc::new(bytes);
     let state =
         blob::parse(&bytes, &shape).map_err(LiveError::blob("reading llama.cpp's KV state"))?;
     let mut rows = Vec::new();
@@ -103,14 +114,9 @@ pub fn capture(
                 "llama.cpp returned no cells for positions {positions:?}"
             ))
         })?;
-        let (data, first_pos, count) = rows_in_position_order(section, &layout)?;
-        rows.push(SectionRows {
-            layout,
-            first_pos,
-            count,
-            rows: data,
-        });
+        rows.push(rows_in_position_order(section, layout, &bytes)?);
     }
+    drop(state);
     let mut rows = rows.into_iter();
     let parse_ms = parse_started.elapsed().as_secs_f64() * 1e3;
     Ok(if swa_only {
@@ -131,15 +137,23 @@ pub fn capture(
 }
 
 /// The section's rows ordered by position (cells come in cache-slot order, and a
-/// sliding-window cache is a ring). Positions must be contiguous.
+/// sliding-window cache is a ring). Positions must be contiguous. `state` is the buffer the
+/// section was parsed from: where the rows already lie in order, they are used in place.
 fn rows_in_position_order(
     section: &Section<'_>,
-    layout: &blob::SectionLayout,
-) -> Result<(Vec<u8>, usize, usize)> {
+    layout: blob::SectionLayout,
+    state: &Arc<Vec<u8>>,
+) -> Result<SectionRows> {
     let mut order: Vec<usize> = (0..section.cells.len()).collect();
     order.sort_by_key(|&i| section.cells[i].pos);
     let Some(&first) = order.first() else {
-        return Ok((Vec::new(), 0, 0));
+        return Ok(SectionRows {
+            starts: vec![0; layer_widths(&layout).len()],
+            layout,
+            first_pos: 0,
+            count: 0,
+            data: Arc::default(),
+        });
     };
     let first_pos = section.cells[first].pos;
     for (k, &i) in order.iter().enumerate() {
@@ -148,6 +162,17 @@ fn rows_in_position_order(
                 "the KV cells of the sequence are not contiguous in position",
             ));
         }
+    }
+    let count = order.len();
+    let first_pos = first_pos.max(0) as usize;
+    if let Some(starts) = rows_in_place(section, &layout, &order, state) {
+        return Ok(SectionRows {
+            layout,
+            first_pos,
+            count,
+            data: Arc::clone(state),
+            starts,
+        });
     }
     // Runs of consecutive slots holding consecutive positions.
     let mut parts: Vec<(Vec<u8>, usize)> = Vec::new();
@@ -166,9 +191,63 @@ fn rows_in_position_order(
         parts.pop().map(|(rows, _)| rows).unwrap_or_default()
     } else {
         let refs: Vec<(&[u8], usize)> = parts.iter().map(|(r, n)| (r.as_slice(), *n)).collect();
-        concat_cells(layout, &refs)
+        concat_cells(&layout, &refs)
     };
-    Ok((rows, first_pos.max(0) as usize, order.len()))
+    let starts = layer_widths(&layout)
+        .iter()
+        .scan(0, |offset, w| {
+            let start = *offset;
+            *offset += w * count;
+            Some(start)
+        })
+        .collect();
+    Ok(SectionRows {
+        layout,
+        first_pos,
+        count,
+        data: Arc::new(rows),
+        starts,
+    })
+}
+
+/// Where each layer's block of rows starts in `state`, when the cells of `order` are the
+/// section's own cells in blob order (one run, no ring wrap) and every layer stores whole
+/// rows per cell (V transposed, without flash attention, does not).
+fn rows_in_place(
+    section: &Section<'_>,
+    layout: &blob::SectionLayout,
+    order: &[usize],
+    state: &[u8],
+) -> Option<Vec<usize>> {
+    let in_order = order.iter().enumerate().all(|(k, &i)| k == i);
+    let plain_v = layout
+        .v
+        .iter()
+        .all(|v| matches!(v, blob::VLayer::Plain { .. }));
+    if !in_order || !plain_v {
+        return None;
+    }
+    let widths = layer_widths(layout);
+    let blocks: Vec<&[u8]> = section
+        .k_data()
+        .iter()
+        .chain(section.v_data())
+        .copied()
+        .collect();
+    if blocks.len() != widths.len() {
+        return None;
+    }
+    let base = state.as_ptr() as usize;
+    blocks
+        .iter()
+        .zip(widths)
+        .map(|(block, w)| {
+            // The parsed blocks borrow `state`: their offsets in it, checked.
+            let start = (block.as_ptr() as usize).checked_sub(base)?;
+            let whole = block.len() == w * order.len() && start + block.len() <= state.len();
+            whole.then_some(start)
+        })
+        .collect()
 }
 
 /// One section to restore: the positions it holds and their rows, as consecutive chunks.

@@ -23,13 +23,22 @@ pub fn uninterrupted(
     turns: &[&str],
     n: usize,
 ) -> Turns {
-    uninterrupted_with(model_path, ctx_size, KvType::F16, raw, turns, n)
+    uninterrupted_with(
+        model_path,
+        ctx_size,
+        (KvType::F16, FlashAttn::Auto),
+        raw,
+        turns,
+        n,
+    )
 }
 
+/// [`uninterrupted`] with other KV settings: the cache type and flash attention (off keeps
+/// V transposed in the cache, a layout of its own for the pages).
 pub fn uninterrupted_with(
     model_path: &Path,
     ctx_size: u32,
-    kv_type: KvType,
+    (kv_type, flash_attn): (KvType, FlashAttn),
     raw: bool,
     turns: &[&str],
     n: usize,
@@ -41,7 +50,7 @@ pub fn uninterrupted_with(
         gpu_layers: 0,
         batch_size: 256,
         kv_type,
-        flash_attn: FlashAttn::Auto,
+        flash_attn,
     };
     let mut ctx = Context::new(&model, &engine, 256, 2).unwrap();
     let mut conversation = Conversation::new(&model, raw, None);
