@@ -369,7 +369,7 @@ pub fn append_blob(
 
 /// Empties the slot's sequence; an exclusive slot empties the whole cache so the next cells
 /// land from cache slot 0, as in a fresh context.
-fn empty(ctx: &mut Context<'_>, slot: Slot) {
+pub fn empty(ctx: &mut Context<'_>, slot: Slot) {
     if slot.exclusive {
         ctx.clear_all();
     } else {

@@ -347,10 +347,7 @@ impl LiveSession<'_> {
             let Some(blob) = filled.take() else {
                 // The chunks loaded so far go too: the fallback starts from an empty slot.
                 if n > 0 {
-                    match slot.exclusive {
-                        true => ctx.clear_all(),
-                        false => ctx.clear_seq(slot.seq),
-                    }
+                    capture::empty(ctx, slot);
                 }
                 return None;
             };
