@@ -175,6 +175,14 @@ fn growth_keeps_outputs_identical_and_an_idle_context_shrinks_to_its_floor() {
     // Mid-reply from 1024 to 2048 cells, at b's admission to 4096.
     let grown = elastic.stats();
     assert_eq!((grown.hot_cells, grown.ctx_resizes), (4096, 2), "{grown:?}");
+    // The pause's phases are its parts: a context was created, in no more than the whole.
+    let p = grown.ctx_last_resize_phases;
+    assert!(p.create_ms > 0.0, "{p:?}");
+    let parts = p.capture_ms + p.create_ms + p.load_ms;
+    assert!(
+        parts <= grown.ctx_last_resize_ms + 1e-6,
+        "{p:?} of {grown:?}"
+    );
 
     // Stats polls are commands: the engine counts idle time only between them.
     let deadline = Instant::now() + Duration::from_secs(60);

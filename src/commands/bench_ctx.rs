@@ -25,6 +25,8 @@ struct Sample {
     rss: u64,
     cells: u64,
     pause_ms: f64,
+    /// The last resize's phases: state out of the old context, the new context, state in.
+    phases: [f64; 3],
 }
 
 pub fn run(env: &Env, args: BenchCtxArgs) -> Result<ExitCode> {
@@ -80,8 +82,8 @@ pub fn run(env: &Env, args: BenchCtxArgs) -> Result<ExitCode> {
         choice.path.display(),
         engine.threads
     );
-    println!("| tokens held | auto: cells | auto: RSS MiB | fixed: cells | fixed: RSS MiB | auto / fixed RSS | growth pause ms |");
-    println!("|---|---:|---:|---:|---:|---:|---:|");
+    println!("| tokens held | auto: cells | auto: RSS MiB | fixed: cells | fixed: RSS MiB | auto / fixed RSS | growth pause ms | state out ms | new context ms | state in ms |");
+    println!("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
     let labels = std::iter::once("idle".to_string()).chain(lengths.iter().map(|n| n.to_string()));
     for (i, label) in labels.enumerate() {
         let (auto, fixed) = (&columns[0][i], &columns[1][i]);
@@ -93,9 +95,10 @@ pub fn run(env: &Env, args: BenchCtxArgs) -> Result<ExitCode> {
             fixed.rss as f64 / MIB,
             auto.rss as f64 / (fixed.rss as f64).max(1.0),
             if i == 0 || columns[0][i - 1].cells == auto.cells {
-                "-".to_string()
+                "- | - | - | -".to_string()
             } else {
-                format!("{:.1}", auto.pause_ms)
+                let [out, create, load] = auto.phases;
+                format!("{:.1} | {out:.1} | {create:.1} | {load:.1}", auto.pause_ms)
             },
         );
     }
@@ -122,6 +125,11 @@ fn measure(
             rss: crate::tiers::resident_bytes(&proc_dir),
             cells: stats["stats"]["hot_cells"].as_u64().unwrap_or(0),
             pause_ms: stats["stats"]["ctx_last_resize_ms"].as_f64().unwrap_or(0.0),
+            phases: ["capture_ms", "create_ms", "load_ms"].map(|phase| {
+                stats["stats"]["ctx_last_resize_phases"][phase]
+                    .as_f64()
+                    .unwrap_or(0.0)
+            }),
         })
     };
     // A prompt of its own: the one that grows shares nothing with it.

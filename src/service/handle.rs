@@ -125,6 +125,17 @@ pub struct TierBytes {
     pub pages: u64,
 }
 
+/// Where a resize of the elastic context spent its pause, in milliseconds.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize)]
+pub struct ResizePhases {
+    /// Reading the hot sequences' state out of the old context.
+    pub capture_ms: f64,
+    /// Creating the new context (its KV buffer allocated and cleared).
+    pub create_ms: f64,
+    /// Loading the sequences' state into the new context.
+    pub load_ms: f64,
+}
+
 /// Cumulative counters since start, and current use.
 #[derive(Debug, Clone, Default, Serialize)]
 pub struct ServiceStats {
@@ -159,6 +170,7 @@ pub struct ServiceStats {
     /// resize paused decoding.
     pub ctx_resizes: u64,
     pub ctx_last_resize_ms: f64,
+    pub ctx_last_resize_phases: ResizePhases,
     pub hot: TierBytes,
     pub warm: TierBytes,
     pub cold: TierBytes,

@@ -15,6 +15,7 @@ use std::time::{Duration, Instant};
 use super::Engine;
 use crate::engine::{Context, EngineError, KvCapture};
 use crate::sequence::Sequence;
+use crate::service::handle::ResizePhases;
 use crate::settings::EngineSettings;
 
 /// Pages per decoding sequence an elastic context starts with (and shrinks back to).
@@ -42,6 +43,7 @@ pub(super) struct Sizing {
     pub ceiling: u32,
     pub resizes: u64,
     pub last_pause: Duration,
+    pub last_phases: ResizePhases,
 }
 
 impl Sizing {
@@ -75,6 +77,7 @@ impl Sizing {
             ceiling,
             resizes: 0,
             last_pause: Duration::ZERO,
+            last_phases: ResizePhases::default(),
         }
     }
 
@@ -160,6 +163,7 @@ impl<'c, 'm> Engine<'c, 'm> {
                 moving.push((index, seq, ctx.state_get(seq, KvCapture::Full)?));
             }
         }
+        let captured = Instant::now();
         let settings = self.sizing.settings_for(cells);
         *ctx = Context::new(
             self.model,
@@ -167,6 +171,7 @@ impl<'c, 'm> Engine<'c, 'm> {
             self.sizing.page_tokens,
             self.sizing.n_seq_max,
         )?;
+        let created = Instant::now();
         for (index, seq, blob) in moving {
             let kv_len = self.conversations[index].seq.kv_len();
             let moved =
@@ -180,12 +185,24 @@ impl<'c, 'm> Engine<'c, 'm> {
                 self.forget_cells(ctx, index);
             }
         }
+        let ms = |from: Instant, to: Instant| (to - from).as_secs_f64() * 1e3;
+        let done = Instant::now();
+        let phases = ResizePhases {
+            capture_ms: ms(started, captured),
+            create_ms: ms(captured, created),
+            load_ms: ms(created, done),
+        };
         self.sizing.resizes += 1;
-        self.sizing.last_pause = started.elapsed();
+        self.sizing.last_pause = done - started;
+        self.sizing.last_phases = phases;
         tracing::info!(
-            "context resized to {} cells in {:.1} ms",
+            "context resized to {} cells in {:.1} ms (state out {:.1}, new context {:.1}, \
+             state in {:.1})",
             ctx.info().n_ctx,
-            self.sizing.last_pause.as_secs_f64() * 1e3
+            ms(started, done),
+            phases.capture_ms,
+            phases.create_ms,
+            phases.load_ms
         );
         Ok(())
     }

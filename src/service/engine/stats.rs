@@ -140,6 +140,7 @@ impl<'c, 'm> Engine<'c, 'm> {
             ctx_ceiling: self.max_cells() as u64,
             ctx_resizes: self.sizing.resizes,
             ctx_last_resize_ms: self.sizing.last_pause.as_secs_f64() * 1e3,
+            ctx_last_resize_phases: self.sizing.last_phases,
             hot: TierBytes {
                 used: hot_bytes,
                 budget: None,
