@@ -61,18 +61,15 @@ fn check_split_turns(
     turns: &[&str],
     exact: bool,
 ) {
-    check_split_turns_in(Home::new(), model_path, ctx, raw, turns, exact);
-}
-
-fn check_split_turns_in(
-    home: Home,
-    model_path: &std::path::Path,
-    ctx: u32,
-    raw: bool,
-    turns: &[&str],
-    exact: bool,
-) {
-    check_split_turns_with(home, model_path, ctx, FlashAttn::Auto, raw, turns, exact);
+    check_split_turns_with(
+        Home::new(),
+        model_path,
+        ctx,
+        FlashAttn::Auto,
+        raw,
+        turns,
+        exact,
+    );
 }
 
 fn check_split_turns_with(
@@ -131,10 +128,11 @@ fn restore_in_many_pipelined_chunks_matches_uninterrupted_tiny() {
     // A one-byte chunk size restores one page per chunk: each later chunk is read on a
     // thread of its own while the one before it loads, and lands next to it.
     let doc = long_text(2);
-    check_split_turns_in(
+    check_split_turns_with(
         Home::new().with_env("KVRUN_RESTORE_CHUNK_BYTES", "1"),
         &tiny_model(),
         4096,
+        FlashAttn::Auto,
         true,
         &[&doc, " and then", " more"],
         true,
