@@ -1,19 +1,20 @@
 //! The elastic hot tier (`--ctx-size auto`) on real llama.cpp and the tiny model: a context
 //! that grows mid-conversation (at an admission, and in the middle of a reply) gives the
 //! tokens and log-probabilities a context of the ceiling's size gives, and shrinks back to
-//! its floor once its conversations idled out of it.
+//! its floor once its conversations idled out of it. A conversation admitted while another
+//! decodes grows the context off the engine thread, and both get the tokens they get alone.
 
 mod common;
 
 use std::time::{Duration, Instant};
 
+use common::service::{assert_close, from_scratch, named, options, request, Service, BATCHED};
 use common::*;
 use kvrun::engine::TokenId;
-use kvrun::models::{ModelChoice, ModelSource};
 use kvrun::service::engine::ContextSizing;
 use kvrun::service::protocol::{CancelToken, ConversationKey, FinishReason, Reply, Request, Usage};
 use kvrun::service::{EngineThread, ServiceHandle, ServiceOptions, ServiceStats};
-use kvrun::settings::{EngineSettings, FlashAttn, KvType, SamplingSettings, TierSettings};
+use kvrun::settings::{SamplingSettings, TierSettings};
 
 const CEILING: u32 = 4096;
 /// Two decoding sequences of two pages each.
@@ -25,31 +26,13 @@ struct Engine {
 }
 
 fn start(home: &std::path::Path, sizing: ContextSizing, hot_idle: Option<Duration>) -> Engine {
+    let tiers = TierSettings {
+        hot_idle,
+        ..Default::default()
+    };
     let options = ServiceOptions {
-        paths: kvrun::paths::Paths::under(home),
-        model: ModelChoice {
-            path: tiny_model(),
-            source: ModelSource::Argument,
-        },
-        engine: EngineSettings {
-            ctx_size: CEILING,
-            threads: 2,
-            gpu_layers: 0,
-            batch_size: 256,
-            kv_type: KvType::F16,
-            flash_attn: FlashAttn::Auto,
-        },
         sizing,
-        prefetch: None,
-        keep_latest_hot: false,
-        tiers: TierSettings {
-            hot_idle,
-            ..Default::default()
-        },
-        parallel: 2,
-        max_queue: 4,
-        chat_template: None,
-        alias: None,
+        ..options(home, &tiny_model(), 2, CEILING, tiers, 4)
     };
     let (handle, thread) = start_service(options);
     Engine { handle, thread }
@@ -175,10 +158,11 @@ fn growth_keeps_outputs_identical_and_an_idle_context_shrinks_to_its_floor() {
     // Mid-reply from 1024 to 2048 cells, at b's admission to 4096.
     let grown = elastic.stats();
     assert_eq!((grown.hot_cells, grown.ctx_resizes), (4096, 2), "{grown:?}");
-    // The pause's phases are its parts: a context was created, in no more than the whole.
+    // The pause's phases are its parts: a context was made on the builder thread, and the
+    // pause is the wait for it and the move, never more.
     let p = grown.ctx_last_resize_phases;
-    assert!(p.create_ms > 0.0, "{p:?}");
-    let parts = p.capture_ms + p.create_ms + p.load_ms;
+    assert!(p.build_ms > 0.0, "{p:?}");
+    let parts = p.capture_ms + p.wait_ms + p.load_ms;
     assert!(
         parts <= grown.ctx_last_resize_ms + 1e-6,
         "{p:?} of {grown:?}"
@@ -207,4 +191,33 @@ fn growth_keeps_outputs_identical_and_an_idle_context_shrinks_to_its_floor() {
     assert!(back.usage.cached.warm >= 1024, "{:?}", back.usage);
     assert!(elastic.stats().hot_cells > FLOOR);
     elastic.stop();
+}
+
+#[test]
+fn a_conversation_admitted_while_another_decodes_grows_the_context_beside_it() {
+    // Gemma, not the tiny model: random weights leave near ties that batching flips.
+    let model = default_model();
+    let home = Home::new();
+    let service = Service::start_elastic(home.path(), &model, 2, CEILING);
+    let floor = service.handle_stats().hot_cells;
+    assert_eq!(floor, FLOOR);
+    let a_prompt = service.tokenize(&long_text(1));
+    let b_prompt = service.tokenize(&format!("Another one.\n{}", long_text(6)))[..1400].to_vec();
+    assert!(
+        a_prompt.len() + 1400 > FLOOR as usize,
+        "b must need a larger context"
+    );
+    // b arrives while a is in flight: it begins in the cells there are, while the larger
+    // context is made on the builder thread, and moves into it with a.
+    let (req_a, pending_a) = request(named("a"), a_prompt.clone(), 48);
+    let (req_b, pending_b) = request(named("b"), b_prompt.clone(), 16);
+    service.handle.submit(req_a).unwrap();
+    service.handle.submit(req_b).unwrap();
+    let (a, b) = (pending_a.collect(), pending_b.collect());
+    let stats = service.handle_stats();
+    assert_eq!((stats.hot_cells, stats.ctx_resizes), (2048, 1), "{stats:?}");
+    assert!(stats.ctx_last_resize_phases.build_ms > 0.0, "{stats:?}");
+    service.stop();
+    assert_close(&a, &from_scratch(&model, &a_prompt, 48), BATCHED);
+    assert_close(&b, &from_scratch(&model, &b_prompt, 16), BATCHED);
 }

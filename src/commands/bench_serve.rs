@@ -296,16 +296,34 @@ impl ChildServer {
         max_tokens: u32,
     ) -> Result<()> {
         let body = json!({"prompt": prompt, "max_tokens": max_tokens, "temperature": 0});
-        let mut response = self
-            .agent
-            .post(format!("{}/v1/completions", self.url))
-            .send_json(&body)
-            .map_err(|e| anyhow!("POST /v1/completions: {e}"))?;
-        if response.status() != 200 {
-            let text = response.body_mut().read_to_string().unwrap_or_default();
-            bail!("the server answered {}: {text}", response.status());
-        }
+        post_ok(&self.agent, &self.url, "/v1/completions", &body)?;
         Ok(())
+    }
+
+    /// A greedy streamed completion of `prompt` (token ids), `max_tokens` long: when each
+    /// piece of text arrived. `started` hears of the first one.
+    pub(super) fn stream_times(
+        &self,
+        prompt: &[crate::engine::TokenId],
+        max_tokens: u32,
+        started: std::sync::mpsc::Sender<()>,
+    ) -> Result<Vec<Instant>> {
+        let body = json!({"prompt": prompt, "max_tokens": max_tokens, "temperature": 0,
+            "stream": true});
+        let mut response = post_ok(&self.agent, &self.url, "/v1/completions", &body)?;
+        let mut times = Vec::new();
+        for chunk in sse_events(&mut response) {
+            if chunk?["choices"][0]["text"]
+                .as_str()
+                .is_some_and(|t| !t.is_empty())
+            {
+                if times.is_empty() {
+                    let _ = started.send(());
+                }
+                times.push(Instant::now());
+            }
+        }
+        Ok(times)
     }
 
     /// One streamed chat completion, timed at the client.
@@ -354,6 +372,40 @@ impl Drop for ChildServer {
     }
 }
 
+/// POST `body` to `url` + `path`; an answer other than 200 is an error with its text.
+fn post_ok(
+    agent: &ureq::Agent,
+    url: &str,
+    path: &str,
+    body: &Value,
+) -> Result<ureq::http::Response<ureq::Body>> {
+    let mut response = agent
+        .post(format!("{url}{path}"))
+        .send_json(body)
+        .map_err(|e| anyhow!("POST {path}: {e}"))?;
+    if response.status() != 200 {
+        let text = response.body_mut().read_to_string().unwrap_or_default();
+        bail!("the server answered {}: {text}", response.status());
+    }
+    Ok(response)
+}
+
+/// The JSON events of a server-sent event stream, up to `[DONE]`.
+fn sse_events(
+    response: &mut ureq::http::Response<ureq::Body>,
+) -> impl Iterator<Item = Result<Value>> + '_ {
+    BufReader::new(response.body_mut().as_reader())
+        .lines()
+        .map_while(|line| match line {
+            Err(e) => Some(Err(e.into())),
+            Ok(line) => match line.strip_prefix("data: ") {
+                Some("[DONE]") => None,
+                Some(data) => Some(serde_json::from_str(data).map_err(Into::into)),
+                None => Some(Ok(Value::Null)),
+            },
+        })
+}
+
 fn stream_chat(
     agent: &ureq::Agent,
     url: &str,
@@ -369,26 +421,12 @@ fn stream_chat(
         body["tools"] = tools.clone();
     }
     let sent = Instant::now();
-    let mut response = agent
-        .post(format!("{url}/v1/chat/completions"))
-        .send_json(&body)
-        .map_err(|e| anyhow!("POST /v1/chat/completions: {e}"))?;
-    if response.status() != 200 {
-        let text = response.body_mut().read_to_string().unwrap_or_default();
-        bail!("the server answered {}: {text}", response.status());
-    }
+    let mut response = post_ok(agent, url, "/v1/chat/completions", &body)?;
     let mut first = None;
     let mut last = sent;
     let mut usage = Value::Null;
-    for line in BufReader::new(response.body_mut().as_reader()).lines() {
-        let line = line?;
-        let Some(data) = line.strip_prefix("data: ") else {
-            continue;
-        };
-        if data == "[DONE]" {
-            break;
-        }
-        let chunk: Value = serde_json::from_str(data)?;
+    for chunk in sse_events(&mut response) {
+        let chunk = chunk?;
         let delta = &chunk["choices"][0]["delta"];
         if delta["content"].as_str().is_some_and(|t| !t.is_empty())
             || delta["tool_calls"].is_array()

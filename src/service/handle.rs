@@ -125,15 +125,19 @@ pub struct TierBytes {
     pub pages: u64,
 }
 
-/// Where a resize of the elastic context spent its pause, in milliseconds.
+/// Where a resize of the elastic context spent its pause, in milliseconds, and what the
+/// new context cost off the engine thread.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Serialize)]
 pub struct ResizePhases {
     /// Reading the hot sequences' state out of the old context.
     pub capture_ms: f64,
-    /// Creating the new context (its KV buffer allocated and cleared).
-    pub create_ms: f64,
+    /// Waiting for the new context to be made (0 when it was made ahead of need).
+    pub wait_ms: f64,
     /// Loading the sequences' state into the new context.
     pub load_ms: f64,
+    /// Making the new context (its KV buffer allocated and cleared) on the builder
+    /// thread, while decoding went on; only `wait_ms` of it paused decoding.
+    pub build_ms: f64,
 }
 
 /// Cumulative counters since start, and current use.

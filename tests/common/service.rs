@@ -77,29 +77,20 @@ impl Service {
         tiers: kvrun::settings::TierSettings,
         max_queue: usize,
     ) -> Self {
-        let options = ServiceOptions {
-            paths: kvrun::paths::Paths::under(home),
-            model: ModelChoice {
-                path: model.to_path_buf(),
-                source: ModelSource::Argument,
+        Self::start_options(options(home, model, parallel, ctx_size, tiers, max_queue))
+    }
+
+    /// An elastic context (`--ctx-size auto`) that grows from its floor to `ceiling` cells.
+    pub fn start_elastic(home: &Path, model: &Path, parallel: usize, ceiling: u32) -> Self {
+        Self::start_options(ServiceOptions {
+            sizing: ContextSizing::Elastic {
+                ceiling: Some(ceiling),
             },
-            engine: EngineSettings {
-                ctx_size,
-                threads: THREADS,
-                gpu_layers: 0,
-                batch_size: 256,
-                kv_type: KvType::F16,
-                flash_attn: FlashAttn::Auto,
-            },
-            sizing: ContextSizing::Fixed,
-            tiers,
-            parallel,
-            max_queue,
-            chat_template: None,
-            alias: None,
-            prefetch: None,
-            keep_latest_hot: false,
-        };
+            ..options(home, model, parallel, ceiling, Default::default(), 16)
+        })
+    }
+
+    fn start_options(options: ServiceOptions) -> Self {
         let (handle, thread) = start_service(options);
         Self {
             handle,
@@ -114,6 +105,40 @@ impl Service {
     pub fn stop(mut self) {
         self.handle.shutdown();
         self.thread.take().unwrap().join().unwrap();
+    }
+}
+
+/// The options of a test engine with a fixed context of `ctx_size` cells.
+pub fn options(
+    home: &Path,
+    model: &Path,
+    parallel: usize,
+    ctx_size: u32,
+    tiers: kvrun::settings::TierSettings,
+    max_queue: usize,
+) -> ServiceOptions {
+    ServiceOptions {
+        paths: kvrun::paths::Paths::under(home),
+        model: ModelChoice {
+            path: model.to_path_buf(),
+            source: ModelSource::Argument,
+        },
+        engine: EngineSettings {
+            ctx_size,
+            threads: THREADS,
+            gpu_layers: 0,
+            batch_size: 256,
+            kv_type: KvType::F16,
+            flash_attn: FlashAttn::Auto,
+        },
+        sizing: ContextSizing::Fixed,
+        tiers,
+        parallel,
+        max_queue,
+        chat_template: None,
+        alias: None,
+        prefetch: None,
+        keep_latest_hot: false,
     }
 }
 

@@ -8,7 +8,7 @@ use super::generate::Active;
 use super::prefix::{common_prefix, plan, HotCandidate, PrefixSource};
 use super::stats::restored_by_tier;
 use super::Engine;
-use crate::engine::{Context, Sampler};
+use crate::engine::{Context, Sampler, TokenId};
 use crate::sequence::Sequence;
 use crate::service::protocol::{CachedTokens, Reply, Request, ServiceError, Started};
 use crate::session::capture::Slot;
@@ -79,7 +79,9 @@ impl<'c, 'm> Engine<'c, 'm> {
         index: usize,
         request: Request,
     ) -> Result<Option<Request>, (Request, ServiceError)> {
-        let page = ctx.info().page_tokens as usize;
+        if !self.room_to_begin(ctx, index, &request) {
+            return Ok(Some(request));
+        }
         let mut sampler = Sampler::new(self.model, &request.sampling, &request.prompt);
         if let Some(grammar) = &request.grammar {
             let constrained = match &grammar.after {
@@ -90,20 +92,6 @@ impl<'c, 'm> Engine<'c, 'm> {
                 let detail = e.to_string();
                 return Err((request, ServiceError::Grammar(detail)));
             }
-        }
-        // Room for the prompt and the start of the reply; idle sequences leave for it.
-        let needed = request.prompt.len() + request.max_tokens.clamp(1, page);
-        let own = |e: &Self| e.conversations[index].seq.kv_len();
-        self.grow_for(ctx, e_cells(self, index, own(self)) + needed);
-        let n_ctx = ctx.info().n_ctx as usize;
-        while e_cells(self, index, own(self)) + needed > n_ctx {
-            match self.coolest(index) {
-                Some(victim) => self.cool(ctx, victim),
-                None => break,
-            }
-        }
-        if e_cells(self, index, own(self)) + needed > n_ctx && !self.active.is_empty() {
-            return Ok(Some(request));
         }
         let seq_id = match self.conversations[index].hot {
             Some(s) => s,
@@ -145,6 +133,55 @@ impl<'c, 'm> Engine<'c, 'm> {
         self.active
             .push(Active::new(request, name, sampler, cached, admitted));
         Ok(None)
+    }
+
+    /// Finds cells for `request` to begin in conversation `index`: room for its prompt and
+    /// the start of its reply. While others decode, an elastic context below its ceiling
+    /// grows off the engine thread, and the request begins at once when what it restores
+    /// fits with a page to spare (its prefill waits for the new cells only if it outruns
+    /// them), or else waits for them without holding the others up. With nothing else
+    /// decoding it waits here for the larger context, which keeps a lone request exact
+    /// across growth: a prefill that a resize interrupted came out a rounding apart (up to
+    /// 1e-3 in log-probability on the tiny model) from one in a context of the final size,
+    /// where a reply's tokens moved mid-decode come out identical. Failing growth, idle
+    /// sequences leave the context for it. Returns false when it must wait for cells.
+    fn room_to_begin(&mut self, ctx: &mut Context<'m>, index: usize, request: &Request) -> bool {
+        let page = ctx.info().page_tokens as usize;
+        let needed = request.prompt.len() + request.max_tokens.clamp(1, page);
+        let others = |e: &Self| e_cells(e, index, e.conversations[index].seq.kv_len());
+        if !self.active.is_empty() && self.grow_ahead(ctx, others(self) + needed) {
+            let start = self.restorable(ctx, index, &request.prompt) + page;
+            return others(self) + start <= ctx.info().n_ctx as usize;
+        }
+        self.grow_for(ctx, others(self) + needed);
+        let n_ctx = ctx.info().n_ctx as usize;
+        while others(self) + needed > n_ctx {
+            match self.coolest(index) {
+                Some(victim) => self.cool(ctx, victim),
+                None => break,
+            }
+        }
+        others(self) + needed <= n_ctx || self.active.is_empty()
+    }
+
+    /// The most cells a restore of `prompt`'s prefix can fill for conversation `index`:
+    /// its own hot cells, another hot sequence's common prefix, or its stored pages.
+    fn restorable(&self, ctx: &Context<'m>, index: usize, prompt: &[TokenId]) -> usize {
+        let hot = self
+            .conversations
+            .iter()
+            .filter(|o| o.hot.is_some())
+            .map(|o| common_prefix(&o.seq.tokens()[..o.seq.kv_len()], prompt))
+            .max()
+            .unwrap_or(0);
+        let open = &self.conversations[index];
+        let stored = open.live.stored_prefix_len(prompt).unwrap_or(0);
+        let own = if open.hot.is_some() {
+            open.seq.kv_len()
+        } else {
+            0
+        };
+        hot.max(stored).max(own).min(ctx.info().n_ctx as usize)
     }
 
     /// Restores the longest cached prefix of the prompt into sequence `seq_id`, from the

@@ -4,14 +4,22 @@
 //! ceiling) when an admission or a batch step needs more cells than it has, and goes back to
 //! the floor once every conversation has left it (after `hot_idle`, see [`Engine::idle`]).
 //!
-//! A resize creates the new context, then moves every hot sequence into it as llama.cpp's
-//! own sequence state, copied in RAM. The cells come back byte for byte and in their order,
+//! A new size is made on the builder thread ([`super::builder`]) while decoding goes on:
+//! ahead of need once the decoding requests would outgrow the context within about a page
+//! each, and as soon as a request admitted while others decode needs more (it starts in
+//! what fits, or waits for the cells without holding the others up). Only a step that
+//! needs the cells before they are ready waits for them, and so does a request admitted
+//! with nothing else decoding (see `admit.rs` for why).
+//!
+//! The new context replaces the old one by taking every hot sequence as llama.cpp's own
+//! sequence state, copied in RAM. The cells come back byte for byte and in their order,
 //! unfinished page included, so a conversation decodes on as if the context had always
 //! been that size. Restoring from pages instead would decode the unfinished page's tokens
 //! again in other batch shapes, whose sums round differently.
 
 use std::time::{Duration, Instant};
 
+use super::builder::Built;
 use super::Engine;
 use crate::engine::{Context, EngineError, KvCapture};
 use crate::sequence::Sequence;
@@ -42,8 +50,12 @@ pub(super) struct Sizing {
     /// The most cells a conversation may use (the fixed size when not elastic).
     pub ceiling: u32,
     pub resizes: u64,
+    /// How long the last resize paused decoding, and its parts.
     pub last_pause: Duration,
     pub last_phases: ResizePhases,
+    /// The smallest size llama.cpp could not create (out of memory): not asked for again
+    /// until the context shrinks.
+    refused: Option<u32>,
 }
 
 impl Sizing {
@@ -78,6 +90,7 @@ impl Sizing {
             resizes: 0,
             last_pause: Duration::ZERO,
             last_phases: ResizePhases::default(),
+            refused: None,
         }
     }
 
@@ -128,50 +141,186 @@ impl<'c, 'm> Engine<'c, 'm> {
         self.sizing.ceiling as usize
     }
 
-    /// Grows an elastic context so that `needed` cells fit, as far as its ceiling allows.
-    /// When the larger context cannot be created the old one stays, and the caller makes
-    /// room as in a fixed context.
-    pub(super) fn grow_for(&mut self, ctx: &mut Context<'m>, needed: usize) {
-        let current = ctx.info().n_ctx;
+    /// The size an elastic context of `current` cells grows to for `needed`, if it can:
+    /// below the ceiling, and smaller than a size llama.cpp could not create.
+    fn growth_target(&self, current: u32, needed: usize) -> Option<u32> {
         if !self.sizing.elastic || needed <= current as usize {
+            return None;
+        }
+        let cells = grown_cells(current, needed, self.sizing.ceiling)?;
+        self.sizing
+            .refused
+            .is_none_or(|r| cells < r)
+            .then_some(cells)
+    }
+
+    fn request_context(&mut self, cells: u32) {
+        let settings = self.sizing.settings_for(cells);
+        let (page_tokens, n_seq_max) = (self.sizing.page_tokens, self.sizing.n_seq_max);
+        self.builder.request(settings, page_tokens, n_seq_max);
+    }
+
+    /// Grows an elastic context so that `needed` cells fit now, as far as its ceiling
+    /// allows, waiting for the new context. When it cannot be created the old one stays,
+    /// and the caller makes room as in a fixed context.
+    pub(super) fn grow_for(&mut self, ctx: &mut Context<'m>, needed: usize) {
+        self.take_built(ctx);
+        if self.growth_target(ctx.info().n_ctx, needed).is_none() {
             return;
         }
-        if let Some(cells) = grown_cells(current, needed, self.sizing.ceiling) {
-            if let Err(e) = self.resize(ctx, cells) {
-                tracing::warn!("growing the context to {cells} cells failed: {e}");
+        // One context is made at a time: the one in the making lands first.
+        self.wait_built(ctx);
+        if let Some(cells) = self.growth_target(ctx.info().n_ctx, needed) {
+            self.request_context(cells);
+            self.wait_built(ctx);
+        }
+    }
+
+    /// For an admission that needs more cells than the context has: starts growing it so
+    /// that `needed` cells fit, without waiting. Returns whether more cells are on their
+    /// way (then the request starts in what fits, or waits for them, rather than sending
+    /// others out).
+    pub(super) fn grow_ahead(&mut self, ctx: &mut Context<'m>, needed: usize) -> bool {
+        self.take_built(ctx);
+        let current = ctx.info().n_ctx;
+        if needed <= current as usize {
+            return false;
+        }
+        if self
+            .builder
+            .in_flight()
+            .is_some_and(|cells| cells > current)
+        {
+            return true;
+        }
+        match self.growth_target(current, needed) {
+            Some(cells) => {
+                self.request_context(cells);
+                true
             }
+            None => false,
+        }
+    }
+
+    /// After a step: when the requests decoding would outgrow an elastic context within
+    /// about a page of steps each (their prompts' rest, and up to a page of their replies),
+    /// its next size is made off the engine thread, so that the step that would overflow
+    /// it rarely has to wait. A page of decoding (seconds on a CPU) outlasts making the
+    /// context; a reply that may never come keeps its memory unasked for.
+    pub(super) fn grow_before_full(&mut self, ctx: &Context<'m>) {
+        let current = ctx.info().n_ctx;
+        if !self.sizing.elastic || self.builder.in_flight().is_some() {
+            return;
+        }
+        let page = ctx.info().page_tokens as usize;
+        let upcoming: usize = self
+            .active
+            .iter()
+            .filter(|a| a.finish.is_none())
+            .filter_map(|a| {
+                let seq = &self.conversations[self.find(&a.conversation)?].seq;
+                let prompt_left = seq.len() - seq.kv_len();
+                let reply_left = a.request.max_tokens.saturating_sub(a.generated());
+                Some(prompt_left + reply_left.min(page))
+            })
+            .sum();
+        if let Some(cells) = self.growth_target(current, self.hot_cells() + upcoming) {
+            self.request_context(cells);
+        }
+    }
+
+    /// A larger context that is ready replaces the current one; any other is freed.
+    pub(super) fn take_built(&mut self, ctx: &mut Context<'m>) {
+        if let Some(built) = self.builder.try_take() {
+            self.land(ctx, built, Duration::ZERO, |cells, current| cells > current);
+        }
+    }
+
+    /// Waits for the context in the making and moves into it if it is larger.
+    fn wait_built(&mut self, ctx: &mut Context<'m>) {
+        let started = Instant::now();
+        if let Some(built) = self.builder.wait() {
+            let waited = started.elapsed();
+            self.land(ctx, built, waited, |cells, current| cells > current);
         }
     }
 
     /// Back to the floor once no conversation is hot (they left after `hot_idle`).
     pub(super) fn shrink_when_empty(&mut self, ctx: &mut Context<'m>) {
         let empty = self.active.is_empty() && self.conversations.iter().all(|o| o.hot.is_none());
-        if self.sizing.elastic && empty && ctx.info().n_ctx > self.sizing.floor {
-            if let Err(e) = self.resize(ctx, self.sizing.floor) {
-                tracing::warn!("shrinking the context failed: {e}");
+        if !self.sizing.elastic || !empty || ctx.info().n_ctx <= self.sizing.floor {
+            return;
+        }
+        let started = Instant::now();
+        if let Some(built) = self.builder.wait() {
+            self.land(ctx, built, Duration::ZERO, |_, _| false);
+        }
+        self.request_context(self.sizing.floor);
+        if let Some(built) = self.builder.wait() {
+            let waited = started.elapsed();
+            if self.land(ctx, built, waited, |cells, current| cells < current) {
+                // Memory was freed: a size that failed before may fit now.
+                self.sizing.refused = None;
             }
         }
     }
 
-    /// Recreates the context with `cells` cells and moves every hot sequence into it. On
-    /// an error before the new context exists, the old one is left as it was.
-    fn resize(&mut self, ctx: &mut Context<'m>, cells: u32) -> Result<(), EngineError> {
+    /// Moves every hot sequence into the built context when `wanted(its cells, the
+    /// current cells)`, else frees it. `waited` is how long the engine thread waited for
+    /// it. Returns whether the context was replaced.
+    fn land(
+        &mut self,
+        ctx: &mut Context<'m>,
+        built: Built<'m>,
+        waited: Duration,
+        wanted: impl Fn(u32, u32) -> bool,
+    ) -> bool {
+        let new = match built.context {
+            Ok(new) => new,
+            Err(e) => {
+                tracing::warn!("creating a context of {} cells failed: {e}", built.cells);
+                let refused = self.sizing.refused.get_or_insert(built.cells);
+                *refused = (*refused).min(built.cells);
+                return false;
+            }
+        };
+        if !wanted(new.info().n_ctx, ctx.info().n_ctx) {
+            self.builder.retire(new);
+            return false;
+        }
+        match self.move_into(ctx, new, built.took, waited) {
+            Ok(()) => true,
+            Err((new, e)) => {
+                tracing::warn!("resizing the context failed: {e}");
+                self.builder.retire(new);
+                false
+            }
+        }
+    }
+
+    /// Replaces the context with `new` and moves every hot sequence into it; the old one
+    /// is freed on the builder thread. On an error reading the old state nothing changes.
+    #[allow(clippy::result_large_err)]
+    fn move_into(
+        &mut self,
+        ctx: &mut Context<'m>,
+        mut new: Context<'m>,
+        built: Duration,
+        waited: Duration,
+    ) -> Result<(), (Context<'m>, EngineError)> {
         let started = Instant::now();
         let mut moving = Vec::new();
         for (index, open) in self.conversations.iter().enumerate() {
             if let Some(seq) = open.hot.filter(|_| open.seq.kv_len() > 0) {
-                moving.push((index, seq, ctx.state_get(seq, KvCapture::Full)?));
+                match ctx.state_get(seq, KvCapture::Full) {
+                    Ok(blob) => moving.push((index, seq, blob)),
+                    Err(e) => return Err((new, e)),
+                }
             }
         }
         let captured = Instant::now();
-        let settings = self.sizing.settings_for(cells);
-        *ctx = Context::new(
-            self.model,
-            &settings,
-            self.sizing.page_tokens,
-            self.sizing.n_seq_max,
-        )?;
-        let created = Instant::now();
+        std::mem::swap(ctx, &mut new);
+        self.builder.retire(new);
         for (index, seq, blob) in moving {
             let kv_len = self.conversations[index].seq.kv_len();
             let moved =
@@ -185,24 +334,27 @@ impl<'c, 'm> Engine<'c, 'm> {
                 self.forget_cells(ctx, index);
             }
         }
-        let ms = |from: Instant, to: Instant| (to - from).as_secs_f64() * 1e3;
+        let ms = |d: Duration| d.as_secs_f64() * 1e3;
         let done = Instant::now();
         let phases = ResizePhases {
-            capture_ms: ms(started, captured),
-            create_ms: ms(captured, created),
-            load_ms: ms(created, done),
+            capture_ms: ms(captured - started),
+            wait_ms: ms(waited),
+            load_ms: ms(done - captured),
+            build_ms: ms(built),
         };
         self.sizing.resizes += 1;
-        self.sizing.last_pause = done - started;
+        self.sizing.last_pause = waited + (done - started);
         self.sizing.last_phases = phases;
         tracing::info!(
-            "context resized to {} cells in {:.1} ms (state out {:.1}, new context {:.1}, \
-             state in {:.1})",
+            "context resized to {} cells, decoding paused {:.1} ms (state out {:.1}, waiting \
+             for the new context {:.1}, state in {:.1}); the context took {:.1} ms to make \
+             off the engine thread",
             ctx.info().n_ctx,
-            ms(started, done),
+            ms(self.sizing.last_pause),
             phases.capture_ms,
-            phases.create_ms,
-            phases.load_ms
+            phases.wait_ms,
+            phases.load_ms,
+            phases.build_ms
         );
         Ok(())
     }

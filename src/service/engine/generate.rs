@@ -68,6 +68,11 @@ impl Active {
         self.request.cancel.is_cancelled() || self.request.replies.is_closed()
     }
 
+    /// Reply tokens sampled so far.
+    pub fn generated(&self) -> usize {
+        self.tokens.len()
+    }
+
     pub fn add_prefilled(&mut self, tokens: usize) {
         self.prefilled += tokens;
     }
@@ -75,8 +80,10 @@ impl Active {
 
 impl<'c, 'm> Engine<'c, 'm> {
     /// One step: admit what fits, decode one batch (a token of every generating sequence
-    /// and prompt chunks of the others), sample, then finish and save what ended.
+    /// and prompt chunks of the others), sample, then finish and save what ended. A larger
+    /// context made meanwhile is moved into first, and one is asked for ahead of need.
     pub(super) fn step(&mut self, ctx: &mut Context<'m>) {
+        self.take_built(ctx);
         self.admit(ctx);
         for active in self.active.iter_mut().filter(|a| a.finish.is_none()) {
             if active.cancelled() {
@@ -85,6 +92,7 @@ impl<'c, 'm> Engine<'c, 'm> {
         }
         self.decode_step(ctx);
         self.finish_ended(ctx);
+        self.grow_before_full(ctx);
     }
 
     fn decode_step(&mut self, ctx: &mut Context<'m>) {

@@ -11,6 +11,7 @@
 //!   ([`retention`]).
 
 mod admit;
+mod builder;
 mod conversations;
 mod elastic;
 mod generate;
@@ -190,65 +191,71 @@ fn run(
         options.engine.clone(),
     )?
     .with_warm_pool(warm.clone());
-    let mut engine = Engine {
-        model: &model,
-        catalog: &catalog,
-        sessions,
-        warm,
-        tiers: options.tiers.clone(),
-        sizing,
-        keep_latest_hot: options.keep_latest_hot,
-        parallel,
-        conversations: Vec::new(),
-        stored_unnamed: Vec::new(),
-        queue: VecDeque::new(),
-        active: Vec::new(),
-        counters: Default::default(),
-        pending,
-        shutting_down: false,
-        parked_saves: Vec::new(),
-    };
-    engine.index_stored_sessions();
-    // Idle timeouts are checked on a clock of their own: a front end that asks for stats
-    // every second (a chat's memory panel) must not keep them from ever running.
-    let mut last_idle = std::time::Instant::now();
-    loop {
-        // Saves that landed since the last step reach their clients (or the log).
-        engine.settle_saves(&mut ctx);
-        // Block for work only when nothing decodes; between batch steps, take what came.
-        let busy = !engine.active.is_empty() || !engine.queue.is_empty();
-        if !busy && last_idle.elapsed() >= IDLE_CHECK {
-            last_idle = std::time::Instant::now();
-            engine.idle(&mut ctx);
-        }
-        let next = if busy {
-            commands.try_recv().map_err(|e| match e {
-                std::sync::mpsc::TryRecvError::Empty => RecvTimeoutError::Timeout,
-                std::sync::mpsc::TryRecvError::Disconnected => RecvTimeoutError::Disconnected,
-            })
-        } else {
-            commands.recv_timeout(IDLE_CHECK)
+    // The scope holds the thread that makes the elastic context's new sizes (they borrow
+    // the model, as the engine's context does).
+    std::thread::scope(|scope| {
+        let builder = builder::ContextBuilder::spawn(scope, &model).map_err(StartError::Thread)?;
+        let mut engine = Engine {
+            model: &model,
+            catalog: &catalog,
+            sessions,
+            warm,
+            tiers: options.tiers.clone(),
+            sizing,
+            builder,
+            keep_latest_hot: options.keep_latest_hot,
+            parallel,
+            conversations: Vec::new(),
+            stored_unnamed: Vec::new(),
+            queue: VecDeque::new(),
+            active: Vec::new(),
+            counters: Default::default(),
+            pending,
+            shutting_down: false,
+            parked_saves: Vec::new(),
         };
-        match next {
-            Ok(command) => {
-                engine.command(&mut ctx, command);
-                // A Shutdown leaves now, not after the next wait for a command.
-                if !engine.shutting_down {
-                    continue;
-                }
+        engine.index_stored_sessions();
+        // Idle timeouts are checked on a clock of their own: a front end that asks for stats
+        // every second (a chat's memory panel) must not keep them from ever running.
+        let mut last_idle = std::time::Instant::now();
+        loop {
+            // Saves that landed since the last step reach their clients (or the log).
+            engine.settle_saves(&mut ctx);
+            // Block for work only when nothing decodes; between batch steps, take what came.
+            let busy = !engine.active.is_empty() || !engine.queue.is_empty();
+            if !busy && last_idle.elapsed() >= IDLE_CHECK {
+                last_idle = std::time::Instant::now();
+                engine.idle(&mut ctx);
             }
-            Err(RecvTimeoutError::Disconnected) => engine.shutting_down = true,
-            Err(RecvTimeoutError::Timeout) => {}
+            let next = if busy {
+                commands.try_recv().map_err(|e| match e {
+                    std::sync::mpsc::TryRecvError::Empty => RecvTimeoutError::Timeout,
+                    std::sync::mpsc::TryRecvError::Disconnected => RecvTimeoutError::Disconnected,
+                })
+            } else {
+                commands.recv_timeout(IDLE_CHECK)
+            };
+            match next {
+                Ok(command) => {
+                    engine.command(&mut ctx, command);
+                    // A Shutdown leaves now, not after the next wait for a command.
+                    if !engine.shutting_down {
+                        continue;
+                    }
+                }
+                Err(RecvTimeoutError::Disconnected) => engine.shutting_down = true,
+                Err(RecvTimeoutError::Timeout) => {}
+            }
+            if engine.shutting_down {
+                break;
+            }
+            if busy {
+                engine.step(&mut ctx);
+            }
         }
-        if engine.shutting_down {
-            break;
-        }
-        if busy {
-            engine.step(&mut ctx);
-        }
-    }
-    engine.shutdown(&mut ctx);
-    Ok(())
+        engine.shutdown(&mut ctx);
+        Ok(())
+    })
 }
 
 /// The engine thread's state. `'c` is the catalog's lifetime, `'m` the model's.
@@ -260,6 +267,8 @@ struct Engine<'c, 'm> {
     warm: Arc<WarmPool>,
     tiers: crate::settings::TierSettings,
     sizing: elastic::Sizing,
+    /// Makes the elastic context's next size off this thread.
+    builder: builder::ContextBuilder<'m>,
     /// See [`ServiceOptions::keep_latest_hot`].
     keep_latest_hot: bool,
     parallel: usize,
