@@ -14,6 +14,7 @@ use crate::kv::layout::{concat_cells, layer_widths};
 use crate::kv::KvLayout;
 use crate::sequence::MAIN_SEQ;
 use crate::session::kv_error::{LiveError, LiveResult as Result};
+use crate::store::Payload;
 
 /// Where a session lives in a context: its sequence, the scratch sequence used to read page
 /// ranges, and whether it has the context to itself. A session alone in the context is
@@ -54,16 +55,22 @@ pub struct SectionRows {
 impl SectionRows {
     /// Rows of `range`, if this capture holds all of them.
     pub fn slice(&self, range: Range<usize>) -> Option<Vec<u8>> {
+        self.gather(range).map(Payload::into_vec)
+    }
+
+    /// Rows of `range` as a payload that the store's writer threads copy out of this
+    /// capture, if it holds all of them.
+    pub fn gather(&self, range: Range<usize>) -> Option<Payload> {
         if range.start < self.first_pos || range.end > self.first_pos + self.count {
             return None;
         }
         let (a, b) = (range.start - self.first_pos, range.end - self.first_pos);
-        let widths = layer_widths(&self.layout);
-        let mut out = Vec::with_capacity(range.len() * widths.iter().sum::<usize>());
-        for (w, start) in widths.into_iter().zip(&self.starts) {
-            out.extend_from_slice(self.data.get(start + a * w..start + b * w)?);
-        }
-        Some(out)
+        let ranges = layer_widths(&self.layout)
+            .into_iter()
+            .zip(&self.starts)
+            .map(|(w, start)| start + a * w..start + b * w)
+            .collect();
+        Payload::gathered(Arc::clone(&self.data), ranges)
     }
 }
 

@@ -59,7 +59,7 @@ use std::io;
 use std::path::PathBuf;
 
 pub use self::atomic::{write_atomic, write_atomic_with, TEMP_PREFIX};
-pub use self::batch::{BatchTimings, PutJob};
+pub use self::batch::{BatchTimings, Payload, PutJob};
 pub use self::fsutil::{create_private_dir_all, fsync_dir, private_file_options};
 pub use self::id::{IdChain, ObjectId};
 pub use self::lock::{LockMode, SessionLock, StoreLock};

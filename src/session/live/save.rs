@@ -17,7 +17,7 @@ use crate::sequence::Sequence;
 use crate::session::capture;
 use crate::session::kv_error::{LiveError, LiveResult as Result};
 use crate::session::manifest::{KvSnapshot, SessionManifest, MANIFEST_FORMAT};
-use crate::store::{ObjectId, ObjectKind, PutJob};
+use crate::store::{ObjectId, ObjectKind, Payload, PutJob};
 
 /// The stages of a save, in milliseconds. Objects are hashed, written and fsynced on a few
 /// writer threads, so `hash_ms`, `write_ms` and `fsync_ms` are summed over those threads;
@@ -393,7 +393,7 @@ impl LiveSession<'_> {
                 continue;
             }
             let rows = base_rows
-                .and_then(|b| b.slice(k * p..(k + 1) * p))
+                .and_then(|b| b.gather(k * p..(k + 1) * p))
                 .ok_or_else(|| LiveError::internal("page rows missing from the capture"))?;
             job(self, *id, ObjectKind::Page, rows, self.warm.is_some());
         }
@@ -421,7 +421,8 @@ impl LiveSession<'_> {
                 .swa_ring
                 .get(&k)
                 .cloned()
-                .or_else(|| swa_capture.and_then(|s| s.slice(k * p..(k + 1) * p)))
+                .map(Payload::Owned)
+                .or_else(|| swa_capture.and_then(|s| s.gather(k * p..(k + 1) * p)))
             {
                 job(self, id, ObjectKind::Page, rows, false);
                 true
@@ -462,7 +463,7 @@ impl LiveSession<'_> {
             }
             .encode();
             let id = self.key.tail_id(ids, &tokens[boundary..kv_len]);
-            job(self, id, ObjectKind::Tail, record, false);
+            job(self, id, ObjectKind::Tail, Payload::Owned(record), false);
             tail = Some(id);
         }
         Ok((swa_pages, prefix_swa_pages, swa_complete, tail))
