@@ -44,7 +44,7 @@ pub enum Command {
     Serve(ServeArgs),
     /// Watch a running `kvrun serve`: the TUI's memory panel and sessions list, live.
     Top(TopArgs),
-    /// Download a model: the default model, a URL, or hf:OWNER/REPO/FILE.gguf.
+    /// Download a model: the default models, one by name, a URL, or hf:OWNER/REPO/FILE.gguf.
     Pull(PullArgs),
     /// List the models in kvrun's models folder.
     Models(ModelsArgs),
@@ -68,8 +68,9 @@ pub enum Command {
 /// KVRUN_MODEL, then the config file, then the pulled default model.
 #[derive(Debug, Args, Clone, Default)]
 pub struct ModelArg {
-    /// Model: a .gguf path or a name in the models folder [default: KVRUN_MODEL, the config
-    /// file's `model`, then the default model]
+    /// Model: a .gguf path, a name in the models folder, or smollm2/gemma3 [default:
+    /// KVRUN_MODEL, the config file's `model`, then the command's default model: smollm2
+    /// for chat and run, gemma3 for serve and bench]
     #[arg(value_name = "MODEL")]
     pub model: Option<String>,
     /// Chat template: a Jinja file, or a shipped one (gemma3, chatml) [default: the config
@@ -140,6 +141,8 @@ pub struct ChatArgs {
     pub plain: bool,
     /// Resume or create a named session; its KV cache is saved after every turn (without
     /// it, the chat is an unnamed session, kept too and collected first under the cold budget).
+    /// A server's client key names a family of conversations: NAME is its latest, NAME/N
+    /// its Nth.
     #[arg(long, value_name = "NAME")]
     pub session: Option<String>,
     /// A system prompt for the conversation.
@@ -207,6 +210,8 @@ pub struct RunArgs {
     #[arg(long)]
     pub json: bool,
     /// Resume or create a named session: restore its KV, append this turn, generate, save.
+    /// A server's client key names a family of conversations: NAME is its latest, NAME/N
+    /// its Nth.
     #[arg(long, value_name = "NAME")]
     pub session: Option<String>,
     /// Add no input: generate on from where the session stands.
@@ -377,6 +382,10 @@ pub struct ServeArgs {
     /// 0 turns it off [default: 10m]
     #[arg(long, value_name = "DURATION")]
     pub request_timeout: Option<String>,
+    /// Longest time a client may take to send a request's headers, and the longest a
+    /// keep-alive connection may idle, e.g. 30s [default: 30s]
+    #[arg(long, value_name = "DURATION")]
+    pub header_timeout: Option<String>,
     /// Allow browser requests from this origin (repeatable; `*` for any) [default: none,
     /// CORS off]
     #[arg(long, value_name = "ORIGIN")]
@@ -446,7 +455,8 @@ pub struct GcArgs {
 
 #[derive(Debug, Args)]
 pub struct PullArgs {
-    /// What to download: omitted for the default model, an http(s):// URL, or
+    /// What to download: omitted (or `default`) for both default models, `smollm2` (chat and
+    /// run's default) or `gemma3` (serve's default) for one, an http(s):// URL, or
     /// hf:OWNER/REPO[@REVISION]/FILE.gguf.
     #[arg(value_name = "SOURCE")]
     pub source: Option<String>,

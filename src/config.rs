@@ -40,6 +40,7 @@ pub struct FileConfig {
     pub max_tokens: Option<u32>,
     pub max_body_bytes: Option<String>,
     pub request_timeout: Option<String>,
+    pub header_timeout: Option<String>,
     pub cors_origin: Option<Vec<String>>,
 }
 

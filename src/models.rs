@@ -1,15 +1,48 @@
 //! Which model to run, and checking it before llama.cpp sees it.
 //!
 //! MODEL resolves in this order: the command-line argument, `KVRUN_MODEL`, the config
-//! file's `model`, then the pulled default model. An argument is a path to a `.gguf` file
-//! or the name of one in the models folder (with or without `.gguf`).
+//! file's `model`, then the pulled default model for the command's [`Purpose`]. An argument
+//! is a path to a `.gguf` file, the name of one in the models folder (with or without
+//! `.gguf`), or a default model's short name (`smollm2`, `gemma3`).
 
 use std::path::{Path, PathBuf};
 
 use crate::config::FileConfig;
 use crate::gguf;
 use crate::paths::Paths;
-use crate::pull::DEFAULT_MODEL;
+use crate::pull::{known_model, KnownModel, GEMMA3, SMOLLM2};
+
+/// What a command runs a model for, which decides its default model.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Purpose {
+    /// `chat` and `run`: a conversation with a person, so an instruct model that chats.
+    Chat,
+    /// `serve` and the benchmarks: agents' prompts (Claude Code's first is about 21,000
+    /// tokens), so the default model with the longest context.
+    Serve,
+}
+
+impl Purpose {
+    /// The pulled model this purpose defaults to.
+    pub fn default_model(self) -> KnownModel {
+        match self {
+            Purpose::Chat => SMOLLM2,
+            Purpose::Serve => GEMMA3,
+        }
+    }
+
+    /// The purposes whose default `model` is.
+    pub fn defaulted_to(model: &KnownModel) -> Vec<&'static str> {
+        let mut uses = Vec::new();
+        if Purpose::Chat.default_model() == *model {
+            uses.extend(["chat", "run"]);
+        }
+        if Purpose::Serve.default_model() == *model {
+            uses.push("serve");
+        }
+        uses
+    }
+}
 
 /// Where the chosen model came from; decides what to say when it is missing.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -24,16 +57,33 @@ pub enum ModelSource {
 pub struct ModelChoice {
     pub path: PathBuf,
     pub source: ModelSource,
+    /// The default model it is, when it is one (by source, or by short name).
+    pub known: Option<KnownModel>,
 }
 
 impl ModelChoice {
+    /// A model file named on the command line (or found some other way, such as a session's
+    /// recorded model): its path as given.
+    pub fn argument(path: impl Into<PathBuf>) -> Self {
+        Self {
+            path: path.into(),
+            source: ModelSource::Argument,
+            known: None,
+        }
+    }
+
     pub fn is_default(&self) -> bool {
         self.source == ModelSource::Default
     }
 }
 
 /// Picks the model path (without checking that it exists).
-pub fn choose(arg: Option<&str>, config: &FileConfig, paths: &Paths) -> ModelChoice {
+pub fn choose(
+    arg: Option<&str>,
+    config: &FileConfig,
+    paths: &Paths,
+    purpose: Purpose,
+) -> ModelChoice {
     let env = std::env::var("KVRUN_MODEL").ok().filter(|v| !v.is_empty());
     let (spec, source) = if let Some(a) = arg {
         (a.to_string(), ModelSource::Argument)
@@ -42,20 +92,33 @@ pub fn choose(arg: Option<&str>, config: &FileConfig, paths: &Paths) -> ModelCho
     } else if let Some(c) = &config.model {
         (c.clone(), ModelSource::Config)
     } else {
+        let known = purpose.default_model();
         return ModelChoice {
-            path: default_model_path(paths),
+            path: known_model_path(paths, &known),
             source: ModelSource::Default,
+            known: Some(known),
         };
     };
-    ModelChoice {
-        path: locate(&spec, &paths.models),
-        source,
+    let path = locate(&spec, &paths.models);
+    // A short name (`smollm2`) names a default model's file, pulled or not.
+    let known = known_model(&spec).filter(|_| !path.exists());
+    match known {
+        Some(known) => ModelChoice {
+            path: known_model_path(paths, &known),
+            source,
+            known: Some(known),
+        },
+        None => ModelChoice {
+            path,
+            source,
+            known: None,
+        },
     }
 }
 
-/// The default model's place in the models folder.
-pub fn default_model_path(paths: &Paths) -> PathBuf {
-    paths.models.join(DEFAULT_MODEL.file_name)
+/// A known model's place in the models folder.
+pub fn known_model_path(paths: &Paths, model: &KnownModel) -> PathBuf {
+    paths.models.join(model.descriptor.file_name)
 }
 
 /// A path as given, else a name in the models folder.
@@ -80,6 +143,8 @@ fn locate(spec: &str, models_dir: &Path) -> PathBuf {
 pub enum ModelError {
     #[error("the default model is not downloaded yet ({}); run `kvrun pull` first", .0.display())]
     DefaultMissing(PathBuf),
+    #[error("{} is not downloaded yet; run `kvrun pull {}` first", .0.title, .0.short_name)]
+    KnownMissing(KnownModel),
     #[error("model file {} (from KVRUN_MODEL) does not exist", .0.display())]
     EnvMissing(PathBuf),
     #[error("model file {} (from the config file) does not exist", .0.display())]
@@ -105,6 +170,9 @@ pub fn validate(choice: &ModelChoice) -> Result<gguf::ModelInfo, ModelError> {
     let path = &choice.path;
     if !path.exists() {
         let path = path.clone();
+        if let (Some(known), false) = (choice.known, choice.is_default()) {
+            return Err(ModelError::KnownMissing(known));
+        }
         return Err(match choice.source {
             ModelSource::Default => ModelError::DefaultMissing(path),
             ModelSource::Env => ModelError::EnvMissing(path),

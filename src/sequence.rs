@@ -344,3 +344,21 @@ pub enum GenerateError {
     #[error("writing output failed: {0}")]
     Output(std::io::Error),
 }
+
+/// Length of the common prefix of two token logs.
+pub fn common_prefix(a: &[TokenId], b: &[TokenId]) -> usize {
+    a.iter().zip(b).take_while(|(x, y)| x == y).count()
+}
+
+/// Whether a sequence cut back to `keep` tokens still has the cells the next token attends
+/// to. On a sliding-window model the token at `keep` sees positions `keep - n_swa + 1..`;
+/// llama.cpp's server applies the same test (`pos_min > max(0, n_past - n_swa)`: reprocess).
+pub fn keep_is_valid(keep: usize, pos_min: Option<usize>, n_swa: u32) -> bool {
+    if keep == 0 || n_swa == 0 {
+        return true;
+    }
+    match pos_min {
+        Some(min) => min <= keep.saturating_sub(n_swa as usize),
+        None => false,
+    }
+}

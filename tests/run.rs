@@ -286,3 +286,65 @@ fn an_interrupted_session_run_keeps_the_prompt_and_the_partial_reply() {
     );
     assert_kept_and_free(&home, "agent", LONG_REPLY_PROMPT);
 }
+
+/// `chat` and `run` default to the instruct model, `serve` and the benchmarks to Gemma;
+/// `kvrun models` says which is which, and a short name finds a pulled default model.
+#[test]
+fn each_command_has_its_default_model_and_models_says_which() {
+    let home = Home::new();
+    let models = home.path().join("models");
+    std::fs::create_dir_all(&models).unwrap();
+    for (source, known) in [
+        (chat_model(), kvrun::pull::SMOLLM2),
+        (default_model(), kvrun::pull::GEMMA3),
+    ] {
+        let dest = models.join(known.descriptor.file_name);
+        if std::fs::hard_link(&source, &dest).is_err() {
+            std::fs::copy(&source, &dest).unwrap();
+        }
+    }
+    let out = home.run(&["models", "--json"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let list: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let default_for = |stem: &str| {
+        list.as_array()
+            .unwrap()
+            .iter()
+            .find(|m| m["name"] == stem)
+            .unwrap_or_else(|| panic!("{stem} not listed: {list}"))["default_for"]
+            .clone()
+    };
+    assert_eq!(
+        default_for("smollm2-135m-instruct-q4_1"),
+        serde_json::json!(["chat", "run"])
+    );
+    assert_eq!(
+        default_for("gemma-3-270m-q4_k_m"),
+        serde_json::json!(["serve"])
+    );
+    // No MODEL: run takes the instruct model, whose ChatML template is in its prompt.
+    let v = run_json(&home, &["run", "-p", "Hi", "-n", "2", "--temp", "0"]);
+    assert_eq!(v["generated_tokens"], 2, "{v}");
+    let by_name = run_json(
+        &home,
+        &["run", "smollm2", "-p", "Hi", "-n", "2", "--temp", "0"],
+    );
+    assert_eq!(
+        by_name["tokens"], v["tokens"],
+        "a short name is the same model"
+    );
+    let gemma = run_json(
+        &home,
+        &["run", "gemma3", "-p", "Hi", "-n", "2", "--temp", "0"],
+    );
+    assert_ne!(gemma["prompt_tokens"], serde_json::Value::Null);
+    // A default model that is not pulled says what to pull.
+    let empty = Home::new();
+    let out = empty.run(&["run", "gemma3", "-p", "Hi"]);
+    assert!(!out.status.success());
+    assert!(
+        stderr(&out).contains("kvrun pull gemma3"),
+        "{}",
+        stderr(&out)
+    );
+}

@@ -524,6 +524,8 @@ fn every_endpoint_answers_503_while_the_model_loads() {
     let model = kvrun::engine::Model::load(&tiny_model(), 0).unwrap();
     let info = ServiceInfo {
         model_name: "tiny".into(),
+        model_ids: vec!["tiny".into()],
+        n_ctx_train: 512,
         n_ctx: 512,
         parallel: 1,
         page_tokens: 256,
@@ -573,4 +575,51 @@ fn max_tokens_caps_replies_that_ask_for_more_or_for_no_limit() {
         "{}",
         common::stderr(&out)
     );
+}
+
+/// A client that trickles its headers, or idles on a keep-alive connection, is cut off after
+/// `--header-timeout`; the server answers everyone else meanwhile.
+#[test]
+fn slow_headers_and_idle_connections_are_closed() {
+    use std::io::{Read, Write};
+    let home = Home::new();
+    let server = Server::start(&home, &tiny_model(), &["--header-timeout", "1s"]);
+    let address = server.url.trim_start_matches("http://").to_string();
+    let closed_within = |stream: &mut std::net::TcpStream| {
+        stream
+            .set_read_timeout(Some(Duration::from_secs(10)))
+            .unwrap();
+        let started = std::time::Instant::now();
+        let mut rest = Vec::new();
+        // EOF (or a reset) ends the read: the server closed the connection.
+        let _ = stream.read_to_end(&mut rest);
+        (
+            started.elapsed(),
+            String::from_utf8_lossy(&rest).into_owned(),
+        )
+    };
+    // Headers that never end.
+    let mut slow = std::net::TcpStream::connect(&address).unwrap();
+    slow.write_all(b"GET /health HTTP/1.1\r\nHost: kvrun\r\nX-Slow: ")
+        .unwrap();
+    // An idle keep-alive connection, after one answered request.
+    let mut idle = std::net::TcpStream::connect(&address).unwrap();
+    idle.write_all(b"GET /health HTTP/1.1\r\nHost: kvrun\r\n\r\n")
+        .unwrap();
+    let mut first = [0u8; 12];
+    idle.read_exact(&mut first).unwrap();
+    assert_eq!(&first, b"HTTP/1.1 200");
+    // Others are served meanwhile.
+    assert_eq!(server.get("/health", &[]).status, 200);
+    let (waited, _) = closed_within(&mut slow);
+    assert!(
+        waited < Duration::from_secs(5),
+        "slow headers held {waited:?}"
+    );
+    let (waited, _) = closed_within(&mut idle);
+    assert!(
+        waited < Duration::from_secs(5),
+        "an idle connection held {waited:?}"
+    );
+    assert_eq!(server.get("/health", &[]).status, 200);
 }

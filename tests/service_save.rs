@@ -22,10 +22,7 @@ const SECOND_REPLY: usize = 64;
 fn start_with_requests(home: &Path, model: &Path, requests: Vec<Request>) -> Service {
     let options = kvrun::service::ServiceOptions {
         paths: kvrun::paths::Paths::under(home),
-        model: kvrun::models::ModelChoice {
-            path: model.to_path_buf(),
-            source: kvrun::models::ModelSource::Argument,
-        },
+        model: kvrun::models::ModelChoice::argument(model.to_path_buf()),
         engine: kvrun::settings::EngineSettings {
             ctx_size: 4096,
             threads: THREADS,

@@ -314,3 +314,64 @@ fn auto_tool_choice_constrains_a_call_once_the_reply_opens_one() {
 
 /// Sampled replies in the auto test.
 const SEEDS: u32 = 4;
+
+/// The tools real agents send (recorded in tests/agents/), as OpenAI function definitions:
+/// Anthropic's `input_schema`, the Responses API's flat functions and Chat Completions'
+/// nested ones alike.
+fn recorded_agent_tools(fixture: &str) -> Vec<Value> {
+    let path = common::project_root().join("tests/agents").join(fixture);
+    let recorded: Value = serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
+    recorded["body"]["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|tool| {
+            let function = tool.get("function").unwrap_or(tool);
+            let parameters = function
+                .get("parameters")
+                .or_else(|| tool.get("input_schema"))?;
+            Some(serde_json::json!({"name": function["name"], "parameters": parameters}))
+        })
+        .collect()
+}
+
+/// Claude Code's twelve tool schemas (about 48 KB, with `maxItems`, nested arrays and
+/// enums) once expanded past llama.cpp's grammar limits, and every request that offered
+/// them was refused with a 400. Each agent's tools, in every call format, forced or lazy,
+/// must make a grammar llama.cpp accepts.
+#[test]
+fn real_agents_tool_schemas_make_grammars_llama_cpp_accepts() {
+    use kvrun::engine::{Model, Sampler};
+    use kvrun::settings::SamplingSettings;
+    use kvrun::tools::{tool_call_grammar, ToolFormat};
+    let model = Model::load(&common::tiny_model(), 0).unwrap();
+    let formats = [
+        ToolFormat::Hermes,
+        ToolFormat::Llama3,
+        ToolFormat::Mistral,
+        ToolFormat::Generic,
+    ];
+    for fixture in [
+        "claude-code-messages.json",
+        "codex-responses.json",
+        "opencode-main.json",
+    ] {
+        let tools = recorded_agent_tools(fixture);
+        assert!(tools.len() >= 7, "{fixture}: {} tools", tools.len());
+        let refs: Vec<&Value> = tools.iter().collect();
+        for format in formats {
+            let gbnf = tool_call_grammar(format, &refs)
+                .unwrap_or_else(|e| panic!("{fixture} {format:?}: {e}"));
+            let mut sampler = Sampler::new(&model, &SamplingSettings::greedy(), &[]);
+            if let Err(e) = sampler.constrain(&model, &gbnf) {
+                panic!("{fixture} {format:?}: llama.cpp refused the forced grammar: {e}");
+            }
+            if let Some(opening) = format.call_opening() {
+                let mut lazy = Sampler::new(&model, &SamplingSettings::greedy(), &[]);
+                if let Err(e) = lazy.constrain_after(&model, &gbnf, opening) {
+                    panic!("{fixture} {format:?}: llama.cpp refused the lazy grammar: {e}");
+                }
+            }
+        }
+    }
+}

@@ -5,6 +5,8 @@
 //! the session keeps the message, and its lock is free.
 
 mod common;
+#[path = "common/server.rs"]
+mod server;
 
 use std::process::Command;
 use std::time::{Duration, Instant};
@@ -140,15 +142,22 @@ fn chat_tui_answers_shows_the_tiers_and_restores_the_terminal() {
     let ready = tmux.wait_for("the memory panel", Duration::from_secs(60), |s| {
         s.contains("NVMe")
     });
+    // The three devices, always (VRAM says "no GPU" on a machine without one), then the
+    // tiers and where each lives.
     assert!(
-        ready.contains("RAM · warm") && ready.contains("memory"),
+        ready.contains("devices") && ready.contains("memory"),
         "{ready}"
     );
-    assert!(ready.contains("NVMe · cold"), "{ready}");
+    assert!(ready.contains("VRAM  "), "{ready}");
     assert!(
-        ready.contains("VRAM · hot") || ready.contains("no GPU: the hot tier lives in RAM"),
+        ready.contains("RAM   ") && ready.contains("NVMe  "),
         "{ready}"
     );
+    assert!(
+        ready.contains("in RAM · ") || ready.contains("in VRAM · "),
+        "{ready}"
+    );
+    assert!(ready.contains("on NVMe · "), "{ready}");
     // The hot tier's budget is the context's cells.
     assert!(ready.contains("of 8,192 cells"), "{ready}");
 
@@ -295,4 +304,48 @@ fn ctrl_c_twice_during_a_reply_saves_it_and_exits() {
 #[test]
 fn ctrl_c_twice_in_line_mode_on_a_terminal_saves_and_exits_130() {
     leave_mid_reply(WayOut::CtrlCTwicePlain);
+}
+
+/// `kvrun top` against a running server: a monitor with the server's own figures and no
+/// input box; Enter on a session shows its conversation; q leaves.
+#[test]
+fn top_watches_a_server_and_shows_a_conversation() {
+    let home = Home::new();
+    let server = server::Server::start(&home, &tiny_model(), &["--ctx-size", "2048"]);
+    let request = serde_json::json!({"model": "m", "max_tokens": 4, "temperature": 0,
+        "messages": [{"role": "user", "content": "watch this conversation"}]});
+    let reply = server.post(
+        "/v1/chat/completions",
+        &request,
+        &[("x-session-id", "watched")],
+    );
+    assert_eq!(reply.status, 200, "{}", reply.body);
+    let command = format!(
+        "env KVRUN_HOME={} {} top {}; echo EXITED-$?; sleep 60",
+        path_str(home.path()),
+        env!("CARGO_BIN_EXE_kvrun"),
+        server.url
+    );
+    let tmux = Tmux::start("top", &command);
+    let screen = tmux.wait_for("the server's figures", Duration::from_secs(30), |s| {
+        s.contains("devices") && s.contains("watched")
+    });
+    assert!(
+        screen.contains("VRAM  ") && screen.contains("NVMe  "),
+        "{screen}"
+    );
+    // The server's resident memory, not 0.
+    assert!(!screen.contains("kvrun 0B"), "{screen}");
+    assert!(
+        !screen.contains("Enter send"),
+        "a monitor takes no input: {screen}"
+    );
+    tmux.keys(&["Enter"]);
+    tmux.wait_for("the conversation", Duration::from_secs(30), |s| {
+        s.contains("watch this conversation")
+    });
+    tmux.keys(&["q"]);
+    tmux.wait_for("top to leave", Duration::from_secs(30), |s| {
+        s.contains("EXITED-0")
+    });
 }

@@ -28,7 +28,12 @@ struct Row {
 
 pub fn run(env: &Env, args: BenchArgs) -> Result<ExitCode> {
     let mut engine = EngineSettings::resolve(&args.engine, &env.config);
-    let choice = crate::models::choose(args.model.model.as_deref(), &env.config, &env.paths);
+    let choice = crate::models::choose(
+        args.model.model.as_deref(),
+        &env.config,
+        &env.paths,
+        crate::models::Purpose::Serve,
+    );
     let (model, load_ms) = load_model(&choice, engine.gpu_layers)?;
     let longest = args.prompt_tokens.iter().copied().max().unwrap_or(0);
     if longest == 0 {

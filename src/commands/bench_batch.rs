@@ -19,7 +19,12 @@ use crate::settings::{EngineSettings, SamplingSettings, DEFAULT_PAGE_TOKENS};
 
 pub fn run(env: &Env, args: BenchBatchArgs) -> Result<ExitCode> {
     let mut engine = EngineSettings::resolve(&args.engine, &env.config);
-    let choice = crate::models::choose(args.model.model.as_deref(), &env.config, &env.paths);
+    let choice = crate::models::choose(
+        args.model.model.as_deref(),
+        &env.config,
+        &env.paths,
+        crate::models::Purpose::Serve,
+    );
     let (model, _) = load_model(&choice, engine.gpu_layers)?;
     let most = args.streams.iter().copied().max().unwrap_or(0) as usize;
     if most == 0 || args.decode_tokens < 2 || args.prompt_tokens == 0 {

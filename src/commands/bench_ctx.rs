@@ -16,7 +16,7 @@ use super::bench_serve::ChildServer;
 use super::{load_model, Env};
 use crate::cli::BenchCtxArgs;
 use crate::engine::TokenId;
-use crate::models::{ModelChoice, ModelSource};
+use crate::models::ModelChoice;
 use crate::settings::EngineSettings;
 
 /// The tiny model's training context when no ceiling is given.
@@ -49,12 +49,14 @@ pub fn run(env: &Env, args: BenchCtxArgs) -> Result<ExitCode> {
             ..Default::default()
         };
         crate::gguf::write_tiny_llama(&path, &spec)?;
-        ModelChoice {
-            path,
-            source: ModelSource::Argument,
-        }
+        ModelChoice::argument(path)
     } else {
-        crate::models::choose(args.model.model.as_deref(), &env.config, &env.paths)
+        crate::models::choose(
+            args.model.model.as_deref(),
+            &env.config,
+            &env.paths,
+            crate::models::Purpose::Serve,
+        )
     };
     crate::models::validate(&choice)?;
     // Loaded here only for its tokenizer and training context.

@@ -78,12 +78,14 @@ pub fn run(env: &Env, args: BenchKvTypesArgs) -> Result<ExitCode> {
             ..Default::default()
         };
         crate::gguf::write_tiny_llama(&path, &spec)?;
-        crate::models::ModelChoice {
-            path,
-            source: crate::models::ModelSource::Argument,
-        }
+        crate::models::ModelChoice::argument(path)
     } else {
-        crate::models::choose(args.model.model.as_deref(), &env.config, &env.paths)
+        crate::models::choose(
+            args.model.model.as_deref(),
+            &env.config,
+            &env.paths,
+            crate::models::Purpose::Serve,
+        )
     };
     let (model, _) = load_model(&choice, engine.gpu_layers)?;
     let train = model.facts().n_ctx_train as usize;

@@ -60,11 +60,17 @@ pub fn run(env: &Env, args: BenchRestoreArgs) -> Result<ExitCode> {
         .tempdir_in(std::env::temp_dir())
         .context("creating the benchmark folder")?;
     let choice = match args.shape {
-        Some(shape) => crate::models::ModelChoice {
-            path: shaped_model(env, shape, args.shape_dir.as_deref().unwrap_or(work.path()))?,
-            source: crate::models::ModelSource::Argument,
-        },
-        None => crate::models::choose(args.model.model.as_deref(), &env.config, &env.paths),
+        Some(shape) => crate::models::ModelChoice::argument(shaped_model(
+            env,
+            shape,
+            args.shape_dir.as_deref().unwrap_or(work.path()),
+        )?),
+        None => crate::models::choose(
+            args.model.model.as_deref(),
+            &env.config,
+            &env.paths,
+            crate::models::Purpose::Serve,
+        ),
     };
     let (model, _) = load_model(&choice, engine.gpu_layers)?;
     let longest = args.tokens.iter().copied().max().unwrap_or(0) as usize;
@@ -139,10 +145,7 @@ pub fn run(env: &Env, args: BenchRestoreArgs) -> Result<ExitCode> {
     );
     println!("|---|---:|---:|---:|---:|---:|");
     for path in [choice.path.clone(), tiny] {
-        let choice = crate::models::ModelChoice {
-            path: path.clone(),
-            source: crate::models::ModelSource::Argument,
-        };
+        let choice = crate::models::ModelChoice::argument(path.clone());
         let (m, _) = load_model(&choice, engine.gpu_layers)?;
         let home = work.path().join(format!("share-{}", m.facts().description));
         let (one, all) = measure_sharing(&m, &path, &engine, &home, &args)?;

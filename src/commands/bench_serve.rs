@@ -44,7 +44,12 @@ impl Call {
 }
 
 pub fn run(env: &Env, args: BenchServeArgs) -> Result<ExitCode> {
-    let choice = crate::models::choose(args.model.model.as_deref(), &env.config, &env.paths);
+    let choice = crate::models::choose(
+        args.model.model.as_deref(),
+        &env.config,
+        &env.paths,
+        crate::models::Purpose::Serve,
+    );
     crate::models::validate(&choice)?;
     let engine = EngineSettings::resolve(&args.engine, &env.config);
     let work = tempfile::Builder::new()

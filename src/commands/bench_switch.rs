@@ -19,7 +19,7 @@ use crate::chat::{self, ChatOptions};
 use crate::cli::BenchSwitchArgs;
 use crate::engine::Context;
 use crate::format::human_bytes;
-use crate::models::{ModelChoice, ModelSource};
+use crate::models::ModelChoice;
 use crate::paths::Paths;
 use crate::session::catalog::SessionCatalog;
 use crate::settings::{
@@ -28,7 +28,12 @@ use crate::settings::{
 
 pub fn run(env: &Env, args: BenchSwitchArgs) -> Result<ExitCode> {
     let mut engine = EngineSettings::resolve(&args.engine, &env.config);
-    let choice = crate::models::choose(args.model.model.as_deref(), &env.config, &env.paths);
+    let choice = crate::models::choose(
+        args.model.model.as_deref(),
+        &env.config,
+        &env.paths,
+        crate::models::Purpose::Serve,
+    );
     let (model, _) = load_model(&choice, engine.gpu_layers)?;
     let n = args.sessions.max(2) as usize;
     let t = args.tokens as usize;
@@ -136,10 +141,7 @@ fn options(
 ) -> ChatOptions {
     ChatOptions {
         paths: paths.clone(),
-        model: ModelChoice {
-            path: choice.path.clone(),
-            source: ModelSource::Argument,
-        },
+        model: ModelChoice::argument(choice.path.clone()),
         engine: engine.clone(),
         sampling: SamplingSettings::greedy(),
         session,

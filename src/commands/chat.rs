@@ -32,7 +32,11 @@ const SAVE_DEADLINE: Duration = Duration::from_secs(30);
 /// Once the engine is done, how long the front end has to restore the terminal and return.
 const FRONT_END_GRACE: Duration = Duration::from_secs(1);
 
-pub fn run(env: &Env, args: ChatArgs) -> Result<ExitCode> {
+pub fn run(env: &Env, mut args: ChatArgs) -> Result<ExitCode> {
+    if let Some(spec) = &args.session {
+        let catalog = SessionCatalog::open(&env.paths)?;
+        args.session = Some(session_setup::resolve_session_arg(&catalog, spec)?);
+    }
     let options = options(env, &args)?;
     pull_default_if_missing(env, &options.model)?;
     let tui = !args.plain && std::io::stdin().is_terminal() && std::io::stdout().is_terminal();
@@ -148,7 +152,11 @@ fn run_tui(
         })
     };
     let result = crate::tui::run_terminal(
-        crate::tui::TuiOptions { title, session },
+        crate::tui::TuiOptions {
+            title,
+            session,
+            read_only: false,
+        },
         events,
         tui_commands,
     );
@@ -242,7 +250,12 @@ fn options(env: &Env, args: &ChatArgs) -> Result<ChatOptions> {
         None => (
             EngineSettings::resolve(&args.engine, &env.config),
             SamplingSettings::resolve(&args.sampling, &env.config),
-            crate::models::choose(args.model.model.as_deref(), &env.config, &env.paths),
+            crate::models::choose(
+                args.model.model.as_deref(),
+                &env.config,
+                &env.paths,
+                crate::models::Purpose::Chat,
+            ),
         ),
     };
     Ok(ChatOptions {
@@ -265,13 +278,14 @@ fn options(env: &Env, args: &ChatArgs) -> Result<ChatOptions> {
     })
 }
 
-/// With nothing pulled yet, `kvrun chat` fetches the default model first.
+/// With nothing pulled yet, `kvrun chat` fetches its default model first.
 fn pull_default_if_missing(env: &Env, choice: &ModelChoice) -> Result<()> {
-    if choice.is_default() && !choice.path.exists() {
-        env.ui.note(
-            "The default model (Gemma 3 270M, Q4_K_M) is not downloaded yet; pulling it now.",
-        );
-        super::pull::pull_default(env)?;
+    if let (Some(known), true) = (choice.known, !choice.path.exists()) {
+        env.ui.note(format!(
+            "{} is not downloaded yet; pulling it now.",
+            known.title
+        ));
+        super::pull::pull_known(env, &known)?;
     }
     Ok(())
 }

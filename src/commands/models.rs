@@ -9,6 +9,8 @@ use super::Env;
 use crate::cli::ModelsArgs;
 use crate::format::human_bytes;
 use crate::gguf;
+use crate::models::Purpose;
+use crate::pull::{known_model, DEFAULT_MODELS};
 
 #[derive(Serialize)]
 struct ModelRow {
@@ -18,6 +20,8 @@ struct ModelRow {
     architecture: Option<String>,
     context_length: Option<u64>,
     quantization: Option<String>,
+    /// The commands this model is the default of (`chat`, `run`, `serve`).
+    default_for: Vec<&'static str>,
     /// Set when the file is not a valid GGUF model.
     error: Option<String>,
 }
@@ -43,6 +47,7 @@ pub fn run(env: &Env, args: ModelsArgs) -> Result<ExitCode> {
                 architecture: None,
                 context_length: None,
                 quantization: None,
+                default_for: default_for(&path),
                 error: None,
             };
             match gguf::read_header(&path) {
@@ -63,13 +68,13 @@ pub fn run(env: &Env, args: ModelsArgs) -> Result<ExitCode> {
     }
     if rows.is_empty() {
         env.ui.note(format!(
-            "no models in {}; `kvrun pull` fetches the default model",
+            "no models in {}; `kvrun pull` fetches the default models",
             env.paths.models.display()
         ));
         return Ok(ExitCode::SUCCESS);
     }
     println!(
-        "{:<36} {:>10} {:<12} {:>8} {:<8}",
+        "{:<36} {:>10} {:<12} {:>8} {:<8} DEFAULT FOR",
         "NAME", "SIZE", "ARCH", "CONTEXT", "QUANT"
     );
     for row in rows {
@@ -81,7 +86,7 @@ pub fn run(env: &Env, args: ModelsArgs) -> Result<ExitCode> {
                 human_bytes(row.size)
             ),
             None => println!(
-                "{:<36} {:>10} {:<12} {:>8} {:<8}",
+                "{:<36} {:>10} {:<12} {:>8} {:<8} {}",
                 row.name,
                 human_bytes(row.size),
                 row.architecture.unwrap_or_else(dash),
@@ -89,8 +94,28 @@ pub fn run(env: &Env, args: ModelsArgs) -> Result<ExitCode> {
                     .map(|c| c.to_string())
                     .unwrap_or_else(dash),
                 row.quantization.unwrap_or_else(dash),
+                row.default_for.join(", "),
             ),
         }
     }
+    let missing: Vec<&str> = DEFAULT_MODELS
+        .iter()
+        .filter(|m| !env.paths.models.join(m.descriptor.file_name).exists())
+        .map(|m| m.short_name)
+        .collect();
+    if !missing.is_empty() {
+        env.ui.note(format!(
+            "not pulled yet: {} (`kvrun pull` fetches them)",
+            missing.join(", ")
+        ));
+    }
     Ok(ExitCode::SUCCESS)
+}
+
+/// The commands a file in the models folder is the default model of.
+fn default_for(path: &std::path::Path) -> Vec<&'static str> {
+    path.file_name()
+        .and_then(|name| known_model(&name.to_string_lossy()))
+        .map(|model| Purpose::defaulted_to(&model))
+        .unwrap_or_default()
 }

@@ -14,7 +14,11 @@ use crate::format::human_bytes;
 const TIMEOUT: Duration = Duration::from_secs(10);
 
 /// GETs `path` from the server as JSON; a refusal or an error status becomes one line.
-fn get_json<T: serde::de::DeserializeOwned>(url: &str, path: &str, key: Option<&str>) -> Result<T> {
+pub(super) fn get_json<T: serde::de::DeserializeOwned>(
+    url: &str,
+    path: &str,
+    key: Option<&str>,
+) -> Result<T> {
     let base = url.trim_end_matches('/');
     if !(base.starts_with("http://") || base.starts_with("https://")) {
         return Err(crate::exit::usage(format!(
@@ -107,6 +111,9 @@ pub fn list_sessions(url: &str, key: Option<&str>, json: bool) -> Result<ExitCod
 pub(super) struct RemoteStats {
     pub info: Option<InfoView>,
     pub stats: StatsView,
+    /// The server's own devices (older servers do not send them).
+    #[serde(default)]
+    pub devices: Option<crate::tiers::Devices>,
 }
 
 #[derive(Deserialize)]
@@ -177,19 +184,27 @@ pub fn stats(url: &str, key: Option<&str>, json: bool) -> Result<ExitCode> {
         None => println!("server  at {url}: the model is still loading"),
     }
     let budget = |b: Option<u64>| b.map_or("no budget".into(), human_bytes);
+    let gpus = match &remote.devices {
+        Some(devices) => {
+            super::stats::print_devices(devices, true);
+            devices.gpus.as_slice()
+        }
+        None => &[],
+    };
     println!(
-        "hot     {} of {} cells in use, {}",
+        "hot     in {}: {} of {} cells in use, {}",
+        super::stats::hot_device(gpus),
         s.hot_cells_used,
         s.hot_cells,
         human_bytes(s.hot.used)
     );
     println!(
-        "warm    {} of {}",
+        "warm    in RAM: {} of {}",
         human_bytes(s.warm.used),
         budget(s.warm.budget)
     );
     println!(
-        "cold    {} of {}",
+        "cold    on NVMe: {} of {}",
         human_bytes(s.cold.used),
         budget(s.cold.budget)
     );

@@ -69,7 +69,11 @@ pub(super) struct SessionFields {
 
 pub fn run(env: &Env, args: RunArgs) -> Result<ExitCode> {
     match args.session.clone() {
-        Some(name) => super::run_session::run_session(env, &args, &name),
+        Some(spec) => {
+            let catalog = crate::session::catalog::SessionCatalog::open(&env.paths)?;
+            let name = super::session_setup::resolve_session_arg(&catalog, &spec)?;
+            super::run_session::run_session(env, &args, &name)
+        }
         None => run_plain(env, &args),
     }
 }
@@ -78,7 +82,12 @@ fn run_plain(env: &Env, args: &RunArgs) -> Result<ExitCode> {
     let prompt = read_prompt(args)?;
     let engine = EngineSettings::resolve(&args.engine, &env.config);
     let sampling = SamplingSettings::resolve(&args.sampling, &env.config);
-    let choice = crate::models::choose(args.model.model.as_deref(), &env.config, &env.paths);
+    let choice = crate::models::choose(
+        args.model.model.as_deref(),
+        &env.config,
+        &env.paths,
+        crate::models::Purpose::Chat,
+    );
     let (mut model, load_ms) = load_model(&choice, engine.gpu_layers)?;
     apply_chat_template(&mut model, &args.model, env)?;
     let mut ctx = Context::new(&model, &engine, DEFAULT_PAGE_TOKENS, 1)?;

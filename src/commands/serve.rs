@@ -12,6 +12,7 @@ use anyhow::{Context as _, Result};
 use super::Env;
 use crate::cli::ServeArgs;
 use crate::exit::usage;
+use crate::server::listen::ConnectionLimits;
 use crate::server::{AppState, Guard};
 use crate::service::engine::ContextSizing;
 use crate::service::{start, EngineThread, ServiceHandle, ServiceOptions};
@@ -27,6 +28,7 @@ const DEFAULT_ELASTIC_HOT_IDLE: Duration = Duration::from_secs(300);
 const DEFAULT_MAX_BODY: &str = "32MiB";
 /// Long enough for an agent's first, uncached 21k-token prompt on a CPU.
 const DEFAULT_REQUEST_TIMEOUT: &str = "10m";
+const DEFAULT_HEADER_TIMEOUT: &str = "30s";
 /// After a signal: how long in-flight responses get to finish (the engine cancels them at
 /// once, so this is only their last events), then how long the engine gets to save.
 const DRAIN_DEADLINE: Duration = Duration::from_secs(5);
@@ -36,6 +38,7 @@ const SAVE_DEADLINE: Duration = Duration::from_secs(30);
 struct ServeSettings {
     addr: SocketAddr,
     guard: Guard,
+    connections: ConnectionLimits,
     service: ServiceOptions,
     sampling: SamplingSettings,
     max_tokens: Option<u32>,
@@ -87,6 +90,19 @@ fn settle(env: &Env, args: &ServeArgs) -> Result<ServeSettings> {
     let request_timeout =
         Some(parse_duration(&timeout).map_err(|e| usage(format!("--request-timeout: {e}")))?)
             .filter(|d| !d.is_zero());
+    let header_timeout = args
+        .header_timeout
+        .clone()
+        .or_else(|| config.header_timeout.clone())
+        .unwrap_or_else(|| DEFAULT_HEADER_TIMEOUT.into());
+    let header_timeout =
+        parse_duration(&header_timeout).map_err(|e| usage(format!("--header-timeout: {e}")))?;
+    if header_timeout.is_zero() {
+        return Err(usage(
+            "--header-timeout must be above 0: a client that never finishes its headers \
+             would hold a connection forever",
+        ));
+    }
     let cors_origins = if args.cors_origin.is_empty() {
         config.cors_origin.clone().unwrap_or_default()
     } else {
@@ -111,6 +127,7 @@ fn settle(env: &Env, args: &ServeArgs) -> Result<ServeSettings> {
         .unwrap_or(DEFAULT_MAX_QUEUE);
     Ok(ServeSettings {
         addr,
+        connections: ConnectionLimits::new(header_timeout),
         guard: Guard {
             api_key,
             max_body_bytes,
@@ -119,7 +136,12 @@ fn settle(env: &Env, args: &ServeArgs) -> Result<ServeSettings> {
         },
         service: ServiceOptions {
             paths: env.paths.clone(),
-            model: crate::models::choose(args.model.model.as_deref(), config, &env.paths),
+            model: crate::models::choose(
+                args.model.model.as_deref(),
+                config,
+                &env.paths,
+                crate::models::Purpose::Serve,
+            ),
             engine: EngineSettings::resolve(&args.engine, config),
             sizing,
             tiers,
@@ -172,6 +194,7 @@ fn resolve_addr(host: &str, port: u16) -> Result<SocketAddr> {
 async fn serve(env: &Env, settings: ServeSettings) -> Result<ExitCode> {
     let ServeSettings {
         addr,
+        connections,
         guard,
         service,
         sampling,
@@ -189,13 +212,14 @@ async fn serve(env: &Env, settings: ServeSettings) -> Result<ExitCode> {
     state.max_tokens = max_tokens;
     let app = crate::server::app(state, &guard);
     let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
-    let server = tokio::spawn(async move {
-        axum::serve(listener, app)
-            .with_graceful_shutdown(async {
-                let _ = stop_rx.await;
-            })
-            .await
-    });
+    let server = tokio::spawn(crate::server::listen::serve(
+        listener,
+        app,
+        connections,
+        async {
+            let _ = stop_rx.await;
+        },
+    ));
     let mut signal = Box::pin(shutdown_signal()?);
     let outcome = tokio::select! {
         loaded = wait_until_ready(&handle, &engine) => loaded,
@@ -217,10 +241,8 @@ async fn serve(env: &Env, settings: ServeSettings) -> Result<ExitCode> {
     };
     let _ = stop_tx.send(());
     handle.shutdown();
-    match tokio::time::timeout(DRAIN_DEADLINE, server).await {
-        Ok(Ok(Err(e))) => tracing::warn!("the HTTP server ended with an error: {e}"),
-        Err(_) => tracing::warn!("responses still open after {DRAIN_DEADLINE:?}; closing them"),
-        _ => {}
+    if tokio::time::timeout(DRAIN_DEADLINE, server).await.is_err() {
+        tracing::warn!("responses still open after {DRAIN_DEADLINE:?}; closing them");
     }
     let joined = tokio::time::timeout(
         SAVE_DEADLINE,

@@ -9,7 +9,7 @@ use crate::cli::{EngineArgs, SamplingArgs};
 use crate::conversation::Conversation;
 use crate::engine::{Context, Model};
 use crate::exit::usage;
-use crate::models::{ModelChoice, ModelSource};
+use crate::models::ModelChoice;
 use crate::session::catalog::SessionCatalog;
 use crate::session::error::{Incompatibility, SessionError};
 use crate::session::live::{LiveSession, RestoreReport};
@@ -25,6 +25,27 @@ pub struct Prepared {
     pub engine: EngineSettings,
     pub sampling: SamplingSettings,
     pub choice: ModelChoice,
+}
+
+/// The session a `--session SPEC` of `chat` or `run` means: `NAME/N` is member N of the
+/// family NAME (`NAME.N` on disk); a plain NAME whose family has several members (a
+/// server's client key) is its most recently used one; anything else is itself.
+pub fn resolve_session_arg(catalog: &SessionCatalog, spec: &str) -> Result<String> {
+    if spec.contains('/') {
+        return crate::session::family::resolve_member_spec(spec).map_err(usage);
+    }
+    let members = catalog.family_members(spec).unwrap_or_default();
+    if members.len() < 2 {
+        return Ok(spec.to_string());
+    }
+    let latest = members
+        .into_iter()
+        .filter_map(|(_, name)| {
+            let updated = catalog.read_manifest(&name).ok()?.updated_unix;
+            Some((updated, name))
+        })
+        .max();
+    Ok(latest.map_or_else(|| spec.to_string(), |(_, name)| name))
 }
 
 /// Locks session `name` and decides the model and settings.
@@ -66,11 +87,15 @@ pub fn prepare(
         }
     }
     let choice = match (model_arg, &manifest) {
-        (None, Some(m)) if std::path::Path::new(&m.model.path).exists() => ModelChoice {
-            path: m.model.path.clone().into(),
-            source: ModelSource::Argument,
-        },
-        _ => crate::models::choose(model_arg, &env.config, &env.paths),
+        (None, Some(m)) if std::path::Path::new(&m.model.path).exists() => {
+            ModelChoice::argument(&m.model.path)
+        }
+        _ => crate::models::choose(
+            model_arg,
+            &env.config,
+            &env.paths,
+            crate::models::Purpose::Chat,
+        ),
     };
     if let (None, Some(m)) = (model_arg, &manifest) {
         // Without this, the fallback's own complaint ("the default model is not downloaded

@@ -1,6 +1,7 @@
-//! `kvrun stats`: the tiers as seen from outside a chat process. The cold tier (the page
-//! store) and the devices are measured here; the hot and warm tiers live inside a running
-//! `kvrun chat` (its `/stats` and the TUI's memory panel show them live).
+//! `kvrun stats`: the devices (VRAM, RAM, NVMe) and the tiers as seen from outside a chat
+//! process. The cold tier (the page store) and the devices are measured here; the hot and
+//! warm tiers live inside a running `kvrun chat` (its `/stats` and the TUI's memory panel
+//! show them live) or `kvrun serve` (`--connect URL`).
 
 use std::process::ExitCode;
 
@@ -14,7 +15,7 @@ use crate::exit::usage;
 use crate::format::human_bytes;
 use crate::session::catalog::SessionCatalog;
 use crate::settings::TierSettings;
-use crate::tiers::SystemMemory;
+use crate::tiers::{Devices, SystemMemory};
 
 #[derive(Serialize)]
 struct Stats {
@@ -86,31 +87,27 @@ pub fn run(env: &Env, args: StatsArgs) -> Result<ExitCode> {
         return Ok(ExitCode::SUCCESS);
     }
     let budget = |b: Option<u64>| b.map_or("no budget".into(), human_bytes);
-    if stats.gpus.is_empty() {
-        println!("VRAM  no GPU: the hot tier (a chat's context) lives in RAM");
-    }
-    for g in &stats.gpus {
-        println!(
-            "VRAM  {}: {} free of {}",
-            g.name,
-            human_bytes(g.free_bytes),
-            human_bytes(g.total_bytes)
-        );
-    }
+    print_devices(
+        &Devices {
+            gpus: stats.gpus.clone(),
+            system,
+        },
+        false,
+    );
     println!(
-        "RAM   {} available of {}; warm pool budget {} per chat process",
-        human_bytes(stats.ram_available_bytes),
-        human_bytes(stats.ram_total_bytes),
+        "hot   in {}: a chat's context (see its /stats or the TUI)",
+        hot_device(&stats.gpus)
+    );
+    println!(
+        "warm  in RAM: budget {} per chat process",
         human_bytes(stats.warm_budget_bytes)
     );
     println!(
-        "NVMe  cold tier {} of {} in {} objects ({}); disk {} free of {}",
+        "cold  on NVMe: {} of {} in {} objects ({})",
         human_bytes(stats.cold.used_bytes),
         budget(stats.cold.budget_bytes),
         stats.cold.objects,
         stats.cold.path,
-        human_bytes(stats.disk_free_bytes),
-        human_bytes(stats.disk_total_bytes)
     );
     for s in &stats.sessions {
         println!(
@@ -121,6 +118,49 @@ pub fn run(env: &Env, args: StatsArgs) -> Result<ExitCode> {
             human_bytes(s.shared_bytes)
         );
     }
-    println!("(hot and warm tiers live inside `kvrun chat`: see its /stats or the TUI)");
     Ok(ExitCode::SUCCESS)
+}
+
+/// Where the hot tier lives: the GPUs' VRAM, or RAM without one.
+pub(super) fn hot_device(gpus: &[GpuDevice]) -> &'static str {
+    if gpus.is_empty() {
+        "RAM (no GPU)"
+    } else {
+        "VRAM"
+    }
+}
+
+/// The three devices, one line each: VRAM per GPU (or "no GPU"), RAM (with `process`'s
+/// share when it is a server's), NVMe (the store's filesystem).
+pub(super) fn print_devices(devices: &Devices, with_process: bool) {
+    let system = &devices.system;
+    if devices.gpus.is_empty() {
+        println!("VRAM  no GPU: the hot tier lives in RAM");
+    }
+    for g in &devices.gpus {
+        println!(
+            "VRAM  {}: {} used of {} ({} free)",
+            g.name,
+            human_bytes(g.total_bytes.saturating_sub(g.free_bytes)),
+            human_bytes(g.total_bytes),
+            human_bytes(g.free_bytes)
+        );
+    }
+    let kvrun = if with_process {
+        format!("kvrun {} · ", human_bytes(system.process_rss))
+    } else {
+        String::new()
+    };
+    println!(
+        "RAM   {kvrun}system {} used of {} ({} available)",
+        human_bytes(system.ram_total.saturating_sub(system.ram_available)),
+        human_bytes(system.ram_total),
+        human_bytes(system.ram_available)
+    );
+    println!(
+        "NVMe  {} used of {} ({} free)",
+        human_bytes(system.disk_total.saturating_sub(system.disk_free)),
+        human_bytes(system.disk_total),
+        human_bytes(system.disk_free)
+    );
 }

@@ -14,10 +14,10 @@ use anyhow::{bail, Result};
 use super::remote::{fetch_stats, RemoteStats, TierView};
 use super::Env;
 use crate::chat::protocol::{
-    EngineEvent, MemorySnapshot, SessionRow, Tier, TierUsage, UserCommand,
+    EngineEvent, MemorySnapshot, SessionRow, ShownMessage, Tier, TierUsage, UserCommand,
 };
 use crate::cli::TopArgs;
-use crate::tiers::SystemMemory;
+use crate::tiers::{Devices, SystemMemory};
 
 /// How often the server is asked (the panel's own refresh rate is about this).
 const POLL: Duration = Duration::from_millis(500);
@@ -37,22 +37,36 @@ pub fn run(env: &Env, args: TopArgs) -> Result<ExitCode> {
         let (stop, url, tx) = (stop.clone(), args.url.clone(), events_tx.clone());
         std::thread::spawn(move || poll(&url, key.as_deref(), first, &data, &tx, &stop))
     };
-    let answerer = std::thread::spawn(move || {
-        for command in from_tui {
-            let note = match command {
-                UserCommand::Quit => break,
-                UserCommand::ListSessions | UserCommand::Stop => continue,
-                _ => "kvrun top only watches the server; talk to it over HTTP",
-            };
-            let _ = events_tx.send(EngineEvent::Info(note.into()));
-        }
-        let _ = events_tx.send(EngineEvent::Exited);
-    });
+    let answerer = {
+        let (url, key) = (args.url.clone(), args.api_key.clone());
+        std::thread::spawn(move || {
+            for command in from_tui {
+                let event = match command {
+                    UserCommand::Quit => break,
+                    // Enter on a session: its conversation, as the server saved it.
+                    UserCommand::Switch(name) => match conversation(&url, key.as_deref(), &name) {
+                        Ok(history) => EngineEvent::Switched {
+                            session: name,
+                            history,
+                        },
+                        Err(e) => EngineEvent::Error(format!("{e:#}")),
+                    },
+                    UserCommand::ListSessions | UserCommand::Stop => continue,
+                    _ => EngineEvent::Info(
+                        "kvrun top only watches the server; talk to it over HTTP".into(),
+                    ),
+                };
+                let _ = events_tx.send(event);
+            }
+            let _ = events_tx.send(EngineEvent::Exited);
+        })
+    };
     let title = format!("kvrun top {}", args.url);
     let result = crate::tui::run_terminal(
         crate::tui::TuiOptions {
             title,
             session: None,
+            read_only: true,
         },
         &events,
         commands,
@@ -84,7 +98,12 @@ fn poll(
                         gpu: false,
                     });
                 }
-                let (memory, sessions) = snapshot(&remote, &SystemMemory::read(data));
+                // The server's own figures; this machine's for a server too old to send them.
+                let devices = remote.devices.clone().unwrap_or_else(|| Devices {
+                    gpus: Vec::new(),
+                    system: SystemMemory::read(data),
+                });
+                let (memory, sessions) = snapshot(&remote, &devices);
                 let _ = events.send(EngineEvent::Memory(Box::new(memory)));
                 let _ = events.send(EngineEvent::Sessions(sessions));
             }
@@ -97,8 +116,42 @@ fn poll(
     }
 }
 
+/// A session's conversation from the server (`/v1/kvrun/sessions/{name}`): its messages,
+/// or, for a session that records only its token log (the HTTP APIs' clients keep their
+/// messages), the log's text as the model reads it.
+fn conversation(url: &str, key: Option<&str>, name: &str) -> Result<Vec<ShownMessage>> {
+    // Session names are [A-Za-z0-9._-]: a path segment as they are.
+    let path = format!("/v1/kvrun/sessions/{name}");
+    let session: serde_json::Value = super::remote::get_json(url, &path, key)?;
+    Ok(shown_messages(&session))
+}
+
+fn shown_messages(session: &serde_json::Value) -> Vec<ShownMessage> {
+    let text = |v: &serde_json::Value| v.as_str().unwrap_or_default().to_string();
+    let messages: Vec<ShownMessage> = session["messages"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(|m| ShownMessage {
+            role: text(&m["role"]),
+            content: text(&m["content"]),
+        })
+        .collect();
+    if !messages.is_empty() {
+        return messages;
+    }
+    match session["text"].as_str() {
+        Some(log) => vec![ShownMessage {
+            role: "log".into(),
+            content: log.to_string(),
+        }],
+        None => Vec::new(),
+    }
+}
+
 /// The server's figures as the memory panel and the sessions list show them.
-fn snapshot(remote: &RemoteStats, system: &SystemMemory) -> (MemorySnapshot, Vec<SessionRow>) {
+fn snapshot(remote: &RemoteStats, devices: &Devices) -> (MemorySnapshot, Vec<SessionRow>) {
+    let system = &devices.system;
     let s = &remote.stats;
     let in_tier = |tier: &str| -> Vec<String> {
         s.sessions
@@ -115,7 +168,7 @@ fn snapshot(remote: &RemoteStats, system: &SystemMemory) -> (MemorySnapshot, Vec
         hit_tokens: hits,
     };
     let memory = MemorySnapshot {
-        gpus: Vec::new(),
+        gpus: devices.gpus.clone(),
         hot: usage(&s.hot, "hot", s.restored_hot_tokens),
         hot_cells: s.hot_cells,
         hot_cells_used: s.hot_cells_used,
@@ -123,7 +176,7 @@ fn snapshot(remote: &RemoteStats, system: &SystemMemory) -> (MemorySnapshot, Vec
         warm: usage(&s.warm, "warm", s.restored_warm_tokens),
         cold: usage(&s.cold, "cold", s.restored_cold_tokens),
         prefill_tokens: s.prefilled_tokens,
-        process_rss_bytes: 0,
+        process_rss_bytes: system.process_rss,
         ram_total_bytes: system.ram_total,
         ram_available_bytes: system.ram_available,
         disk_total_bytes: system.disk_total,
@@ -170,10 +223,16 @@ mod tests {
                     {"name": "a", "tokens": 5, "tier": "hot", "pinned": false, "last_used_unix": 1},
                     {"name": "b", "tokens": 6, "tier": "cold", "pinned": true, "last_used_unix": 2}
                 ]
-            }
+            },
+            "devices": {"gpus": [], "ram_total": 64, "ram_available": 32, "process_rss": 7,
+                        "disk_total": 100, "disk_free": 50}
         }))
         .unwrap();
-        let (memory, rows) = snapshot(&remote, &SystemMemory::default());
+        let devices = remote.devices.clone().unwrap();
+        let (memory, rows) = snapshot(&remote, &devices);
+        // The server's own resident memory, not this process's (nor 0).
+        assert_eq!(memory.process_rss_bytes, 7);
+        assert_eq!(memory.ram_total_bytes, 64);
         assert_eq!(memory.hot_cells_used, 700);
         assert_eq!(memory.warm.budget_bytes, Some(100));
         assert_eq!(memory.warm.hit_tokens, 256);
@@ -182,5 +241,20 @@ mod tests {
         assert_eq!(rows.len(), 2);
         assert_eq!((rows[0].tier, rows[0].active), (Tier::Hot, true));
         assert_eq!(rows[1].tier, Tier::Cold);
+    }
+
+    #[test]
+    fn a_session_shows_its_messages_or_else_its_log() {
+        let chat = serde_json::json!({"messages": [
+            {"role": "user", "content": "hi"}, {"role": "assistant", "content": "hello"}]});
+        let shown = shown_messages(&chat);
+        assert_eq!(
+            (shown[1].role.as_str(), shown[1].content.as_str()),
+            ("assistant", "hello")
+        );
+        let raw = serde_json::json!({"messages": [], "text": "<|im_start|>user\nhi"});
+        let shown = shown_messages(&raw);
+        assert_eq!(shown.len(), 1);
+        assert_eq!(shown[0].content, "<|im_start|>user\nhi");
     }
 }

@@ -350,6 +350,16 @@ impl<'m> Context<'m> {
         self.logits_index = None;
     }
 
+    /// Like [`Self::truncate_seq`], but says whether llama.cpp cut it: a memory that cannot
+    /// cut at `from` (a recurrent state) refuses, and the caller must not go on as if it had.
+    pub fn try_truncate_seq(&mut self, seq: i32, from: usize) -> bool {
+        let cut = self
+            .ctx
+            .clear_kv_cache_seq(Some(seq as u32), Some(from as u32), None);
+        self.logits_index = None;
+        matches!(cut, Ok(true))
+    }
+
     /// Makes `dst` share the cells of `src` at positions `p0..p1`. In a unified cache this
     /// only tags cells (no KV bytes move), which is how a page range is read out cheaply.
     pub fn share_range(&mut self, src: i32, dst: i32, p0: usize, p1: usize) {

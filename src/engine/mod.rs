@@ -83,7 +83,7 @@ pub fn llama_build_info() -> String {
 pub const LLAMA_CPP_SYS_VERSION: &str = "0.1.161";
 
 /// A GPU (or other accelerator) as llama.cpp's backend reports it.
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct GpuDevice {
     pub name: String,
     pub total_bytes: u64,

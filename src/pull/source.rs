@@ -1,30 +1,36 @@
 //! Parsing the user's `kvrun pull <SOURCE>` argument and naming the downloaded file.
 
-use super::PullError;
+use super::{known_model, KnownModel, PullError};
 
 /// What to pull.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Source {
-    /// The bundled default model ([`super::DEFAULT_MODEL`]).
-    DefaultModel,
+    /// Every default model ([`super::DEFAULT_MODELS`]).
+    Defaults,
+    /// One default model, by its short name.
+    Known(KnownModel),
     /// A direct HTTP(S) URL of a `.gguf` file.
     Url(String),
 }
 
 const HF_PREFIX: &str = "hf:";
 const HF_BASE: &str = "https://huggingface.co";
-const SPEC_HELP: &str =
-    "expected an http(s):// URL, hf:OWNER/REPO[@REVISION]/PATH/TO/FILE.gguf, or 'default'";
+const SPEC_HELP: &str = "expected smollm2, gemma3, default (both), an http(s):// URL, \
+     or hf:OWNER/REPO[@REVISION]/PATH/TO/FILE.gguf";
 
 /// Parse a pull source:
-/// * empty or `default` → [`Source::DefaultModel`];
+/// * empty or `default` → [`Source::Defaults`];
+/// * a known model's short name (`smollm2`, `gemma3`) → [`Source::Known`];
 /// * `http://…` / `https://…` → [`Source::Url`] unchanged;
 /// * `hf:OWNER/REPO/PATH/TO/FILE.gguf` or `hf:OWNER/REPO@REVISION/PATH/TO/FILE.gguf` →
 ///   `https://huggingface.co/OWNER/REPO/resolve/REVISION-or-main/PATH/TO/FILE.gguf`.
 pub fn resolve_source(spec: &str) -> Result<Source, PullError> {
     let spec = spec.trim();
     if spec.is_empty() || spec.eq_ignore_ascii_case("default") {
-        return Ok(Source::DefaultModel);
+        return Ok(Source::Defaults);
+    }
+    if let Some(model) = known_model(spec) {
+        return Ok(Source::Known(model));
     }
     let lower = spec.to_ascii_lowercase();
     if lower.starts_with("http://") || lower.starts_with("https://") {
@@ -208,8 +214,16 @@ mod tests {
             url("HTTP://example.com/x.gguf"),
             "HTTP://example.com/x.gguf"
         );
-        assert_eq!(resolve_source("").ok(), Some(Source::DefaultModel));
-        assert_eq!(resolve_source(" Default ").ok(), Some(Source::DefaultModel));
+        assert_eq!(resolve_source("").ok(), Some(Source::Defaults));
+        assert_eq!(resolve_source(" Default ").ok(), Some(Source::Defaults));
+        assert_eq!(
+            resolve_source("smollm2").ok(),
+            Some(Source::Known(crate::pull::SMOLLM2))
+        );
+        assert_eq!(
+            resolve_source("Gemma3").ok(),
+            Some(Source::Known(crate::pull::GEMMA3))
+        );
     }
 
     #[test]

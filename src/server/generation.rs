@@ -10,10 +10,12 @@ use std::time::Instant;
 use tokio::sync::mpsc::{unbounded_channel, UnboundedReceiver};
 
 use super::errors::ApiError;
+use super::request_log::RequestLog;
 use super::state::{AppState, ServerCounters};
 use crate::engine::TokenId;
 use crate::service::protocol::{
-    CancelToken, ConversationKey, Reply, Request, RequestId, Started, TokenPiece, Usage,
+    CancelToken, ConversationKey, FinishReason, Reply, Request, RequestId, Started, TokenPiece,
+    Usage,
 };
 use crate::settings::SamplingSettings;
 use crate::template::TemplateIdentity;
@@ -41,6 +43,8 @@ pub struct Generation {
     replies: UnboundedReceiver<Reply>,
     cancel: CancelToken,
     counters: Arc<ServerCounters>,
+    /// The log line of the HTTP request that started it, told the usage at the end.
+    log: Option<RequestLog>,
 }
 
 impl Drop for Generation {
@@ -69,6 +73,10 @@ pub async fn start(state: &AppState, job: Job) -> Result<Generation, ApiError> {
     let cancel = CancelToken::new();
     let id = NEXT_ID.fetch_add(1, Ordering::Relaxed);
     let prompt_for_history = job.prompt.clone();
+    let family = match &job.conversation {
+        ConversationKey::Family(family) => Some(family.clone()),
+        _ => None,
+    };
     state.service.submit(Request {
         id,
         conversation: job.conversation,
@@ -98,6 +106,7 @@ pub async fn start(state: &AppState, job: Job) -> Result<Generation, ApiError> {
     if let Some(model) = state.service.model() {
         state.prompts.observe(
             &started.session,
+            family.as_deref(),
             &prompt_for_history,
             started.cached.total(),
             model,
@@ -110,6 +119,7 @@ pub async fn start(state: &AppState, job: Job) -> Result<Generation, ApiError> {
         replies,
         cancel,
         counters: state.counters.clone(),
+        log: RequestLog::current(),
     })
 }
 
@@ -121,6 +131,16 @@ impl Generation {
                 Some(Reply::Token(piece)) => Ok(Step::Token(piece)),
                 Some(Reply::Done(usage)) => {
                     self.counters.record_usage(&usage);
+                    if let Some(log) = &self.log {
+                        log.finished(&usage);
+                    }
+                    // A client that leaves drops its Generation, so a cancelled reply that
+                    // is still read here was cut short by shutdown. Each API says so in its
+                    // own error shape (an `error` event, `response.failed`, a 503), never
+                    // as a reply that ended by itself.
+                    if usage.finish == FinishReason::Cancelled {
+                        return Err(ApiError::interrupted(&usage.session));
+                    }
                     Ok(Step::Done(usage))
                 }
                 Some(Reply::Failed(e)) => Err(e.into()),

@@ -1,5 +1,5 @@
 //! What stands in front of every handler: the API key, the body-size and time limits, CORS,
-//! and the per-request metrics. Rejections carry the error shape of the API the path belongs
+//! and the per-request metrics and log line. Rejections carry the error shape of the API the path belongs
 //! to, so an SDK raises its own error type with the message (OpenAI's shape everywhere under
 //! `/v1/` except Anthropic's `/v1/messages*`).
 
@@ -16,6 +16,7 @@ use subtle::ConstantTimeEq as _;
 
 use super::errors::{ApiError, Shape};
 use super::metrics::ServerCounters;
+use super::request_log::RequestLog;
 
 /// The server's limits and access rules, from `kvrun serve`'s flags.
 #[derive(Debug, Clone)]
@@ -154,14 +155,21 @@ async fn count_request(
         .get::<MatchedPath>()
         .map_or("unmatched", MatchedPath::as_str)
         .to_string();
-    let response = next.run(request).await;
+    let log = RequestLog::new(request.method().clone(), request.uri().path());
+    let response = log.scope(next.run(request)).await;
     let status = response.status();
+    let session = response
+        .headers()
+        .get("x-kvrun-session")
+        .and_then(|v| v.to_str().ok());
+    log.responded(status, session);
     let streaming = response
         .headers()
         .get(header::CONTENT_TYPE)
         .is_some_and(|v| v.as_bytes().starts_with(b"text/event-stream"));
     if !streaming {
         counters.record_request(&endpoint, status, started.elapsed());
+        log.write();
         return response;
     }
     let done = RecordOnDrop {
@@ -169,6 +177,7 @@ async fn count_request(
         endpoint,
         status,
         started,
+        log,
     };
     let (parts, body) = response.into_parts();
     let body = Body::from_stream(body.into_data_stream().map(move |chunk| {
@@ -184,12 +193,14 @@ struct RecordOnDrop {
     endpoint: String,
     status: StatusCode,
     started: Instant,
+    log: RequestLog,
 }
 
 impl Drop for RecordOnDrop {
     fn drop(&mut self) {
         self.counters
             .record_request(&self.endpoint, self.status, self.started.elapsed());
+        self.log.write();
     }
 }
 

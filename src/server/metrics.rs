@@ -16,6 +16,7 @@ use axum::response::{IntoResponse, Response};
 use super::AppState;
 use crate::service::protocol::Usage;
 use crate::service::ServiceStats;
+use crate::tiers::Devices;
 
 /// Upper bounds (seconds) of the latency buckets: from a restored prefix (a tenth of a
 /// second) to a long agent prompt prefilled on a CPU (minutes).
@@ -101,11 +102,53 @@ impl ServerCounters {
     }
 }
 
+/// The devices the tiers live on: VRAM per GPU (none: the hot tier is in RAM), RAM with
+/// this process's share, and NVMe (the filesystem of the store).
+fn render_devices(out: &mut String, devices: &Devices) {
+    single(
+        out,
+        "kvrun_gpus",
+        "GPUs llama.cpp can use (0: the hot tier lives in RAM)",
+        "gauge",
+        devices.gpus.len(),
+    );
+    header_lines(
+        out,
+        "kvrun_device_bytes",
+        "memory of the devices the tiers live on: VRAM per GPU, RAM, NVMe (the store's filesystem)",
+        "gauge",
+    );
+    for gpu in &devices.gpus {
+        let name = escape(&gpu.name);
+        for (kind, value) in [("total", gpu.total_bytes), ("free", gpu.free_bytes)] {
+            let _ = writeln!(
+                out,
+                "kvrun_device_bytes{{device=\"VRAM\",name=\"{name}\",kind=\"{kind}\"}} {value}"
+            );
+        }
+    }
+    let system = &devices.system;
+    for (device, kind, value) in [
+        ("RAM", "total", system.ram_total),
+        ("RAM", "available", system.ram_available),
+        ("RAM", "kvrun", system.process_rss),
+        ("NVMe", "total", system.disk_total),
+        ("NVMe", "free", system.disk_free),
+    ] {
+        let _ = writeln!(
+            out,
+            "kvrun_device_bytes{{device=\"{device}\",kind=\"{kind}\"}} {value}"
+        );
+    }
+}
+
 pub async fn handler(State(state): State<AppState>) -> Response {
     let Ok(stats) = state.service.stats().await else {
         return (StatusCode::SERVICE_UNAVAILABLE, "the engine has stopped\n").into_response();
     };
-    let body = render(&stats, &state.counters, state.service.info().is_some());
+    let devices = crate::tiers::Devices::read(&state.paths.data);
+    let ready = state.service.info().is_some();
+    let body = render(&stats, &devices, &state.counters, ready);
     (
         [(
             header::CONTENT_TYPE,
@@ -134,8 +177,14 @@ fn escape(value: &str) -> String {
         .replace('\n', "\\n")
 }
 
-pub fn render(stats: &ServiceStats, counters: &ServerCounters, ready: bool) -> String {
+pub fn render(
+    stats: &ServiceStats,
+    devices: &Devices,
+    counters: &ServerCounters,
+    ready: bool,
+) -> String {
     let mut out = String::new();
+    render_devices(&mut out, devices);
     single(
         &mut out,
         "kvrun_ready",
@@ -348,8 +397,26 @@ mod tests {
             queued: 3,
             ..Default::default()
         };
-        let text = render(&stats, &counters, true);
+        let devices = Devices {
+            gpus: vec![crate::engine::GpuDevice {
+                name: "llvmpipe".into(),
+                total_bytes: 8,
+                free_bytes: 5,
+            }],
+            system: crate::tiers::SystemMemory {
+                ram_total: 64,
+                process_rss: 7,
+                disk_free: 9,
+                ..Default::default()
+            },
+        };
+        let text = render(&stats, &devices, &counters, true);
         for line in [
+            "kvrun_gpus 1",
+            "kvrun_device_bytes{device=\"VRAM\",name=\"llvmpipe\",kind=\"free\"} 5",
+            "kvrun_device_bytes{device=\"RAM\",kind=\"total\"} 64",
+            "kvrun_device_bytes{device=\"RAM\",kind=\"kvrun\"} 7",
+            "kvrun_device_bytes{device=\"NVMe\",kind=\"free\"} 9",
             "kvrun_http_requests_total{endpoint=\"/v1/chat/completions\",status=\"200\"} 2",
             "kvrun_http_requests_total{endpoint=\"/v1/messages\",status=\"400\"} 1",
             "kvrun_restored_tokens_total{tier=\"cold\"} 512",

@@ -9,6 +9,7 @@
 //!
 //! Both log the position and the text on each side, so the user sees what changed.
 
+use crate::session::family::member_index;
 use std::collections::{HashMap, VecDeque};
 use std::sync::Mutex;
 
@@ -105,6 +106,7 @@ impl PromptHistory {
     pub fn observe(
         &self,
         session: &str,
+        family: Option<&str>,
         prompt: &[TokenId],
         cached: usize,
         model: &Model,
@@ -118,6 +120,16 @@ impl PromptHistory {
                 .then(|| recent.closest_other(session, prompt))
                 .flatten();
             (previous, closest)
+        };
+        // A family's new member (its prompt extended none of them) left the member it is
+        // closest to: that is the family's own conversation diverging, not a new one.
+        let (previous, closest) = match (previous, closest) {
+            (None, Some((other, other_prompt)))
+                if family.is_some_and(|f| member_index(&other, f).is_some()) =>
+            {
+                (Some(other_prompt), None)
+            }
+            pair => pair,
         };
         let excerpt = |tokens: &[TokenId], at: usize| {
             let from = at.saturating_sub(EXCERPT_TOKENS);
@@ -179,9 +191,9 @@ impl Recent {
     /// Another conversation's prompt sharing the longest prefix with `prompt` (the most
     /// recent one on a tie).
     fn closest_other(&self, session: &str, prompt: &[TokenId]) -> Option<(String, Vec<TokenId>)> {
+        // Oldest first: `max_by_key` keeps the last of equals, the most recent.
         self.order
             .iter()
-            .rev()
             .filter(|name| name.as_str() != session)
             .filter_map(|name| Some((name, self.prompts.get(name)?)))
             .max_by_key(|(_, tokens)| common_prefix(tokens, prompt))

@@ -8,19 +8,21 @@
 //!
 //! Layout: `state` (what every handler holds); `render`, `naming`, `errors`, `sse`,
 //! `generation`, `tool_choice`, `misses` (shared by the APIs); `openai`, `anthropic`,
-//! `responses` (the APIs); `guard` (key, limits, CORS, request counting), `metrics` and
-//! `sessions` (kvrun's own endpoints).
+//! `responses` (the APIs); `guard` (key, limits, CORS, request counting) with `request_log`
+//! (a line per request at `-v`), `metrics` and `sessions` (kvrun's own endpoints).
 
 pub mod anthropic;
 pub mod errors;
 pub mod generation;
 pub mod guard;
+pub mod listen;
 pub mod metrics;
 pub mod misses;
 pub mod naming;
 pub mod openai;
 pub mod render;
 pub mod request;
+pub mod request_log;
 pub mod responses;
 pub mod sessions;
 pub mod sse;
@@ -46,7 +48,27 @@ pub fn router(state: AppState) -> Router {
         .merge(openai::routes())
         .merge(anthropic::routes())
         .merge(responses::routes())
+        .fallback(unknown_route)
+        .method_not_allowed_fallback(wrong_method)
         .with_state(state)
+}
+
+/// A path no API has, in the error shape of the API the path belongs to: the SDKs show a
+/// body's message, and "404 status code (no body)" helps nobody.
+async fn unknown_route(method: axum::http::Method, uri: axum::http::Uri) -> errors::ApiError {
+    errors::ApiError::not_found(format!("no route for {method} {}", uri.path()))
+        .code("unknown_route")
+        .shaped(errors::Shape::for_path(uri.path()))
+}
+
+/// A known path with a method it does not take.
+async fn wrong_method(method: axum::http::Method, uri: axum::http::Uri) -> errors::ApiError {
+    errors::ApiError::new(
+        StatusCode::METHOD_NOT_ALLOWED,
+        format!("{} does not take {method}", uri.path()),
+    )
+    .code("method_not_allowed")
+    .shaped(errors::Shape::for_path(uri.path()))
 }
 
 /// The whole server: every route behind the guard's layers.
@@ -67,11 +89,16 @@ async fn health(State(state): State<AppState>) -> impl IntoResponse {
     }
 }
 
-/// The engine's counters and tiers as JSON (what `kvrun stats --connect` prints).
+/// The engine's counters and tiers, and the devices they live on, as JSON (what
+/// `kvrun stats --connect` prints and `kvrun top` draws).
 async fn stats(State(state): State<AppState>) -> axum::response::Response {
     match state.service.stats().await {
         Ok(stats) => {
-            Json(serde_json::json!({"info": state.service.info(), "stats": stats})).into_response()
+            let devices = crate::tiers::Devices::read(&state.paths.data);
+            let body = serde_json::json!({
+                "info": state.service.info(), "stats": stats, "devices": devices,
+            });
+            Json(body).into_response()
         }
         Err(e) => errors::ApiError::from(e).into_response(),
     }

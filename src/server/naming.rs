@@ -6,6 +6,7 @@ use axum::http::HeaderMap;
 
 use crate::service::protocol::ConversationKey;
 use crate::session::catalog::{validate_name, MAX_NAME_LEN};
+use crate::session::family::MAX_FAMILY_LEN;
 
 /// Session-id headers, most specific first.
 const SESSION_HEADERS: [&str; 3] = ["x-session-id", "x-claude-code-session-id", "session-id"];
@@ -28,9 +29,12 @@ pub struct NameSources<'a> {
 
 /// The conversation's key: the first name found, in the documented order, else anonymous.
 pub fn conversation_key(headers: &HeaderMap, sources: &NameSources<'_>) -> ConversationKey {
-    let from_headers = SESSION_HEADERS
-        .iter()
-        .filter_map(|h| headers.get(*h)?.to_str().ok().map(str::to_string));
+    // Header values are bytes; a client's UTF-8 name (`X-Session-Id: ünïcødé-名前`) is
+    // still its name, so it is read as UTF-8, not dropped for not being visible ASCII.
+    let from_headers = SESSION_HEADERS.iter().filter_map(|h| {
+        let value = headers.get(*h)?;
+        Some(String::from_utf8_lossy(value.as_bytes()).into_owned())
+    });
     let from_body = [
         sources.prompt_cache_key.map(str::to_string),
         sources.metadata_user_id.and_then(session_of_user_id),
@@ -40,7 +44,7 @@ pub fn conversation_key(headers: &HeaderMap, sources: &NameSources<'_>) -> Conve
     from_headers
         .chain(from_body.into_iter().flatten())
         .find_map(|raw| session_name(&raw))
-        .map_or(ConversationKey::Anonymous, ConversationKey::Named)
+        .map_or(ConversationKey::Anonymous, ConversationKey::Family)
 }
 
 /// The session id inside Anthropic's `metadata.user_id`: its `session_id` when it is JSON
@@ -68,7 +72,9 @@ pub fn session_name(raw: &str) -> Option<String> {
     if raw.is_empty() {
         return None;
     }
-    if validate_name(raw).is_ok() {
+    // A key names a family of conversations, whose members add `.N`: a long key is
+    // shortened like an unusable one, to leave them room.
+    if validate_name(raw).is_ok() && raw.len() <= MAX_FAMILY_LEN {
         return Some(raw.to_string());
     }
     let mut readable = String::new();
@@ -110,7 +116,31 @@ mod tests {
     }
 
     fn named(name: &str) -> ConversationKey {
-        ConversationKey::Named(name.into())
+        ConversationKey::Family(name.into())
+    }
+
+    #[test]
+    fn a_utf8_header_names_its_own_conversation() {
+        let mut map = HeaderMap::new();
+        let value = axum::http::HeaderValue::from_bytes("ünïcødé-名前".as_bytes()).unwrap();
+        map.insert("x-session-id", value);
+        let other = axum::http::HeaderValue::from_bytes("другое-имя".as_bytes()).unwrap();
+        let mut second = HeaderMap::new();
+        second.insert("x-session-id", other);
+        let none = NameSources::default();
+        let (a, b) = (
+            conversation_key(&map, &none),
+            conversation_key(&second, &none),
+        );
+        assert!(
+            matches!(&a, ConversationKey::Family(n) if n.starts_with("n-c-d-")),
+            "{a:?}"
+        );
+        assert!(
+            matches!(&b, ConversationKey::Family(n) if n.starts_with("conv-")),
+            "{b:?}"
+        );
+        assert_ne!(a, b);
     }
 
     #[test]

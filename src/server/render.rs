@@ -128,6 +128,7 @@ pub fn render(
             ),
             other => ApiError::bad_request(other.to_string()).param("messages"),
         })?;
+    check_length_fits(model, &rendered.text, n_ctx)?;
     let tokens = model.tokenize_rendered(&rendered, 0, true);
     check_fits(tokens.len(), n_ctx)?;
     Ok(Prompt {
@@ -308,6 +309,20 @@ pub fn media_refused(kind: &str, field: &str) -> ApiError {
 }
 
 /// A prompt must leave room for at least one generated token.
+/// Refuses, before tokenizing it (tens of seconds for megabytes), a text whose length
+/// alone shows it cannot fit: every token spans at most the vocabulary's longest piece.
+pub fn check_length_fits(model: &Model, text: &str, n_ctx: usize) -> Result<(), ApiError> {
+    match model.min_tokens(text) {
+        Some(tokens) if tokens >= n_ctx => Err(ApiError::bad_request(format!(
+            "the prompt is {} bytes, so at least {tokens} tokens, and the context holds {n_ctx}",
+            text.len()
+        ))
+        .param("messages")
+        .code("context_length_exceeded")),
+        _ => Ok(()),
+    }
+}
+
 pub fn check_fits(tokens: usize, n_ctx: usize) -> Result<(), ApiError> {
     if tokens >= n_ctx {
         return Err(crate::service::protocol::ServiceError::PromptTooLong { tokens, n_ctx }.into());

@@ -59,8 +59,9 @@ impl SamplingFields {
             s.top_p = check(&TOP_P, "top_p", p.into())? as f32;
         }
         if let Some(k) = self.top_k {
-            // Anthropic and vLLM send -1 for "off"; kvrun's off is 0.
-            s.top_k = check(&TOP_K, "top_k", f64::from(k.max(0)))? as i32;
+            // Anthropic and vLLM send -1 for "off"; kvrun's off is 0. Below -1 is an error.
+            let k = if k == -1 { 0 } else { k };
+            s.top_k = check(&TOP_K, "top_k", f64::from(k))? as i32;
         }
         if let Some(p) = self.min_p {
             s.min_p = check(&MIN_P, "min_p", p.into())? as f32;
@@ -151,6 +152,33 @@ mod tests {
             ..Default::default()
         };
         assert!(bad.settings(&base).is_err());
+        let bad = SamplingFields {
+            top_k: Some(-5),
+            ..Default::default()
+        };
+        assert_eq!(
+            bad.settings(&base).unwrap_err().param.as_deref(),
+            Some("top_k")
+        );
+    }
+
+    #[test]
+    fn json_schemas_that_are_not_schemas_are_refused() {
+        let format = serde_json::json!({"type": "json_schema"});
+        for schema in [
+            serde_json::json!(5),
+            serde_json::json!(false),
+            serde_json::json!("object"),
+            serde_json::json!({"type": "object", "properties": {"a": {"type": "string"}},
+                "required": ["a", "b"]}),
+        ] {
+            let refused = json_format_grammar(&format, Some(&schema), "response_format");
+            assert!(refused.is_err(), "{schema}");
+        }
+        let ok = serde_json::json!({"type": "object", "properties": {"a": {"type": "string"}},
+            "required": ["a"]});
+        assert!(json_format_grammar(&format, Some(&ok), "response_format").is_ok());
+        assert!(json_format_grammar(&format, Some(&serde_json::json!(true)), "f").is_ok());
     }
 
     #[test]

@@ -17,6 +17,9 @@ use crate::service::protocol::ServiceError;
 use crate::session::catalog::{validate_name, SessionCatalog, SessionSummary};
 use crate::session::SessionError;
 
+/// How much of a messageless session's log `GET /v1/kvrun/sessions/{name}` shows as text.
+const LOG_TEXT_TOKENS: usize = 4096;
+
 pub fn routes() -> Router<AppState> {
     Router::new()
         .route("/v1/kvrun/sessions", get(list))
@@ -127,6 +130,12 @@ async fn show(State(state): State<AppState>, Path(name): Path<String>) -> Respon
         value = serde_json::to_value(&manifest).unwrap_or(value);
         // The token log can be long; its length is what a listing wants.
         value["tokens"] = tokens.into();
+        // A session that keeps no messages (the HTTP APIs' clients keep them) shows its
+        // log's tail as the model reads it, so a monitor has a conversation to show.
+        if let (true, Some(model)) = (manifest.messages.is_empty(), state.service.model()) {
+            let tail = &manifest.tokens[tokens.saturating_sub(LOG_TEXT_TOKENS)..];
+            value["text"] = model.tokens_text(tail).into();
+        }
     }
     value["tier"] = served.as_ref().map_or("cold", |s| s.tier).into();
     value["served"] = served.is_some().into();

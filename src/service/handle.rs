@@ -14,8 +14,13 @@ use crate::template::TemplateIdentity;
 /// Facts about the loaded model and context, fixed once the engine is ready.
 #[derive(Debug, Clone, Serialize)]
 pub struct ServiceInfo {
-    /// The name responses use: `--alias`, else the model's own name.
+    /// The name responses use: `--alias`, else the model file's stem.
     pub model_name: String,
+    /// Every id a client may name the model by in `/v1/models/{id}`: the alias, if any,
+    /// then the file's stem.
+    pub model_ids: Vec<String>,
+    /// The context the model was trained for (`n_ctx_train`).
+    pub n_ctx_train: usize,
     pub n_ctx: usize,
     /// Sequences decoded together (`--parallel`).
     pub parallel: usize,

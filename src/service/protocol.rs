@@ -21,9 +21,14 @@ pub type RequestId = u64;
 /// Which conversation (and so which persisted session) a request belongs to.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum ConversationKey {
-    /// The client named it (a session-id header, `prompt_cache_key`, `metadata.user_id`,
-    /// ...): the session gets this name and is kept.
+    /// This session, exactly (a chat, `run --session`): a prompt that leaves its log cuts
+    /// the log back to where they part.
     Named(String),
+    /// A client's key (a session-id header, `prompt_cache_key`, `metadata.user_id`, ...),
+    /// which names a family of conversations ([`crate::session::family`]): the request
+    /// continues the member whose log its prompt extends, or starts a new member. Every
+    /// member is a kept session.
+    Family(String),
     /// No name: the engine finds the conversation by content (the longest cached prefix),
     /// or starts one under a generated name that is collected first under the cold budget.
     Anonymous,

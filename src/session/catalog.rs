@@ -471,6 +471,19 @@ impl SessionCatalog {
         Ok(manifest)
     }
 
+    /// The sessions of `family` (see [`super::family`]) with their member numbers, in
+    /// member order; from folder names alone, no manifest read.
+    pub fn family_members(&self, family: &str) -> Result<Vec<(usize, String)>> {
+        let mut members: Vec<(usize, String)> = self
+            .folder_names()?
+            .into_iter()
+            .filter_map(|name| Some((super::family::member_index(&name, family)?, name)))
+            .filter(|(_, name)| self.manifest_path(name).exists())
+            .collect();
+        members.sort();
+        Ok(members)
+    }
+
     /// Folder names that could be sessions, sorted.
     fn folder_names(&self) -> Result<Vec<String>> {
         let entries = match fs::read_dir(&self.dir) {

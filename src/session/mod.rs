@@ -13,6 +13,7 @@ pub mod capture;
 pub mod catalog;
 pub mod error;
 pub mod export;
+pub mod family;
 pub mod identity;
 pub mod kv_error;
 pub mod live;

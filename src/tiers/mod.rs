@@ -4,5 +4,5 @@
 mod system;
 mod warm;
 
-pub use system::{parse_bytes, parse_duration, resident_bytes, SystemMemory};
+pub use system::{parse_bytes, parse_duration, resident_bytes, Devices, SystemMemory};
 pub use warm::{WarmPool, WarmStats};

@@ -3,7 +3,7 @@
 use std::path::Path;
 
 /// RAM and disk as the OS reports them (zeros where a figure is unavailable).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct SystemMemory {
     pub ram_total: u64,
     pub ram_available: u64,
@@ -38,6 +38,27 @@ impl SystemMemory {
             process_rss: resident_bytes(Path::new("/proc/self")),
             disk_total: fs4::total_space(dir).unwrap_or(0),
             disk_free: fs4::available_space(dir).unwrap_or(0),
+        }
+    }
+}
+
+/// The three devices the tiers live on, as one process sees them: VRAM (each GPU; none on a
+/// CPU-only machine, where the hot tier is in RAM), RAM and the disk (NVMe) of the store.
+/// `kvrun serve` reports its own in `/v1/kvrun/stats` and `/metrics`, for `kvrun top` and
+/// `kvrun stats --connect` to show.
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct Devices {
+    pub gpus: Vec<crate::engine::GpuDevice>,
+    #[serde(flatten)]
+    pub system: SystemMemory,
+}
+
+impl Devices {
+    /// This process's view: llama.cpp's GPUs, `/proc` and the filesystem of `data_dir`.
+    pub fn read(data_dir: &Path) -> Self {
+        Self {
+            gpus: crate::engine::gpu_devices(),
+            system: SystemMemory::read(data_dir),
         }
     }
 }

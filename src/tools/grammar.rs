@@ -29,15 +29,23 @@ object ::= "{" ws (string ":" ws value ("," ws string ":" ws value)*)? "}"
 array ::= "[" ws (value ("," ws value)*)? "]"
 "#;
 
+/// Bounded repetitions above this are written unbounded. llama.cpp expands `x{0,n}` into
+/// n rules and refuses a grammar once a repetition would make more than 2,000 (its
+/// `MAX_REPETITION_THRESHOLD`); real agents' schemas (`maxItems`, `maxLength`) go past that.
+/// What is relaxed is logged: the reply may then break that one bound, never the shape.
+const MAX_BOUNDED_REPEAT: u64 = 64;
+
 /// A grammar whose root is a JSON value valid under `schema`.
 pub fn schema_grammar(schema: &Value) -> Result<String, SchemaError> {
-    let root = expression(schema, 0)?;
-    Ok(format!("root ::= {root}\n{BASE_RULES}"))
+    let mut rules = Rules::default();
+    let root = rules.expression(schema, 0)?;
+    Ok(rules.finish(&root))
 }
 
 /// A grammar whose root is one call, in `format`'s syntax, to one of `tools` (OpenAI tool
 /// definitions), with arguments valid under the tool's parameter schema.
 pub fn tool_call_grammar(format: ToolFormat, tools: &[&Value]) -> Result<String, SchemaError> {
+    let mut rules = Rules::default();
     let mut alternatives = Vec::new();
     for tool in tools {
         let function = tool.get("function").unwrap_or(tool);
@@ -47,7 +55,8 @@ pub fn tool_call_grammar(format: ToolFormat, tools: &[&Value]) -> Result<String,
             .ok_or_else(|| SchemaError("a tool without a name".into()))?;
         let empty = serde_json::json!({"type": "object"});
         let parameters = function.get("parameters").unwrap_or(&empty);
-        let args = expression(parameters, 0)?;
+        rules.context = format!("tool '{name}'");
+        let args = rules.expression(parameters, 0)?;
         let name = literal(&serde_json::to_string(name).expect("a string"));
         alternatives.push(match format {
             ToolFormat::Hermes => format!(
@@ -67,109 +76,180 @@ pub fn tool_call_grammar(format: ToolFormat, tools: &[&Value]) -> Result<String,
     if alternatives.is_empty() {
         return Err(SchemaError("no tools to call".into()));
     }
-    Ok(format!(
-        "root ::= {}\n{BASE_RULES}",
-        alternatives.join(" | ")
-    ))
+    Ok(rules.finish(&alternatives.join(" | ")))
 }
 
-fn expression(schema: &Value, depth: usize) -> Result<String, SchemaError> {
-    if depth > 32 {
-        return Err(SchemaError("nested more than 32 levels".into()));
+/// The rules a schema needs beyond [`BASE_RULES`]. Every compound expression becomes a
+/// named rule of its own, so a repetition always repeats one rule reference: llama.cpp
+/// multiplies a repeated group's inner rules by the repetition count, and inline nesting
+/// makes Claude Code's tool schemas exceed its limit.
+#[derive(Default)]
+struct Rules {
+    /// `(name, body)` in the order they were made.
+    named: Vec<(String, String)>,
+    /// The same body is one rule (tool schemas repeat shapes).
+    by_body: std::collections::HashMap<String, String>,
+    /// Which tool or schema is being written, for the relaxation log.
+    context: String,
+}
+
+impl Rules {
+    /// A reference to a rule with this body.
+    fn rule(&mut self, body: String) -> String {
+        if let Some(name) = self.by_body.get(&body) {
+            return name.clone();
+        }
+        let name = format!("r{}", self.named.len());
+        self.by_body.insert(body.clone(), name.clone());
+        self.named.push((name.clone(), body));
+        name
     }
-    let Some(schema) = schema.as_object() else {
-        // `true` (or a non-object) allows anything.
-        return Ok("value".into());
-    };
-    if schema.contains_key("$ref") {
-        return Err(SchemaError("$ref".into()));
+
+    /// `{0,max}` after one rule reference, or `*` when the bound is too large to expand.
+    fn up_to(&self, max: u64, what: &str) -> String {
+        if max > MAX_BOUNDED_REPEAT {
+            let context = if self.context.is_empty() {
+                "the schema"
+            } else {
+                &self.context
+            };
+            tracing::info!(
+                "{context}: {what} {max} is not enforced by the grammar (above \
+                 {MAX_BOUNDED_REPEAT}); the rest of the schema is"
+            );
+            "*".into()
+        } else {
+            format!("{{0,{max}}}")
+        }
     }
-    if let Some(value) = schema.get("const") {
-        return Ok(literal(&value.to_string()));
+
+    fn finish(self, root: &str) -> String {
+        let mut out = format!("root ::= {root}\n");
+        for (name, body) in &self.named {
+            let _ = writeln!(out, "{name} ::= {body}");
+        }
+        out.push_str(BASE_RULES);
+        out
     }
-    if let Some(values) = schema.get("enum") {
-        let values = values
-            .as_array()
-            .filter(|v| !v.is_empty())
-            .ok_or_else(|| SchemaError("enum must be a non-empty list".into()))?;
-        let alts: Vec<String> = values.iter().map(|v| literal(&v.to_string())).collect();
-        return Ok(format!("({})", alts.join(" | ")));
-    }
-    for key in ["anyOf", "oneOf"] {
-        if let Some(options) = schema.get(key) {
-            let options = options
+
+    fn expression(&mut self, schema: &Value, depth: usize) -> Result<String, SchemaError> {
+        if depth > 32 {
+            return Err(SchemaError("nested more than 32 levels".into()));
+        }
+        let schema = match schema {
+            Value::Object(schema) => schema,
+            // JSON Schema's `true` allows anything; `false` allows nothing, and anything else
+            // is not a schema.
+            Value::Bool(true) => return Ok("value".into()),
+            Value::Bool(false) => return Err(SchemaError("`false` allows no value".into())),
+            other => return Err(SchemaError(format!("{other} is not a schema"))),
+        };
+        if schema.contains_key("$ref") {
+            return Err(SchemaError("$ref".into()));
+        }
+        if let Some(value) = schema.get("const") {
+            return Ok(literal(&value.to_string()));
+        }
+        if let Some(values) = schema.get("enum") {
+            let values = values
                 .as_array()
                 .filter(|v| !v.is_empty())
-                .ok_or_else(|| SchemaError(format!("{key} must be a non-empty list")))?;
-            let alts = options
-                .iter()
-                .map(|o| expression(o, depth + 1))
-                .collect::<Result<Vec<_>, _>>()?;
-            return Ok(format!("({})", alts.join(" | ")));
+                .ok_or_else(|| SchemaError("enum must be a non-empty list".into()))?;
+            let alts: Vec<String> = values.iter().map(|v| literal(&v.to_string())).collect();
+            return Ok(self.rule(alts.join(" | ")));
         }
-    }
-    match schema.get("type") {
-        None => Ok("value".into()),
-        Some(Value::String(kind)) => typed(kind, schema, depth),
-        Some(Value::Array(kinds)) => {
-            let alts = kinds
-                .iter()
-                .map(|k| match k.as_str() {
-                    Some(kind) => typed(kind, schema, depth),
-                    None => Err(SchemaError("type lists hold strings".into())),
-                })
-                .collect::<Result<Vec<_>, _>>()?;
-            Ok(format!("({})", alts.join(" | ")))
-        }
-        Some(other) => Err(SchemaError(format!("type {other}"))),
-    }
-}
-
-fn typed(
-    kind: &str,
-    schema: &serde_json::Map<String, Value>,
-    depth: usize,
-) -> Result<String, SchemaError> {
-    Ok(match kind {
-        "string" => match schema.get("maxLength").and_then(Value::as_u64) {
-            Some(max) => format!("\"\\\"\" char{{0,{}}} \"\\\"\"", max.min(10_000)),
-            None => "string".into(),
-        },
-        "integer" => "integer".into(),
-        "number" => "number".into(),
-        "boolean" => "boolean".into(),
-        "null" => "null".into(),
-        "array" => {
-            let item = match schema.get("items") {
-                Some(items) => expression(items, depth + 1)?,
-                None => "value".into(),
-            };
-            let more = match schema.get("maxItems").and_then(Value::as_u64) {
-                Some(0) => return Ok("(\"[\" ws \"]\")".into()),
-                Some(max) => format!("{{0,{}}}", (max - 1).min(10_000)),
-                None => "*".into(),
-            };
-            format!("(\"[\" ws ({item} (\",\" ws {item}){more})? \"]\")")
-        }
-        "object" => {
-            let Some(properties) = schema.get("properties").and_then(Value::as_object) else {
-                return Ok("object".into());
-            };
-            let mut out = String::from("\"{\" ws");
-            for (i, (name, property)) in properties.iter().enumerate() {
-                let key = literal(&serde_json::to_string(name).expect("a string"));
-                let sep = if i == 0 { "" } else { " \",\" ws" };
-                let _ = write!(
-                    out,
-                    "{sep} {key} \":\" ws {}",
-                    expression(property, depth + 1)?
-                );
+        for key in ["anyOf", "oneOf"] {
+            if let Some(options) = schema.get(key) {
+                let options = options
+                    .as_array()
+                    .filter(|v| !v.is_empty())
+                    .ok_or_else(|| SchemaError(format!("{key} must be a non-empty list")))?;
+                let alts = options
+                    .iter()
+                    .map(|o| self.expression(o, depth + 1))
+                    .collect::<Result<Vec<_>, _>>()?;
+                return Ok(self.rule(alts.join(" | ")));
             }
-            out.push_str(" \"}\"");
-            format!("({out})")
         }
-        other => return Err(SchemaError(format!("type '{other}'"))),
-    })
+        match schema.get("type") {
+            None => Ok("value".into()),
+            Some(Value::String(kind)) => self.typed(kind, schema, depth),
+            Some(Value::Array(kinds)) => {
+                let alts = kinds
+                    .iter()
+                    .map(|k| match k.as_str() {
+                        Some(kind) => self.typed(kind, schema, depth),
+                        None => Err(SchemaError("type lists hold strings".into())),
+                    })
+                    .collect::<Result<Vec<_>, _>>()?;
+                Ok(self.rule(alts.join(" | ")))
+            }
+            Some(other) => Err(SchemaError(format!("type {other}"))),
+        }
+    }
+
+    fn typed(
+        &mut self,
+        kind: &str,
+        schema: &serde_json::Map<String, Value>,
+        depth: usize,
+    ) -> Result<String, SchemaError> {
+        Ok(match kind {
+            "string" => match schema.get("maxLength").and_then(Value::as_u64) {
+                Some(max) => {
+                    let more = self.up_to(max, "maxLength");
+                    self.rule(format!("\"\\\"\" char{more} \"\\\"\""))
+                }
+                None => "string".into(),
+            },
+            "integer" => "integer".into(),
+            "number" => "number".into(),
+            "boolean" => "boolean".into(),
+            "null" => "null".into(),
+            "array" => {
+                let item = match schema.get("items") {
+                    Some(items) => self.expression(items, depth + 1)?,
+                    None => "value".into(),
+                };
+                let more = match schema.get("maxItems").and_then(Value::as_u64) {
+                    Some(0) => return Ok(self.rule("\"[\" ws \"]\"".into())),
+                    Some(max) => self.up_to(max - 1, "maxItems"),
+                    None => "*".into(),
+                };
+                let rest = self.rule(format!("\",\" ws {item}"));
+                self.rule(format!("\"[\" ws ({item} {rest}{more})? \"]\""))
+            }
+            "object" => {
+                let properties = schema.get("properties").and_then(Value::as_object);
+                // Every property is written (see the module's note), so a required one that
+                // is not declared could never appear: the schema contradicts itself.
+                let required = schema.get("required").and_then(Value::as_array);
+                for name in required.into_iter().flatten() {
+                    let declared = name
+                        .as_str()
+                        .is_some_and(|n| properties.is_some_and(|p| p.contains_key(n)));
+                    if !declared && properties.is_some() {
+                        return Err(SchemaError(format!(
+                            "required property {name} is not among the properties"
+                        )));
+                    }
+                }
+                let Some(properties) = properties else {
+                    return Ok("object".into());
+                };
+                let mut out = String::from("\"{\" ws");
+                for (i, (name, property)) in properties.iter().enumerate() {
+                    let key = literal(&serde_json::to_string(name).expect("a string"));
+                    let sep = if i == 0 { "" } else { " \",\" ws" };
+                    let value = self.expression(property, depth + 1)?;
+                    let _ = write!(out, "{sep} {key} \":\" ws {value}");
+                }
+                out.push_str(" \"}\"");
+                self.rule(out)
+            }
+            other => return Err(SchemaError(format!("type '{other}'"))),
+        })
+    }
 }
 
 /// `text` as a GBNF string literal: a JSON string literal is one (GBNF reads the same
@@ -189,9 +269,23 @@ mod tests {
         let g = schema_grammar(&json!({"type": "object", "properties": {
             "city": {"enum": ["Paris", "Rome"]}, "days": {"type": "integer"}}}))
         .unwrap();
-        assert!(g.starts_with(
-            "root ::= (\"{\" ws \"\\\"city\\\"\" \":\" ws (\"\\\"Paris\\\"\" | \"\\\"Rome\\\"\") \",\" ws \"\\\"days\\\"\" \":\" ws integer \"}\")\n"
-        ), "{g}");
+        assert!(g.starts_with(concat!(
+            "root ::= r1\n",
+            "r0 ::= \"\\\"Paris\\\"\" | \"\\\"Rome\\\"\"\n",
+            "r1 ::= \"{\" ws \"\\\"city\\\"\" \":\" ws r0 \",\" ws \"\\\"days\\\"\" \":\" ws integer \"}\"\n",
+        )), "{g}");
+    }
+
+    #[test]
+    fn repetitions_repeat_one_rule_and_large_bounds_are_unbounded() {
+        let g = schema_grammar(&json!({"type": "array", "maxItems": 3,
+            "items": {"type": "object", "properties": {"a": {"type": "string", "maxLength": 5000}}}}))
+        .unwrap();
+        // The item is a rule of its own; `maxLength` 5000 would expand past llama.cpp's limit.
+        assert!(g.contains("r0 ::= \"\\\"\" char* \"\\\"\"\n"), "{g}");
+        assert!(g.contains("(r1 r2{0,2})?"), "{g}");
+        let small = schema_grammar(&json!({"type": "string", "maxLength": 8})).unwrap();
+        assert!(small.contains("char{0,8}"), "{small}");
     }
 
     #[test]

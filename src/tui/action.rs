@@ -60,6 +60,29 @@ pub enum Action {
     Engine(EngineEvent),
 }
 
+impl Action {
+    /// Whether this edits the message being typed (a monitor has none).
+    pub fn edits_the_message(&self) -> bool {
+        matches!(
+            self,
+            Action::Insert(_)
+                | Action::Paste(_)
+                | Action::Newline
+                | Action::Backspace
+                | Action::Delete
+                | Action::Left
+                | Action::Right
+                | Action::Home
+                | Action::End
+                | Action::DeleteWordBack
+                | Action::ClearToLineStart
+                | Action::InputUp
+                | Action::InputDown
+                | Action::Submit
+        )
+    }
+}
+
 /// What the loop must do after an update, beyond redrawing.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Effect {

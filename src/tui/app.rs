@@ -104,6 +104,8 @@ pub struct App {
     last_interrupt: Option<Instant>,
     pub(crate) size: (u16, u16),
     pub(crate) now_unix: u64,
+    /// A monitor: nothing is typed, so focus never rests on the (absent) input box.
+    pub(crate) read_only: bool,
 }
 
 impl App {
@@ -115,7 +117,11 @@ impl App {
             session: options.session,
             messages: Vec::new(),
             input: InputEditor::default(),
-            focus: Focus::Input,
+            focus: if options.read_only {
+                Focus::Sessions
+            } else {
+                Focus::Input
+            },
             help: false,
             help_scroll: 0,
             scroll: None,
@@ -137,6 +143,7 @@ impl App {
             last_interrupt: None,
             size: (80, 24),
             now_unix: 0,
+            read_only: options.read_only,
         }
     }
 
@@ -190,6 +197,9 @@ impl App {
         {
             return None;
         }
+        if self.read_only && action.edits_the_message() {
+            return None;
+        }
         match action {
             Action::Insert(c) => self.edit(|e| e.insert_char(c)),
             Action::Paste(text) => {
@@ -211,9 +221,17 @@ impl App {
             Action::Submit => return self.submit(),
 
             Action::FocusNext | Action::FocusPrev => {
-                let order = [Focus::Input, Focus::Conversation, Focus::Sessions];
+                let order: &[Focus] = if self.read_only {
+                    &[Focus::Conversation, Focus::Sessions]
+                } else {
+                    &[Focus::Input, Focus::Conversation, Focus::Sessions]
+                };
                 let i = order.iter().position(|f| *f == self.focus).unwrap_or(0);
-                let step = if action == Action::FocusNext { 1 } else { 2 };
+                let step = if action == Action::FocusNext {
+                    1
+                } else {
+                    order.len() - 1
+                };
                 self.focus = order[(i + step) % order.len()];
                 if self.focus == Focus::Sessions {
                     // The list may be stale; the engine answers with a Sessions event.
@@ -232,7 +250,9 @@ impl App {
             }
             Action::SessionOpen => {
                 let row = self.sessions.get(self.selected)?;
-                self.focus = Focus::Input;
+                if !self.read_only {
+                    self.focus = Focus::Input;
+                }
                 return Some(Effect::Command(UserCommand::Switch(row.name.clone())));
             }
             Action::RefreshSessions => return Some(Effect::Command(UserCommand::ListSessions)),
@@ -240,7 +260,7 @@ impl App {
             Action::Escape => {
                 if self.help {
                     self.help = false;
-                } else {
+                } else if !self.read_only {
                     self.focus = Focus::Input;
                 }
             }
@@ -448,7 +468,10 @@ impl App {
                 self.scroll = None;
                 self.generating = false;
                 self.reply_open = false;
-                if let Some(i) = self.sessions.iter().position(|r| r.active) {
+                // A monitor's selection is the user's: "active" there means decoding now.
+                if let (false, Some(i)) =
+                    (self.read_only, self.sessions.iter().position(|r| r.active))
+                {
                     self.selected = i;
                 }
             }

@@ -65,6 +65,10 @@ fn map_key(app: &App, key: KeyEvent, now: Instant) -> Option<Action> {
         _ => {}
     }
 
+    // A monitor has nothing to type, so q can leave it.
+    if app.read_only && key.code == KeyCode::Char('q') {
+        return Some(Action::Terminate);
+    }
     match app.focus() {
         Focus::Input => input_key(app, key, ctrl, alt),
         Focus::Conversation => match key.code {

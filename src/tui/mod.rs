@@ -47,6 +47,9 @@ pub struct TuiOptions {
     pub title: String,
     /// The session being opened, if any.
     pub session: Option<String>,
+    /// A monitor (`kvrun top`): no input box, and keys that would edit a message do not
+    /// exist; Enter on a session shows its conversation.
+    pub read_only: bool,
 }
 
 /// One thing from outside the TUI other than the engine.

@@ -38,6 +38,7 @@ fn new_app() -> App {
     let mut app = App::new(TuiOptions {
         title: "kvrun".into(),
         session: Some("refactor-agent".into()),
+        read_only: false,
     });
     app.update(Action::Tick { now_unix: NOW });
     app
@@ -257,6 +258,57 @@ fn snapshot_gpu_restore_in_progress() {
         ],
     );
     assert_snapshot!("gpu_restore_100x30", render(&mut app, 100, 30).backend());
+}
+
+/// `kvrun top`: a monitor with no input box; Enter on a session shows its conversation,
+/// and typing goes nowhere.
+#[test]
+fn snapshot_monitor() {
+    let mut app = App::new(TuiOptions {
+        title: "kvrun top http://127.0.0.1:8080".into(),
+        session: None,
+        read_only: true,
+    });
+    app.update(Action::Tick { now_unix: NOW });
+    engine(
+        &mut app,
+        [
+            EngineEvent::Ready {
+                model: "gemma-3-270m-q4_k_m".into(),
+                n_ctx: 32768,
+                gpu: false,
+            },
+            EngineEvent::Memory(Box::new(cpu_memory())),
+            EngineEvent::Sessions(sessions()),
+        ],
+    );
+    assert_eq!(app.focus(), Focus::Sessions);
+    assert!(type_text(&mut app, "hello").is_empty());
+    let sent = press(&mut app, [key(KeyCode::Down), key(KeyCode::Enter)]);
+    assert_eq!(sent, [UserCommand::Switch("docs".into())]);
+    engine(
+        &mut app,
+        [EngineEvent::Switched {
+            session: "docs".into(),
+            history: vec![
+                ShownMessage {
+                    role: "user".into(),
+                    content: "Where are the docs?".into(),
+                },
+                ShownMessage {
+                    role: "assistant".into(),
+                    content: "In docs/, one file per chapter.".into(),
+                },
+            ],
+        }],
+    );
+    // The selection stays where the user put it.
+    assert_eq!(app.selected, 1);
+    assert_snapshot!("monitor_100x30", render(&mut app, 100, 30).backend());
+    assert_eq!(
+        press(&mut app, [key(KeyCode::Char('q'))]),
+        [UserCommand::Quit]
+    );
 }
 
 // Unit tests of update().

@@ -6,26 +6,38 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::sync::OnceLock;
 
-/// The default model (Gemma 3 270M). `KVRUN_TEST_MODEL` overrides; otherwise the place
-/// `kvrun pull` puts it (the README's test command pulls it first).
+/// Gemma 3 270M, serve's default model and the sliding-window path. `KVRUN_TEST_MODEL`
+/// overrides; otherwise the place `kvrun pull` puts it (the README's test command pulls it
+/// first).
 pub fn default_model() -> PathBuf {
     static PATH: OnceLock<PathBuf> = OnceLock::new();
-    PATH.get_or_init(|| {
-        let path = match std::env::var_os("KVRUN_TEST_MODEL") {
-            Some(p) => PathBuf::from(p),
-            None => kvrun::paths::Paths::resolve()
-                .expect("paths")
-                .models
-                .join(kvrun::pull::DEFAULT_MODEL.file_name),
-        };
-        assert!(
-            path.exists(),
-            "the default model is missing at {}; run `cargo run --release -- pull` first",
-            path.display()
-        );
-        path
-    })
-    .clone()
+    PATH.get_or_init(|| pulled("KVRUN_TEST_MODEL", &kvrun::pull::GEMMA3))
+        .clone()
+}
+
+/// SmolLM2 135M Instruct, chat and run's default model (an instruct model with a ChatML
+/// template). `KVRUN_TEST_CHAT_MODEL` overrides.
+pub fn chat_model() -> PathBuf {
+    static PATH: OnceLock<PathBuf> = OnceLock::new();
+    PATH.get_or_init(|| pulled("KVRUN_TEST_CHAT_MODEL", &kvrun::pull::SMOLLM2))
+        .clone()
+}
+
+fn pulled(variable: &str, model: &kvrun::pull::KnownModel) -> PathBuf {
+    let path = match std::env::var_os(variable) {
+        Some(p) => PathBuf::from(p),
+        None => kvrun::paths::Paths::resolve()
+            .expect("paths")
+            .models
+            .join(model.descriptor.file_name),
+    };
+    assert!(
+        path.exists(),
+        "{} is missing at {}; run `cargo run --release -- pull` first",
+        model.title,
+        path.display()
+    );
+    path
 }
 
 /// A tiny random-weight llama-architecture model (full attention, grouped-query heads),
@@ -37,6 +49,32 @@ pub fn tiny_model() -> PathBuf {
         std::fs::create_dir_all(&dir).unwrap();
         let path = dir.join("tiny-llama.gguf");
         kvrun::gguf::write_tiny_llama(&path, &kvrun::gguf::TinyLlamaSpec::default()).unwrap();
+        path
+    })
+    .clone()
+}
+
+/// A tiny random-weight llama that tokenizes like SmolLM2 (its whole tokenizer and ChatML
+/// template, borrowed from the chat model's GGUF) with a 32k context: a real agent's
+/// 90 KB request is about as many tokens as on a real model, and prefills in seconds.
+pub fn agent_shaped_model() -> PathBuf {
+    static PATH: OnceLock<PathBuf> = OnceLock::new();
+    PATH.get_or_init(|| {
+        let dir = std::env::temp_dir().join(format!("kvrun-tests-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("tiny-smollm2-vocab.gguf");
+        let spec = kvrun::gguf::TinyLlamaSpec {
+            n_layer: 2,
+            n_embd: 64,
+            n_head: 4,
+            n_head_kv: 2,
+            n_ff: 128,
+            context_length: 32768,
+            tokenizer_from: Some(chat_model()),
+            name: "kvrun-tiny-agent".into(),
+            ..Default::default()
+        };
+        kvrun::gguf::write_tiny_llama(&path, &spec).unwrap();
         path
     })
     .clone()

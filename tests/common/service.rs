@@ -119,10 +119,7 @@ pub fn options(
 ) -> ServiceOptions {
     ServiceOptions {
         paths: kvrun::paths::Paths::under(home),
-        model: ModelChoice {
-            path: model.to_path_buf(),
-            source: ModelSource::Argument,
-        },
+        model: ModelChoice::argument(model.to_path_buf()),
         engine: EngineSettings {
             ctx_size,
             threads: THREADS,

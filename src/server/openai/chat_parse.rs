@@ -88,12 +88,13 @@ impl ChatRequest {
     }
 
     pub fn conversation(&self) -> Result<Conversation, ApiError> {
-        let messages = self
+        let mut messages = self
             .messages
             .iter()
             .enumerate()
             .map(|(i, m)| message(i, m))
             .collect::<Result<Vec<_>, _>>()?;
+        name_tool_results(&mut messages);
         let tools = function_tools(self.tools.as_deref().unwrap_or_default());
         let choice = openai_choice(self.tool_choice.as_ref())?;
         Ok(Conversation {
@@ -173,6 +174,24 @@ fn message(i: usize, value: &Value) -> Result<Message, ApiError> {
     Ok(message)
 }
 
+/// A `tool` message names its function only by `tool_call_id` in the standard shape (a
+/// `name` is optional): the name comes from the assistant call with that id, so templates
+/// that print it get it, as the Responses API's `function_call_output` already does.
+fn name_tool_results(messages: &mut [Message]) {
+    let mut names: std::collections::HashMap<String, String> = Default::default();
+    for message in messages {
+        for call in &message.tool_calls {
+            if let Some(id) = &call.id {
+                names.insert(id.clone(), call.function.name.clone());
+            }
+        }
+        if message.role == "tool" && message.name.is_none() {
+            let id = message.tool_call_id.as_ref();
+            message.name = id.and_then(|id| names.get(id)).cloned();
+        }
+    }
+}
+
 /// An earlier call: `{id, type, function: {name, arguments}}`, arguments a JSON string
 /// (OpenAI's wire format) or an object.
 pub fn tool_call(call: &Value, at: &str) -> Result<ToolCall, ApiError> {
@@ -223,6 +242,13 @@ mod tests {
         assert_eq!(c.messages.len(), 4);
         assert_eq!(c.messages[2].tool_calls[0].function.name, "f");
         assert_eq!(c.messages[3].tool_call_id.as_deref(), Some("c1"));
+        // The standard tool message carries no name: it is the call's.
+        assert_eq!(
+            c.messages[3].name.as_deref(),
+            Some("f"),
+            "{:?}",
+            c.messages[3]
+        );
         assert_eq!(c.tools.definitions.len(), 1);
     }
 

@@ -13,9 +13,11 @@ use super::{finish_reason, token_text, usage_object};
 use crate::clock::unix_now;
 use crate::engine::{Model, TokenId};
 use crate::server::errors::{body_bytes, parse_body, ApiError};
-use crate::server::generation::{response_id, start, Collected, Generation, Job, Step};
+use crate::server::generation::{
+    response_id, start, with_session_header, Collected, Generation, Job, Step,
+};
 use crate::server::naming::{conversation_key, NameSources};
-use crate::server::render::{check_fits, max_reply_tokens};
+use crate::server::render::{check_fits, check_length_fits, max_reply_tokens};
 use crate::server::request::{ready, stop_strings, SamplingFields, StopField};
 use crate::server::sse::{self, Disconnected, EventSink};
 use crate::server::state::AppState;
@@ -39,6 +41,8 @@ struct CompletionRequest {
     #[serde(default)]
     n: Option<u64>,
     #[serde(default)]
+    best_of: Option<u64>,
+    #[serde(default)]
     echo: Option<bool>,
     #[serde(default)]
     stream: Option<bool>,
@@ -50,10 +54,13 @@ struct CompletionRequest {
 
 /// The prompt's tokens: a string (tokenized with BOS as the model wants), or token ids
 /// (each checked against the vocabulary). A list of one prompt is that prompt.
-fn prompt_tokens(model: &Model, prompt: &Value) -> Result<Vec<TokenId>, ApiError> {
+fn prompt_tokens(model: &Model, prompt: &Value, n_ctx: usize) -> Result<Vec<TokenId>, ApiError> {
     let bad = |m: String| ApiError::bad_request(m).param("prompt");
     match prompt {
-        Value::String(text) => Ok(model.tokenize_prompt(text)),
+        Value::String(text) => {
+            check_length_fits(model, text, n_ctx).map_err(|e| e.param("prompt"))?;
+            Ok(model.tokenize_prompt(text))
+        }
         Value::Array(items) if items.iter().all(Value::is_number) => items
             .iter()
             .map(|v| {
@@ -63,7 +70,7 @@ fn prompt_tokens(model: &Model, prompt: &Value) -> Result<Vec<TokenId>, ApiError
                     .ok_or_else(|| bad(format!("token id {v} is outside the model's vocabulary")))
             })
             .collect(),
-        Value::Array(items) if items.len() == 1 => prompt_tokens(model, &items[0]),
+        Value::Array(items) if items.len() == 1 => prompt_tokens(model, &items[0], n_ctx),
         Value::Array(_) => Err(bad("only one prompt per request is served".into())),
         _ => Err(bad("prompt must be a string or a list of token ids".into())),
     }
@@ -77,6 +84,12 @@ pub async fn handle(
     let request: CompletionRequest = parse_body(&body_bytes(body)?)?;
     if request.n.is_some_and(|n| n != 1) {
         return Err(ApiError::bad_request("n must be 1").param("n"));
+    }
+    if request.best_of.is_some_and(|n| n != 1) {
+        return Err(ApiError::bad_request(
+            "best_of must be 1: kvrun generates one completion per request",
+        )
+        .param("best_of"));
     }
     if request.echo == Some(true) {
         return Err(ApiError::bad_request("echo is not supported").param("echo"));
@@ -93,7 +106,7 @@ pub async fn handle(
     let sampling = request.sampling.settings(&state.sampling)?;
     let stop = stop_strings(request.stop.clone(), "stop")?;
     let (model, info) = ready(&state)?;
-    let prompt = prompt_tokens(&model, &request.prompt)?;
+    let prompt = prompt_tokens(&model, &request.prompt, info.n_ctx)?;
     if prompt.is_empty() {
         return Err(ApiError::bad_request("the prompt is empty").param("prompt"));
     }
@@ -122,11 +135,13 @@ pub async fn handle(
         created: unix_now(),
         model_name: info.model_name,
     };
+    let session = generation.started.session.clone();
     if request.stream == Some(true) {
         let include_usage = request.stream_options.is_some_and(|o| o.include_usage);
-        return Ok(sse::respond(move |sink| async move {
+        let response = sse::respond(move |sink| async move {
             let _ = stream(&sink, generation, &shape, include_usage).await;
-        }));
+        });
+        return Ok(with_session_header(response, &session));
     }
     let collected = generation.collect().await?;
     let logprobs = request
@@ -138,7 +153,7 @@ pub async fn handle(
     );
     body["choices"][0]["logprobs"] = json!(logprobs);
     body["usage"] = usage_object(&collected.usage);
-    Ok(Json(body).into_response())
+    Ok(with_session_header(Json(body).into_response(), &session))
 }
 
 struct Shape {

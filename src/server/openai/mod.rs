@@ -1,6 +1,6 @@
 //! OpenAI's API: `POST /v1/chat/completions`, `POST /v1/completions`, `GET /v1/models`
-//! (and `/v1/models/{id}`). Any model name is served by the loaded model; responses name
-//! it by `--alias` or the model's own name.
+//! (and `/v1/models/{id}`). Any model name in a request is served by the loaded model;
+//! responses name it by `--alias` or the model file's stem, the ids `/v1/models` lists.
 
 mod chat;
 mod chat_parse;
@@ -8,12 +8,13 @@ mod completions;
 
 pub(super) use chat_parse::{function_tools, tool_call};
 
-use axum::extract::State;
+use axum::extract::{Path, State};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::{Json, Router};
 use serde_json::{json, Value};
 
+use super::errors::ApiError;
 use super::request::ready;
 use super::state::AppState;
 use crate::engine::{Model, TokenLogprob};
@@ -28,28 +29,47 @@ pub fn routes() -> Router<AppState> {
         .route("/v1/models/{id}", get(one_model))
 }
 
-fn model_object(info: &ServiceInfo) -> Value {
+/// One model id, with the context a request may use (llama-server's `meta`, vLLM's
+/// `max_model_len`): aider and opencode size their prompts by it.
+fn model_object(info: &ServiceInfo, id: &str) -> Value {
     json!({
-        "id": info.model_name,
+        "id": id,
         "object": "model",
         "created": info.created_unix,
         "owned_by": "kvrun",
+        "context_length": info.n_ctx,
+        "max_model_len": info.n_ctx,
+        "meta": {"n_ctx": info.n_ctx, "n_ctx_train": info.n_ctx_train},
     })
 }
 
 async fn list_models(State(state): State<AppState>) -> Response {
     match ready(&state) {
         Ok((_, info)) => {
-            Json(json!({"object": "list", "data": [model_object(&info)]})).into_response()
+            let data: Vec<Value> = info
+                .model_ids
+                .iter()
+                .map(|id| model_object(&info, id))
+                .collect();
+            Json(json!({"object": "list", "data": data})).into_response()
         }
         Err(e) => e.into_response(),
     }
 }
 
-/// Any id names the loaded model.
-async fn one_model(State(state): State<AppState>) -> Response {
+/// The model under one of its ids; any other id is 404 in OpenAI's shape.
+async fn one_model(State(state): State<AppState>, Path(id): Path<String>) -> Response {
     match ready(&state) {
-        Ok((_, info)) => Json(model_object(&info)).into_response(),
+        Ok((_, info)) if info.model_ids.contains(&id) => {
+            Json(model_object(&info, &id)).into_response()
+        }
+        Ok((_, info)) => ApiError::not_found(format!(
+            "no model '{id}' here; this server's models are: {}",
+            info.model_ids.join(", ")
+        ))
+        .code("model_not_found")
+        .param("model")
+        .into_response(),
         Err(e) => e.into_response(),
     }
 }

@@ -88,9 +88,16 @@ impl<'c, 'm> Engine<'c, 'm> {
                 Some(opening) => sampler.constrain_after(self.model, &grammar.gbnf, opening),
                 None => sampler.constrain(self.model, &grammar.gbnf),
             };
-            if let Err(e) = constrained {
-                let detail = e.to_string();
-                return Err((request, ServiceError::Grammar(detail)));
+            match (constrained, &grammar.after) {
+                (Ok(()), _) => {}
+                // A reply that need not call a tool is never refused over its tools'
+                // schemas: it is served unconstrained, and a call in it is still parsed.
+                // (A refused grammar leaves the sampler as it was.)
+                (Err(e), Some(_)) => tracing::warn!(
+                    "tool_choice auto: {e}; the reply is unconstrained, and a call in it is \
+                     still parsed"
+                ),
+                (Err(e), None) => return Err((request, ServiceError::Grammar(e.to_string()))),
             }
         }
         let seq_id = match self.conversations[index].hot {

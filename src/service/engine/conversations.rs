@@ -9,6 +9,7 @@ use crate::clock::unix_now;
 use crate::engine::{Context, TokenId};
 use crate::sequence::Sequence;
 use crate::service::protocol::{ConversationKey, ServiceError};
+use crate::session::family::{member_index, member_name, next_member};
 use crate::session::live::LiveSession;
 use crate::session::SessionError;
 use crate::settings::SamplingSettings;
@@ -99,6 +100,7 @@ impl<'c, 'm> Engine<'c, 'm> {
                 self.open_session(ctx, name, true, sampling)
                     .map(Target::Open)
             }
+            ConversationKey::Family(family) => self.family_target(ctx, family, prompt),
             ConversationKey::Anonymous => {
                 let open = self
                     .conversations
@@ -133,6 +135,114 @@ impl<'c, 'm> Engine<'c, 'm> {
                 }
             }
         }
+    }
+
+    /// The member of `family` that `prompt` continues (see [`crate::session::family`]): of
+    /// those whose log it extends, the one it extends furthest. When that is a member
+    /// decoding now (the prompt is its next turn), the request waits for it. A prompt that
+    /// extends no member starts a new one, so members never overwrite each other and run
+    /// side by side.
+    fn family_target(
+        &mut self,
+        ctx: &Context<'m>,
+        family: &str,
+        prompt: &[TokenId],
+    ) -> Result<Target, ServiceError> {
+        self.index_family(family);
+        let open = self
+            .conversations
+            .iter()
+            .enumerate()
+            .filter(|(_, o)| member_index(&o.live.name, family).is_some())
+            .filter_map(|(i, o)| {
+                // A member decoding now covers its whole prompt in flight.
+                let covered = if o.busy {
+                    self.in_flight_prompt_len(&o.live.name)
+                } else {
+                    o.prompt_len
+                };
+                let common = common_prefix(o.seq.tokens(), prompt);
+                (common >= covered).then_some((i, common, o.busy))
+            })
+            .max_by_key(|&(_, common, busy)| (common, busy));
+        let stored = self
+            .stored_members
+            .iter()
+            .enumerate()
+            .filter(|(_, s)| member_index(&s.name, family).is_some())
+            .map(|(j, s)| (j, common_prefix(&s.tokens, prompt), s.prompt_tokens))
+            .filter(|&(_, common, covered)| common >= covered)
+            .max_by_key(|&(_, common, _)| common);
+        let greedy = crate::settings::SamplingSettings::greedy;
+        // An open member wins a tie with a stored one (no read from disk).
+        let open_wins = match (open, stored) {
+            (Some((_, a, _)), Some((_, b, _))) => a >= b,
+            (open, _) => open.is_some(),
+        };
+        match (open, stored) {
+            (Some((i, _, busy)), _) if open_wins => {
+                Ok(if busy { Target::Busy } else { Target::Open(i) })
+            }
+            (_, Some((j, _, _))) => {
+                let name = self.stored_members.remove(j).name;
+                self.open_session(ctx, &name, true, greedy())
+                    .map(Target::Open)
+            }
+            _ => {
+                let taken = self
+                    .conversations
+                    .iter()
+                    .filter_map(|o| member_index(&o.live.name, family))
+                    .chain(self.family_numbers(family));
+                let name = member_name(family, next_member(taken));
+                self.open_session(ctx, &name, true, greedy())
+                    .map(Target::Open)
+            }
+        }
+    }
+
+    /// Notes the stored members of `family` this server has not opened (once per family),
+    /// so that a request after a restart continues the one its prompt extends.
+    fn index_family(&mut self, family: &str) {
+        if !self.indexed_families.insert(family.to_string()) {
+            return;
+        }
+        let Ok(members) = self.catalog.family_members(family) else {
+            return;
+        };
+        for (_, name) in members {
+            if self.find(&name).is_some() {
+                continue;
+            }
+            let Ok(m) = self.catalog.read_manifest(&name) else {
+                continue;
+            };
+            if m.model.fingerprint == self.sessions.model().fingerprint {
+                self.stored_members.push(StoredLog {
+                    name: m.name,
+                    tokens: m.tokens,
+                    prompt_tokens: m.prompt_tokens,
+                    pinned: m.pinned,
+                    updated_unix: m.updated_unix,
+                });
+            }
+        }
+    }
+
+    /// The member numbers of `family` on disk (of any model: a new member takes none).
+    fn family_numbers(&self, family: &str) -> Vec<usize> {
+        self.catalog
+            .family_members(family)
+            .map(|members| members.into_iter().map(|(n, _)| n).collect())
+            .unwrap_or_default()
+    }
+
+    /// The prompt length of the request decoding in conversation `name`.
+    fn in_flight_prompt_len(&self, name: &str) -> usize {
+        self.active
+            .iter()
+            .find(|a| a.conversation == name)
+            .map_or(0, |a| a.request.prompt.len())
     }
 
     pub(super) fn find(&self, name: &str) -> Option<usize> {
@@ -183,6 +293,7 @@ impl<'c, 'm> Engine<'c, 'm> {
                 (m.tokens.clone(), m.unnamed, m.pinned, m.prompt_tokens)
             });
         self.stored_unnamed.retain(|s| s.name != name);
+        self.stored_members.retain(|s| s.name != name);
         let mut live = self.sessions.open(name, lock, manifest, sampling);
         live.check_compatible(ctx)
             .map_err(|e| incompatible(e.to_string()))?;

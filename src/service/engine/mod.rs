@@ -65,7 +65,7 @@ pub struct ServiceOptions {
     /// Requests waiting beyond `parallel` (default 64); past it a submit gets QueueFull.
     pub max_queue: usize,
     pub chat_template: Option<String>,
-    /// [`ServiceInfo::model_name`]; the model's own name when None.
+    /// [`ServiceInfo::model_name`]; the model file's stem when None.
     pub alias: Option<String>,
 }
 
@@ -171,11 +171,18 @@ fn run(
         parallel as u32,
     );
     let mut ctx = sizing.create(&model)?;
+    // Ids a client can type: the alias, then the file's stem (never the GGUF's free-text
+    // name, which has spaces).
+    let stem = options
+        .model
+        .path
+        .file_stem()
+        .map_or_else(|| "model".to_string(), |s| s.to_string_lossy().into_owned());
+    let model_ids: Vec<String> = options.alias.iter().cloned().chain([stem]).collect();
     let info = ServiceInfo {
-        model_name: options
-            .alias
-            .clone()
-            .unwrap_or_else(|| model.facts().description.clone()),
+        model_name: model_ids[0].clone(),
+        model_ids,
+        n_ctx_train: model.facts().n_ctx_train as usize,
         // What a request may use: an elastic context grows to it.
         n_ctx: sizing.ceiling as usize,
         parallel,
@@ -207,6 +214,8 @@ fn run(
             parallel,
             conversations: Vec::new(),
             stored_unnamed: Vec::new(),
+            stored_members: Vec::new(),
+            indexed_families: Default::default(),
             queue: VecDeque::new(),
             active: Vec::new(),
             counters: Default::default(),
@@ -276,6 +285,10 @@ struct Engine<'c, 'm> {
     conversations: Vec<conversations::Open<'c>>,
     /// Unnamed sessions on disk not opened yet: an anonymous prompt may continue one.
     stored_unnamed: Vec<conversations::StoredLog>,
+    /// Members of the families requests named, on disk and not opened yet.
+    stored_members: Vec<conversations::StoredLog>,
+    /// Families whose stored members are in `stored_members` (read once each).
+    indexed_families: std::collections::HashSet<String>,
     queue: VecDeque<Request>,
     active: Vec<generate::Active>,
     counters: stats::Counters,

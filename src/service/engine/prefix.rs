@@ -1,12 +1,7 @@
 //! Where a request's prompt can start from: the pure decision between a hot sequence (this
 //! conversation's own, or another sharing a prefix) and the pages in the warm and cold tiers.
 
-use crate::engine::TokenId;
-
-/// Length of the common prefix of two token logs.
-pub fn common_prefix(a: &[TokenId], b: &[TokenId]) -> usize {
-    a.iter().zip(b).take_while(|(x, y)| x == y).count()
-}
+pub use crate::sequence::{common_prefix, keep_is_valid};
 
 /// A hot sequence as the planner sees it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -33,19 +28,6 @@ pub enum PrefixSource {
     Share { from: usize, keep: usize },
     /// Restore whole pages from the warm or cold tier (or nothing: `stored` may be 0).
     Pages,
-}
-
-/// Whether a sequence cut back to `keep` tokens still has the cells the next token attends
-/// to. On a sliding-window model the token at `keep` sees positions `keep - n_swa + 1..`;
-/// llama.cpp's server applies the same test (`pos_min > max(0, n_past - n_swa)`: reprocess).
-pub fn keep_is_valid(keep: usize, pos_min: Option<usize>, n_swa: u32) -> bool {
-    if keep == 0 || n_swa == 0 {
-        return true;
-    }
-    match pos_min {
-        Some(min) => min <= keep.saturating_sub(n_swa as usize),
-        None => false,
-    }
 }
 
 /// The longest usable prefix of a `prompt_len`-token prompt. At least the prompt's last token

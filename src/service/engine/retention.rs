@@ -104,6 +104,7 @@ impl<'c, 'm> Engine<'c, 'm> {
             self.conversations.remove(i);
         }
         self.stored_unnamed.retain(|s| s.name != name);
+        self.stored_members.retain(|s| s.name != name);
         // The removal's gc keeps what manifests name: the others' commits land first.
         self.wait_for_all_commits();
         let removed = self.catalog.remove(name);

@@ -85,7 +85,7 @@ impl LiveSession<'_> {
     /// Loads the snapshot as its token log names it: every id is recomputed from the log
     /// ([`bind_snapshot`]), and where the manifest's list disagrees the log wins (with a
     /// warning), so only pages that are the KV of these very tokens can be loaded.
-    fn load_snapshot(
+    pub(super) fn load_snapshot(
         &mut self,
         ctx: &mut Context<'_>,
         m: &SessionManifest,

@@ -8,6 +8,7 @@ use crate::session::kv_error::LiveResult as Result;
 use super::{LiveSession, RestoreReport};
 use crate::engine::{Context, TokenId};
 use crate::kv::PageKey;
+use crate::sequence::common_prefix;
 use crate::sequence::Sequence;
 use crate::session::capture;
 use crate::session::manifest::KvSnapshot;
@@ -24,7 +25,21 @@ impl LiveSession<'_> {
         let started = Instant::now();
         let mut report = RestoreReport::default();
         let tokens = seq.tokens().to_vec();
-        if seq.kv_len() > 0 || tokens.len() < self.page_tokens + 1 {
+        if seq.kv_len() > 0 {
+            return Ok(report);
+        }
+        // The session's own save, partial last page included, as far as the log agrees.
+        if let Some(restored) = self.reuse_own_snapshot(ctx, &tokens, &mut report)? {
+            let starts = seq.batch_starts().clone();
+            *seq = Sequence::restored(tokens, restored)
+                .in_seq(self.slot.seq)
+                .with_batch_starts(starts);
+            report.restored_tokens = restored;
+            report.reused_tokens = restored;
+            report.restore_ms = started.elapsed().as_secs_f64() * 1e3;
+            return Ok(report);
+        }
+        if tokens.len() < self.page_tokens + 1 {
             return Ok(report);
         }
         let p = self.page_tokens;
@@ -65,10 +80,74 @@ impl LiveSession<'_> {
         Ok(report)
     }
 
+    /// Loads this session's own saved snapshot, its tail included (the partial last page,
+    /// which no other session can name by content), when `tokens` agree with its log at
+    /// least into that tail: a returning conversation or a retried turn. Where they part
+    /// inside it, the loaded sequence is cut there, so what is restored is exact to the
+    /// token; one token is always left to decode. `None` when the pages by content give as
+    /// much, or the cut is refused (then nothing is left loaded).
+    fn reuse_own_snapshot(
+        &mut self,
+        ctx: &mut Context<'_>,
+        tokens: &[TokenId],
+        report: &mut RestoreReport,
+    ) -> Result<Option<usize>> {
+        let keep = self.own_snapshot_keep(tokens);
+        if keep == 0 {
+            return Ok(None);
+        }
+        let Some(m) = self.saved.clone() else {
+            return Ok(None);
+        };
+        let full_pages = m.snapshot.as_ref().map_or(0, |s| s.pages.len());
+        match m.kv.layout.as_deref().map(crate::kv::KvLayout::decode) {
+            Some(Ok(layout)) => self.layout = Some(layout),
+            _ => return Ok(None),
+        }
+        let restored = self.load_snapshot(ctx, &m, report)?;
+        if restored <= full_pages * self.page_tokens {
+            // The tail did not load (damaged, missing): let the pages by content serve.
+            ctx.clear_seq(self.slot.seq);
+            return Ok(None);
+        }
+        let keep = keep.min(restored);
+        let seq = self.slot.seq;
+        let window_kept = crate::sequence::keep_is_valid(keep, ctx.seq_pos_min(seq), self.n_swa);
+        if keep < restored && !(window_kept && ctx.try_truncate_seq(seq, keep)) {
+            ctx.clear_seq(seq);
+            return Ok(None);
+        }
+        Ok(Some(keep))
+    }
+
+    /// How far [`Self::reuse_own_snapshot`] would restore `tokens`: as far as they agree
+    /// with the saved log's KV, when that reaches into its tail; else 0.
+    fn own_snapshot_keep(&self, tokens: &[TokenId]) -> usize {
+        let Some(m) = &self.saved else {
+            return 0;
+        };
+        let Some(snapshot) = &m.snapshot else {
+            return 0;
+        };
+        let logged = &m.tokens[..snapshot.kv_len.min(m.tokens.len())];
+        let keep = common_prefix(logged, tokens).min(tokens.len().saturating_sub(1));
+        // Before the tail, whole pages found by content give the same, without the cut.
+        if keep <= snapshot.pages.len() * self.page_tokens {
+            0
+        } else {
+            keep
+        }
+    }
+
     /// Tokens at the start of `tokens` that [`Self::reuse_prefix`] would restore from the
-    /// store: whole pages, and (sliding-window models) only up to a page boundary whose
-    /// window rows are stored too.
+    /// store: this session's own save to the token where it reaches into its tail, else
+    /// whole pages, and (sliding-window models) only up to a page boundary whose window
+    /// rows are stored too.
     pub fn stored_prefix_len(&self, tokens: &[TokenId]) -> Result<usize> {
+        let own = self.own_snapshot_keep(tokens);
+        if own > 0 {
+            return Ok(own);
+        }
         Ok(self.stored_prefix(tokens)?.1 * self.page_tokens)
     }
 

@@ -1,7 +1,7 @@
-//! The memory panel: one gauge per tier, labelled with its device and its name (VRAM · hot,
-//! RAM · warm, NVMe · cold), each with used, budget and the device's size, then pages, hits
-//! and the last move. The hot tier's budget is the context's cells. On a small screen it
-//! collapses to one summary line.
+//! The memory panel: the three devices (VRAM per GPU or "no GPU", RAM with kvrun's share,
+//! NVMe with the store's), then one gauge per tier (hot, warm, cold) against its budget and
+//! where it lives, then pages, hits and the last move. The hot tier's budget is the
+//! context's cells. On a small screen it collapses to one summary line.
 
 use ratatui::layout::Rect;
 use ratatui::style::{Color, Modifier, Style};
@@ -17,8 +17,9 @@ use crate::format::{human_bytes, thousands};
 const HOT: Color = Color::Red;
 const WARM: Color = Color::Yellow;
 const COLD: Color = Color::Blue;
-/// The widest gauge label, "NVMe · cold", and a space.
-const LABEL_WIDTH: usize = 12;
+const DEVICE: Color = Color::Cyan;
+/// The widest gauge label ("pages", "VRAM", "NVMe", "warm") and a space, as `labelled`'s.
+const LABEL_WIDTH: usize = 6;
 
 /// Rows the panel wants (with its border) at `width` inner columns.
 pub(super) fn height(app: &App, width: u16) -> u16 {
@@ -41,32 +42,54 @@ fn lines(app: &App, width: u16) -> Vec<Line<'static>> {
             Style::new().fg(Color::DarkGray),
         )];
     };
-    // "NVMe · cold " + bar + " 100%"
+    // "NVMe  " + bar + " 100%"
     let bar_width = width.saturating_sub(LABEL_WIDTH as u16 + 5).max(4) as usize;
-    let mut out = Vec::new();
+    let mut out = vec![heading("devices")];
 
-    // VRAM: the hot tier. Without a GPU the hot tier is llama.cpp's context in RAM, and it
-    // is measured against RAM instead of an absent VRAM.
-    let hot_device = if m.gpus.is_empty() {
-        m.ram_total_bytes
-    } else {
-        m.gpus.iter().map(|g| g.total_bytes).sum()
-    };
-    // Without a GPU there is no VRAM to show: the hot tier is in RAM, and the row says so.
-    let hot_label = if m.gpus.is_empty() {
-        "RAM · hot"
-    } else {
-        "VRAM · hot"
-    };
-    // The hot tier's budget is the context's cells; its gauge is their share in use.
-    let hot_gauge = TierUsage {
-        used_bytes: m.hot_cells_used,
-        budget_bytes: Some(m.hot_cells),
-        ..TierUsage::default()
-    };
-    out.push(gauge(hot_label, &hot_gauge, hot_device, bar_width, HOT));
+    // The three devices, always: VRAM (each GPU, or none), RAM, NVMe.
+    if m.gpus.is_empty() {
+        out.push(labelled("VRAM", "no GPU".to_string()));
+    }
+    for gpu in &m.gpus {
+        let used = gpu.total_bytes.saturating_sub(gpu.free_bytes);
+        out.push(bar("VRAM", used, gpu.total_bytes, bar_width, DEVICE));
+        out.push(detail(gpu.name.chars().take(28).collect()));
+        out.push(detail(format!(
+            "{} used of {}",
+            human_bytes(used),
+            human_bytes(gpu.total_bytes)
+        )));
+    }
+    let ram_used = m.ram_total_bytes.saturating_sub(m.ram_available_bytes);
+    out.push(bar("RAM", ram_used, m.ram_total_bytes, bar_width, DEVICE));
     out.push(detail(format!(
-        "{} of {} cells",
+        "kvrun {} · used {} of {}",
+        short_bytes(m.process_rss_bytes),
+        short_bytes(ram_used),
+        short_bytes(m.ram_total_bytes)
+    )));
+    let disk_used = m.disk_total_bytes.saturating_sub(m.disk_free_bytes);
+    out.push(bar(
+        "NVMe",
+        disk_used,
+        m.disk_total_bytes,
+        bar_width,
+        DEVICE,
+    ));
+    out.push(detail(format!(
+        "store {} · {} free of {}",
+        short_bytes(m.cold.used_bytes),
+        short_bytes(m.disk_free_bytes),
+        short_bytes(m.disk_total_bytes)
+    )));
+
+    // The tiers, each on its device, against its budget.
+    out.push(heading("tiers"));
+    // The hot tier's budget is the context's cells; its gauge is their share in use.
+    out.push(bar("hot", m.hot_cells_used, m.hot_cells, bar_width, HOT));
+    let hot_device = if m.gpus.is_empty() { "RAM" } else { "VRAM" };
+    out.push(detail(format!(
+        "in {hot_device} · {} of {} cells",
         thousands(m.hot_cells_used),
         thousands(m.hot_cells)
     )));
@@ -82,49 +105,10 @@ fn lines(app: &App, width: u16) -> Vec<Line<'static>> {
         Some(_) => used_of_budget(&m.hot),
         None => detail(format!("{} in use", human_bytes(m.hot.used_bytes))),
     });
-    if m.gpus.is_empty() {
-        out.push(detail("no GPU: the hot tier lives in RAM".to_string()));
-    }
-    for gpu in &m.gpus {
-        out.push(detail(gpu.name.chars().take(28).collect()));
-        out.push(detail(format!(
-            "{} free of {}",
-            human_bytes(gpu.free_bytes),
-            human_bytes(gpu.total_bytes)
-        )));
-    }
-
-    out.push(gauge(
-        "RAM · warm",
-        &m.warm,
-        m.ram_total_bytes,
-        bar_width,
-        WARM,
-    ));
-    out.push(used_of_budget(&m.warm));
-    out.push(detail(format!(
-        "rss {} · system {}",
-        human_bytes(m.process_rss_bytes),
-        human_bytes(m.ram_total_bytes)
-    )));
-    out.push(detail(format!(
-        "available {}",
-        human_bytes(m.ram_available_bytes)
-    )));
-
-    out.push(gauge(
-        "NVMe · cold",
-        &m.cold,
-        m.disk_total_bytes,
-        bar_width,
-        COLD,
-    ));
-    out.push(used_of_budget(&m.cold));
-    out.push(detail(format!(
-        "fs {}, {} free",
-        human_bytes(m.disk_total_bytes),
-        human_bytes(m.disk_free_bytes)
-    )));
+    out.push(gauge("warm", &m.warm, m.ram_total_bytes, bar_width, WARM));
+    out.push(detail(format!("in RAM · {}", short_budget(&m.warm))));
+    out.push(gauge("cold", &m.cold, m.disk_total_bytes, bar_width, COLD));
+    out.push(detail(format!("on NVMe · {}", short_budget(&m.cold))));
 
     out.push(labelled(
         "pages",
@@ -162,6 +146,15 @@ fn lines(app: &App, width: u16) -> Vec<Line<'static>> {
     out
 }
 
+fn heading(text: &str) -> Line<'static> {
+    Line::styled(
+        text.to_string(),
+        Style::new()
+            .fg(Color::DarkGray)
+            .add_modifier(Modifier::BOLD),
+    )
+}
+
 fn labelled(label: &str, text: String) -> Line<'static> {
     Line::from(vec![
         Span::styled(
@@ -186,6 +179,28 @@ fn used_of_budget(tier: &TierUsage) -> Line<'static> {
         ),
         None => format!("{}, no budget", human_bytes(tier.used_bytes)),
     })
+}
+
+/// "1.0G / 4.0G budget", or "1.0G, no budget": short, after the tier's device.
+fn short_budget(tier: &TierUsage) -> String {
+    match tier.budget_bytes {
+        Some(b) => format!(
+            "{} / {} budget",
+            short_bytes(tier.used_bytes),
+            short_bytes(b)
+        ),
+        None => format!("{}, no budget", short_bytes(tier.used_bytes)),
+    }
+}
+
+/// A bar of `used` against `total`.
+fn bar(label: &str, used: u64, total: u64, width: usize, color: Color) -> Line<'static> {
+    let usage = TierUsage {
+        used_bytes: used,
+        budget_bytes: Some(total),
+        ..TierUsage::default()
+    };
+    gauge(label, &usage, total, width, color)
 }
 
 /// A bar of used against the budget (or the device when the tier has none) and the percent.
@@ -290,11 +305,11 @@ mod tests {
             budget_bytes: Some(1 << 40),
             ..Default::default()
         };
-        let text: String = gauge("VRAM", &t, 0, 10, HOT)
+        let text: String = gauge("warm", &t, 0, 10, WARM)
             .spans
             .iter()
             .map(|s| s.content.as_ref())
             .collect();
-        assert_eq!(text, "VRAM        █░░░░░░░░░   0%");
+        assert_eq!(text, "warm  █░░░░░░░░░   0%");
     }
 }

@@ -68,7 +68,12 @@ pub(crate) fn layout(area: Rect, app: &App) -> Areas {
         (INPUT_ROWS_FULL, 2, 2)
     };
     let (rows, _) = app.input.layout(left.width.saturating_sub(border_cols));
-    let input_height = rows.len().clamp(1, max_rows) as u16 + border_rows;
+    // A monitor (`kvrun top`) has no input box.
+    let input_height = if app.read_only {
+        0
+    } else {
+        rows.len().clamp(1, max_rows) as u16 + border_rows
+    };
     let [main, input] =
         Layout::vertical([Constraint::Min(1), Constraint::Length(input_height)]).areas(left);
 
@@ -137,7 +142,9 @@ pub fn draw(frame: &mut Frame, app: &App) {
     if let Some(progress) = areas.progress {
         status::draw_progress(frame, progress, app);
     }
-    status::draw_input(frame, areas.input, app, areas.compact);
+    if !app.read_only {
+        status::draw_input(frame, areas.input, app, areas.compact);
+    }
     if let Some(memory) = areas.memory {
         memory::draw_panel(frame, memory, app);
     }

@@ -183,10 +183,15 @@ pub(super) fn draw_footer(frame: &mut Frame, area: Rect, app: &App, compact: boo
         ]),
         Some(note) => Line::styled(format!(" {}", note.text), Style::new().fg(Color::Gray)),
         None => Line::styled(
-            if compact {
-                " ? help · Tab focus · Ctrl-C stop/quit"
-            } else {
-                " Enter send · Tab focus · PgUp/PgDn scroll · ? help · Ctrl-C stop/quit"
+            match (app.read_only, compact) {
+                (true, true) => " Enter show · Tab focus · q quit",
+                (true, false) => {
+                    " ↑↓ sessions · Enter show its conversation · Tab focus · PgUp/PgDn scroll · q quit"
+                }
+                (false, true) => " ? help · Tab focus · Ctrl-C stop/quit",
+                (false, false) => {
+                    " Enter send · Tab focus · PgUp/PgDn scroll · ? help · Ctrl-C stop/quit"
+                }
             },
             Style::new().fg(Color::DarkGray),
         ),
