@@ -19,6 +19,7 @@ use std::ops::{ControlFlow, Range};
 mod chunk_read;
 mod commit;
 mod page_read;
+mod repair;
 mod restore;
 mod restore_choice;
 mod restore_plan;

@@ -12,6 +12,7 @@ use std::time::Instant;
 use super::commit::{
     missing_warning, CommitJob, CommitNotice, CommitOutcome, SaveOrigin, StoreFacts,
 };
+use super::repair::MAX_REPAIRS;
 use super::{ConversationState, LiveSession, SaveReport};
 use crate::engine::Context;
 use crate::kv::{KvLayout, PageKey, TailRecord};
@@ -20,10 +21,6 @@ use crate::session::capture;
 use crate::session::kv_error::{LiveError, LiveResult as Result};
 use crate::session::manifest::{KvSnapshot, SessionManifest, MANIFEST_FORMAT};
 use crate::store::{ObjectId, ObjectKind, Payload, PutJob};
-
-/// Saves more after one whose commit found pages missing (each recaptures them): a gc that
-/// keeps taking them, or a store that keeps losing them, is not chased for ever.
-const MAX_REPAIRS: u32 = 2;
 
 /// The stages of a save, in milliseconds. Objects are hashed, written and fsynced on a few
 /// writer threads, so `hash_ms`, `write_ms` and `fsync_ms` are summed over those threads;
@@ -88,34 +85,6 @@ impl LiveSession<'_> {
             report.early_bytes += first.early_bytes;
         }
         Ok(report)
-    }
-
-    /// Whether the manifest on disk names pages its commit found missing, and a repair
-    /// ([`Self::repair_in_background`]) is still worth a try.
-    pub fn needs_repair(&self) -> bool {
-        self.incomplete && self.repairs < MAX_REPAIRS
-    }
-
-    /// Saves the conversation again as its last save recorded it, so that the pages that
-    /// save found missing are captured (the context still holds them) and written. Its
-    /// outcome comes back like an end-of-reply save's whose client does not save.
-    pub fn repair_in_background(&mut self, ctx: &mut Context<'_>, seq: &Sequence) -> Result<f64> {
-        self.repairs += 1;
-        let Some(m) = self.latest().cloned() else {
-            return Ok(0.0);
-        };
-        let state = ConversationState {
-            messages: &m.messages,
-            rendered_len: m.rendered_len,
-            raw: m.raw,
-            template: m.chat_template.clone(),
-            // (Carried over from the last manifest by the plan.)
-            cache_miss: None,
-        };
-        let origin = SaveOrigin::ReplyEnd {
-            client_saves: false,
-        };
-        self.save_in_background(ctx, seq, state, origin, None)
     }
 
     fn save_and_wait(
