@@ -32,6 +32,14 @@
 //!   store lock *exclusive* before reading the manifests and keeps it until the last delete.
 //!   It therefore never runs between a saver's first object and its manifest, and a manifest
 //!   it has read cannot gain references before it finishes.
+//! - Pages a session's background writer stores during the prefill, long before the save
+//!   whose manifest names them, are listed first in that writer's lease
+//!   ([`crate::store::lease`]), under the shared lock. gc keeps every object a live
+//!   process's lease lists; a dead process's lease is deleted, so it pins nothing.
+//! - A commit that still finds an object its manifest names missing (a gc of an older
+//!   kvrun, a hand-deleted file) writes the manifest all the same: the token log is the
+//!   truth and must not be lost; a restore recomputes the missing pages, and the session's
+//!   next save (a retry right away, a repair at the server's shutdown) writes them again.
 //! - A manifest that cannot be read is skipped with a warning naming its session: one
 //!   damaged session must not stop gc, listings or reference counts for all the others.
 //!   Its pages may then be collected. That costs at most a recompute, never the truth: the
@@ -395,7 +403,10 @@ impl SessionCatalog {
             return Ok(report);
         }
         let _exclusive = self.store.lock_exclusive()?;
-        let live = self.live_set()?;
+        let mut live = self.live_set()?;
+        // A stale object of one session can be a page another live session has just
+        // written again and not named yet (same content, same id).
+        live.extend(self.store.leased_objects()?);
         let unique: HashSet<ObjectId> = candidates.iter().copied().collect();
         for id in unique {
             if live.contains(&id) {

@@ -31,12 +31,6 @@ pub enum LiveError {
     PageShape(String),
     #[error("session '{0}' is not saved yet")]
     NotSaved(String),
-    /// A save's check found objects its manifest names gone from the store (a page write
-    /// failed, or a gc took one before the manifest named it); the manifest was not written.
-    #[error(
-        "session '{name}' was not saved: {count} of the objects it needs are missing from          the store; the next save writes them again"
-    )]
-    MissingObjects { name: String, count: usize },
     /// One of kvrun's own invariants broke: a bug, never bad input.
     #[error("internal: {0}")]
     Internal(String),

@@ -19,6 +19,7 @@ use std::ops::{ControlFlow, Range};
 mod chunk_read;
 mod commit;
 mod page_read;
+mod repair;
 mod restore;
 mod restore_choice;
 mod restore_plan;
@@ -78,6 +79,10 @@ pub struct SaveReport {
     pub early_objects: usize,
     pub early_bytes: u64,
     pub early_ms: f64,
+    /// Objects the manifest names that were missing from the store when it landed (a gc
+    /// took them before it named them): the log is saved, those pages are recomputed on
+    /// restore until a save writes them again.
+    pub missing_objects: usize,
     /// For the user: once per open session, its KV type's precision warning
     /// ([`crate::settings::KvType::precision_warning`]) when the session outgrew it.
     pub warnings: Vec<String>,
@@ -120,6 +125,11 @@ pub struct LiveSession<'c> {
     /// Objects a read found damaged: the next save rewrites them from the live context
     /// (their header may look fine, so `put` alone would keep them).
     damaged: HashSet<ObjectId>,
+    /// The manifest on disk names objects its commit found missing; a save from the
+    /// context (which still has their rows) writes them again.
+    incomplete: bool,
+    /// Repairs tried since the last complete commit (they stop after a few).
+    repairs: u32,
     /// Sliding-window rows of recently filled pages, by page index.
     swa_ring: BTreeMap<usize, Vec<u8>>,
     /// Capture problems since the last save (reported once, not per page).
@@ -178,6 +188,8 @@ impl<'c> LiveSession<'c> {
             present: HashSet::new(),
             queued: HashSet::new(),
             damaged: HashSet::new(),
+            incomplete: false,
+            repairs: 0,
             swa_ring: BTreeMap::new(),
             capture_error: None,
             slot: capture::Slot::default(),

@@ -32,6 +32,10 @@
 //!
 //! After a crash the worst case is an unreferenced object, which the next gc removes.
 //!
+//! Objects written *long* before their manifest (a session's pages, stored as the prefill
+//! fills them) are protected in between by the writer's [`Lease`] instead of a lock held for
+//! minutes: gc keeps every object a live process's lease lists; see [`lease`].
+//!
 //! # Locks
 //!
 //! [`SessionLock`] keeps two kvrun processes from driving one session at once;
@@ -50,6 +54,7 @@ pub mod atomic;
 mod batch;
 pub mod fsutil;
 pub mod id;
+pub mod lease;
 pub mod lock;
 pub mod object;
 mod payload;
@@ -62,6 +67,7 @@ pub use self::atomic::{write_atomic, write_atomic_with, TEMP_PREFIX};
 pub use self::batch::{BatchTimings, Payload, PutJob};
 pub use self::fsutil::{create_private_dir_all, fsync_dir, private_file_options};
 pub use self::id::{IdChain, ObjectId};
+pub use self::lease::Lease;
 pub use self::lock::{LockMode, SessionLock, StoreLock};
 pub use self::object::{GcReport, ObjectKind, ObjectStore, PutOutcome, UnverifiedPayload};
 pub use self::payload::{PayloadPart, PayloadReader};

@@ -90,6 +90,8 @@ pub struct GcReport {
     pub removed: u64,
     /// Objects kept.
     pub kept: u64,
+    /// Of those, objects no manifest names yet that a live process's lease protects.
+    pub leased: u64,
     /// Stray temp files (older than a minute) deleted.
     pub temp_removed: u64,
     /// Referenced objects deleted because their header is damaged or names another object
@@ -460,8 +462,9 @@ impl ObjectStore {
         Ok((count, bytes))
     }
 
-    /// Deletes every object not in `live`, objects whose header is damaged, and temp files
-    /// more than a minute old.
+    /// Deletes every object neither in `live` nor leased by a live process (see
+    /// [`super::lease`]), objects whose header is damaged, and temp files more than a minute
+    /// old.
     ///
     /// The caller must hold the exclusive store lock ([`Self::lock_exclusive`]) from before
     /// it reads the manifests that make up `live` until this returns; otherwise a saver could
@@ -470,9 +473,19 @@ impl ObjectStore {
     pub fn gc(&self, live: &HashSet<ObjectId>) -> Result<GcReport> {
         let now = SystemTime::now();
         let mut report = GcReport::default();
+        let leased = self.leased_objects()?;
         for entry in self.entries() {
             let entry = entry?;
             let mut damaged = false;
+            if entry
+                .id
+                .is_some_and(|id| !live.contains(&id) && leased.contains(&id))
+            {
+                // Written ahead of a manifest still to come (a prefill's pages).
+                report.leased += 1;
+                report.kept += 1;
+                continue;
+            }
             if let Some(id) = entry.id {
                 if live.contains(&id) {
                     // A live object whose header is damaged (or names another object) is of

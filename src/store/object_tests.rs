@@ -250,6 +250,7 @@ fn gc_keeps_live_removes_rest_and_old_temp_files() {
         GcReport {
             removed: 5,
             kept: 5,
+            leased: 0,
             temp_removed: 1,
             corrupt_removed: 0,
             bytes_freed: 5 * 196 + 50

@@ -236,9 +236,12 @@ pub fn walk_files(dir: &Path) -> Vec<PathBuf> {
     out
 }
 
-/// The KV object files of a home's store.
+/// The KV object files of a home's store (not the live sessions' leases beside them).
 pub fn object_files(home: &Home) -> Vec<PathBuf> {
-    walk_files(&home.path().join("kv/objects"))
+    let root = home.path().join("kv/objects");
+    let mut files = walk_files(&root);
+    files.retain(|f| !f.starts_with(root.join("leases")));
+    files
 }
 
 /// Bytes of a home's KV object files.

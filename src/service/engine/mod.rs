@@ -367,6 +367,12 @@ impl<'c, 'm> Engine<'c, 'm> {
         // Nothing decodes now: the parked Saves run, and every outcome is heard.
         self.settle_saves(ctx);
         self.wait_for_all_commits();
+        // Saves that landed with pages missing are repaired while the KV is still here
+        // (a repair that finds pages missing again gets one more try).
+        for _ in 0..2 {
+            self.repair_saves(ctx);
+            self.wait_for_all_commits();
+        }
         // Dropping a session waits for its writer before its lock goes (see LiveSession).
         self.conversations.clear();
     }

@@ -10,6 +10,9 @@
 //!   the engine thread.
 //! - What reads the store as a whole (gc, removing a session, shutdown) first waits for
 //!   every queued commit.
+//! - A commit that found pages missing (a gc that ignored the writer's lease took them)
+//!   still saved the log; while the conversation's KV is in the context, a repair save
+//!   writes those pages again, between batch steps and at shutdown.
 
 use std::time::Instant;
 
@@ -134,6 +137,7 @@ impl<'c, 'm> Engine<'c, 'm> {
         for index in 0..self.conversations.len() {
             self.route_outcomes(index);
         }
+        self.repair_saves(ctx);
         if self.parked_saves.is_empty() {
             return;
         }
@@ -146,6 +150,33 @@ impl<'c, 'm> Engine<'c, 'm> {
                 self.parked_saves.push(save);
             } else {
                 self.save_now(ctx, &save.name, save.transcript, save.reply);
+            }
+        }
+    }
+
+    /// Queues a repair save for every idle conversation whose last manifest landed with
+    /// pages missing, while the context still holds them (a cooled one restores by
+    /// recomputing them instead).
+    pub(super) fn repair_saves(&mut self, ctx: &mut Context<'m>) {
+        for open in &mut self.conversations {
+            let holds_kv = open.hot.is_some() && open.seq.kv_len() > 0;
+            if open.busy
+                || !holds_kv
+                || open.live.commits_in_flight() > 0
+                || !open.live.needs_repair()
+            {
+                continue;
+            }
+            tracing::info!(
+                "session '{}': writing again the pages its last save found missing",
+                open.live.name
+            );
+            match open.live.repair_in_background(ctx, &open.seq) {
+                Ok(engine_ms) => self.counters.record_save_queued(engine_ms),
+                Err(e) => {
+                    report_failure(&open.live.name, false, &e);
+                    self.counters.record_save_failed();
+                }
             }
         }
     }

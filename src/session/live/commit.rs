@@ -2,12 +2,19 @@
 //! objects the engine thread captured, check that every object the manifest names is
 //! stored, write the manifest (atomically, last) and delete what it no longer names. It
 //! runs on the session's [`super::writer::SessionWriter`], after the pages queued before it.
+//!
+//! An object the check finds missing (its write failed, or a gc that does not honour the
+//! writer's lease took it) does not stop the manifest: the token log is the truth and the
+//! KV a cache of it, so the log is saved, and the pages are left named. A restore reads
+//! them as missing and recomputes from there, as it does for any lost page; the session
+//! hears which ones they were, so that its next save (a retry of [`super::LiveSession::save`],
+//! the server's repair) captures and writes them again.
 
 use std::collections::HashSet;
 use std::sync::Arc;
 use std::time::Instant;
 
-use super::writer::EarlyStats;
+use super::writer::{EarlyStats, PendingLease};
 use super::SaveReport;
 use crate::session::catalog::SessionCatalog;
 use crate::session::kv_error::{LiveError, LiveResult};
@@ -62,6 +69,8 @@ pub struct CommitOutcome {
     stale: Vec<ObjectId>,
     /// Failure: objects a read had found damaged, to be rewritten by the next save.
     replaced: Vec<ObjectId>,
+    /// Success: objects the manifest names that the store lacked (not in `objects`).
+    missing: Vec<ObjectId>,
 }
 
 impl CommitOutcome {
@@ -77,6 +86,7 @@ impl CommitOutcome {
             objects: self.objects,
             stale: self.stale,
             replaced: self.replaced,
+            missing: self.missing,
             committed: self.result.is_ok(),
         };
         let heard = CommitOutcome {
@@ -84,6 +94,7 @@ impl CommitOutcome {
             objects: Vec::new(),
             stale: Vec::new(),
             replaced: Vec::new(),
+            missing: Vec::new(),
             ..self
         };
         (facts, heard)
@@ -97,16 +108,19 @@ pub(super) struct StoreFacts {
     pub(super) objects: Vec<ObjectId>,
     pub(super) stale: Vec<ObjectId>,
     pub(super) replaced: Vec<ObjectId>,
+    pub(super) missing: Vec<ObjectId>,
 }
 
 impl CommitJob {
-    /// Writes the objects and the manifest; `previous` is the manifest on disk now.
-    /// Returns the outcome after telling the notice.
+    /// Writes the objects and the manifest; `previous` is the manifest on disk now, `lease`
+    /// the writer's lease on the pages stored before this commit (cleared once the manifest
+    /// names them). Returns the outcome after telling the notice.
     pub(super) fn run(
         mut self,
         catalog: &SessionCatalog,
         previous: Option<&SessionManifest>,
         early: EarlyStats,
+        lease: Option<&mut PendingLease>,
     ) -> CommitOutcome {
         let queued_ms = self.started.elapsed().as_secs_f64() * 1e3 - self.report.phases.plan_ms;
         self.report.phases.queue_ms = queued_ms.max(0.0);
@@ -127,7 +141,7 @@ impl CommitJob {
             .map(|j| j.id)
             .collect();
         let objects = std::mem::take(&mut self.objects);
-        let result = self.write(catalog, objects, previous);
+        let result = self.write(catalog, objects, previous, lease);
         let mut outcome = CommitOutcome {
             number: self.number,
             origin: self.origin,
@@ -136,11 +150,17 @@ impl CommitJob {
             objects: Vec::new(),
             stale: Vec::new(),
             replaced: Vec::new(),
+            missing: Vec::new(),
         };
         match result {
-            Ok(stale) => {
-                outcome.objects = self.manifest.referenced_objects().collect();
+            Ok((stale, missing)) => {
+                outcome.objects = self
+                    .manifest
+                    .referenced_objects()
+                    .filter(|id| !missing.contains(id))
+                    .collect();
                 outcome.stale = stale;
+                outcome.missing = missing;
                 self.report.save_ms = self.started.elapsed().as_secs_f64() * 1e3;
                 outcome.result = Ok(self.report);
                 outcome.manifest = Some(self.manifest);
@@ -157,15 +177,16 @@ impl CommitJob {
         outcome
     }
 
-    /// The store's part; returns the stale objects, or the error and the objects found
-    /// missing.
-    #[allow(clippy::result_large_err)]
+    /// The store's part; returns the stale objects and those found missing (named by the
+    /// manifest all the same), or the error and the objects found missing.
+    #[allow(clippy::result_large_err, clippy::type_complexity)]
     fn write(
         &mut self,
         catalog: &SessionCatalog,
         objects: Vec<PutJob>,
         previous: Option<&SessionManifest>,
-    ) -> Result<Vec<ObjectId>, (LiveError, Vec<ObjectId>)> {
+        lease: Option<&mut PendingLease>,
+    ) -> Result<(Vec<ObjectId>, Vec<ObjectId>), (LiveError, Vec<ObjectId>)> {
         let plain = |e: LiveError| (e, Vec::new());
         let ms = |at: Instant| at.elapsed().as_secs_f64() * 1e3;
         let store = catalog.store();
@@ -212,17 +233,26 @@ impl CommitJob {
             }
         }
         if !missing.is_empty() {
-            let error = LiveError::MissingObjects {
-                name: self.manifest.name.clone(),
-                count: missing.len(),
-            };
-            return Err((error, missing));
+            tracing::debug!(
+                "session '{}': {} objects its manifest names are missing; saving its log                  without them",
+                self.manifest.name,
+                missing.len()
+            );
+            self.report.missing_objects = missing.len();
+            self.report
+                .warnings
+                .push(missing_warning(&self.manifest.name, missing.len()));
         }
         let manifest_started = Instant::now();
         catalog
             .write_manifest(&self.manifest)
-            .map_err(|e| plain(e.into()))?;
+            .map_err(|e| (e.into(), missing.clone()))?;
         self.report.phases.manifest_ms = ms(manifest_started);
+        // Named by the manifest now (or, if missing, to be written by the next save, which
+        // leases them again); still in the shared lock, so no gc ran between.
+        if let Some(lease) = lease {
+            lease.clear();
+        }
         drop(store_lock);
         let cleanup_started = Instant::now();
         // Objects the previous manifest used and this one does not (the old tail, window
@@ -245,6 +275,14 @@ impl CommitJob {
             }
         }
         self.report.phases.cleanup_ms = ms(cleanup_started);
-        Ok(stale)
+        Ok((stale, missing))
     }
+}
+
+/// What a save whose commit found `count` objects missing tells its client. The exact
+/// text: a retry that writes them takes it back out of the report.
+pub(super) fn missing_warning(name: &str, count: usize) -> String {
+    format!(
+        "session '{name}': {count} of the KV pages it names were missing from the store          (removed by a gc, or a failed write); its token log is saved, and a restore          recomputes those pages until a save writes them again"
+    )
 }

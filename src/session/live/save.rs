@@ -9,7 +9,10 @@
 
 use std::time::Instant;
 
-use super::commit::{CommitJob, CommitNotice, CommitOutcome, SaveOrigin, StoreFacts};
+use super::commit::{
+    missing_warning, CommitJob, CommitNotice, CommitOutcome, SaveOrigin, StoreFacts,
+};
+use super::repair::MAX_REPAIRS;
 use super::{ConversationState, LiveSession, SaveReport};
 use crate::engine::Context;
 use crate::kv::{KvLayout, PageKey, TailRecord};
@@ -62,13 +65,26 @@ impl LiveSession<'_> {
         seq: &Sequence,
         conversation: ConversationState<'_>,
     ) -> Result<SaveReport> {
-        match self.save_and_wait(ctx, seq, conversation.clone()) {
-            // Objects counted as stored had gone (another process's gc took pages written
-            // early, before a manifest named them): the failed commit took them off the
-            // books, and the context still has their rows, so once more writes them.
-            Err(LiveError::MissingObjects { .. }) => self.save_and_wait(ctx, seq, conversation),
-            other => other,
+        let mut report = self.save_and_wait(ctx, seq, conversation.clone())?;
+        // Objects counted as stored had gone (a gc that does not honour leases took pages
+        // written early, or a write failed): the manifest with the log landed anyway and
+        // the commit took them off the books; the context still has their rows, so a
+        // save more writes them.
+        for _ in 0..MAX_REPAIRS {
+            if report.missing_objects == 0 {
+                break;
+            }
+            let first = report;
+            report = self.save_and_wait(ctx, seq, conversation.clone())?;
+            let gone = missing_warning(&self.name, first.missing_objects);
+            let earlier = first.warnings.into_iter().filter(|w| *w != gone);
+            report.warnings = earlier.chain(report.warnings).collect();
+            report.objects_written += first.objects_written;
+            report.bytes_written += first.bytes_written;
+            report.early_objects += first.early_objects;
+            report.early_bytes += first.early_bytes;
         }
+        Ok(report)
     }
 
     fn save_and_wait(
@@ -136,8 +152,9 @@ impl LiveSession<'_> {
         std::mem::take(&mut self.outcomes)
     }
 
-    /// After a gc: objects queued to the writer and not yet named by a manifest may have
-    /// been collected, so the next save checks them again.
+    /// After a gc: objects queued to the writer and not yet named by a manifest are kept
+    /// by the writer's lease, but a lease that could not be written protects nothing, so
+    /// the next save checks them again.
     pub fn forget_unnamed_writes(&mut self) {
         self.queued.clear();
     }
@@ -167,6 +184,15 @@ impl LiveSession<'_> {
                 self.queued.remove(id);
                 self.present.remove(id);
             }
+            // Named but not stored: the next save captures and writes them.
+            for id in &facts.missing {
+                self.queued.remove(id);
+                self.present.remove(id);
+            }
+            self.incomplete = !facts.missing.is_empty();
+            if !self.incomplete {
+                self.repairs = 0;
+            }
             self.saved = facts.manifest;
         } else {
             for id in &facts.objects {
@@ -186,7 +212,8 @@ impl LiveSession<'_> {
             },
             None => job,
         };
-        let outcome = job.run(self.catalog, self.saved.as_ref(), Default::default());
+        // (Objects and manifest in one hold of the store lock: nothing to lease.)
+        let outcome = job.run(self.catalog, self.saved.as_ref(), Default::default(), None);
         let (facts, outcome) = outcome.into_parts();
         self.learn(facts);
         self.outcomes.push(outcome);

@@ -12,8 +12,11 @@
 //!   order and each finds the pages it names already written.
 //!
 //! Nothing names a page until a commit's manifest does, so a crash leaves at most
-//! unreferenced objects that gc collects. Outcomes go back to the session through
-//! [`SessionWriter::take_outcomes`]; dropping the writer waits for everything queued.
+//! unreferenced objects that gc collects. Until then the thread's [`Lease`] lists each page,
+//! written into it before the page under the store's shared lock, so that no gc (this
+//! process's or another's) takes it in the meantime; the commit whose manifest lands clears
+//! the lease. Outcomes go back to the session through [`SessionWriter::take_outcomes`];
+//! dropping the writer waits for everything queued (and ends the lease).
 
 use std::sync::mpsc::{sync_channel, SyncSender};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
@@ -23,7 +26,7 @@ use std::time::{Duration, Instant};
 use super::commit::{CommitJob, CommitOutcome};
 use crate::session::catalog::SessionCatalog;
 use crate::session::manifest::SessionManifest;
-use crate::store::{ObjectId, ObjectKind};
+use crate::store::{Lease, ObjectId, ObjectKind, ObjectStore, PutOutcome, StoreError};
 use crate::tiers::WarmPool;
 
 /// Jobs queued ahead of the writer: a page is a few MB, and the prefill of one takes far
@@ -105,13 +108,15 @@ impl SessionWriter {
                 // The manifest on disk as this thread left it; before its first commit, the
                 // one the session saw (nothing else writes it while the thread lives).
                 let mut on_disk: Option<Option<SessionManifest>> = None;
+                let mut lease = PendingLease::default();
                 for job in receive {
                     match job {
-                        Job::Page(page) => store_page(&catalog, &theirs, page),
+                        Job::Page(page) => store_page(&catalog, &theirs, &mut lease, page),
                         Job::Commit(mut commit) => {
                             let previous = on_disk.take().unwrap_or_else(|| commit.previous.take());
                             let early = std::mem::take(&mut theirs.lock().early);
-                            let outcome = commit.run(&catalog, previous.as_ref(), early);
+                            let outcome =
+                                commit.run(&catalog, previous.as_ref(), early, Some(&mut lease));
                             on_disk = Some(match outcome.durable_manifest() {
                                 Some(m) => Some(m.clone()),
                                 None => previous,
@@ -200,9 +205,66 @@ impl SessionWriter {
     }
 }
 
-fn store_page(catalog: &SessionCatalog, shared: &Shared, job: PageJob) {
+/// The writer's lease on the pages it stored ahead of their manifest (see
+/// [`crate::store::lease`]), taken with the first page.
+#[derive(Default)]
+pub(super) struct PendingLease {
+    lease: Option<Lease>,
+    /// A lease failure was logged (it costs only the protection, so once is enough: a
+    /// commit that finds a page gone still saves the log, and the next save the page).
+    warned: bool,
+}
+
+impl PendingLease {
+    /// Lists `id`; the caller holds the store lock shared.
+    fn add(&mut self, store: &ObjectStore, id: ObjectId) {
+        let added = match &mut self.lease {
+            Some(lease) => lease.add(id),
+            None => store.take_lease().and_then(|mut lease| {
+                lease.add(id)?;
+                self.lease = Some(lease);
+                Ok(())
+            }),
+        };
+        self.warn(added, "leasing a page");
+    }
+
+    /// A manifest names what the lease protected: lists nothing any more. The caller holds
+    /// the store lock shared.
+    pub(super) fn clear(&mut self) {
+        if let Some(lease) = &mut self.lease {
+            let cleared = lease.clear();
+            self.warn(cleared, "clearing the page lease");
+        }
+    }
+
+    fn warn(&mut self, result: Result<(), StoreError>, what: &str) {
+        if let Err(e) = result {
+            if !std::mem::replace(&mut self.warned, true) {
+                tracing::warn!(
+                    "{what} failed ({e}); until this session's next save, a gc may take                      pages it has stored (the save writes them again)"
+                );
+            }
+        }
+    }
+}
+
+/// Leases the page and stores it in one hold of the shared store lock: no gc runs between
+/// the two, so none sees the page stored and not leased.
+fn leased_put(
+    catalog: &SessionCatalog,
+    lease: &mut PendingLease,
+    job: &PageJob,
+) -> Result<PutOutcome, StoreError> {
+    let store = catalog.store();
+    let _shared = store.lock_shared()?;
+    lease.add(store, job.id);
+    store.put(&job.id, job.kind, &job.payload)
+}
+
+fn store_page(catalog: &SessionCatalog, shared: &Shared, lease: &mut PendingLease, job: PageJob) {
     let started = Instant::now();
-    let put = catalog.store().put(&job.id, job.kind, &job.payload);
+    let put = leased_put(catalog, lease, &job);
     let busy_ms = started.elapsed().as_secs_f64() * 1e3;
     if let (Ok(_), Some(warm)) = (&put, &job.keep) {
         warm.insert(job.id, job.payload);
