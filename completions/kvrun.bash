@@ -1600,7 +1600,7 @@ _kvrun() {
             return 0
             ;;
         kvrun__subcmd__serve)
-            opts="-n -c -t -b -v -q -h -V --chat-template --host --port --api-key --parallel --alias --max-tokens --max-ctx-size --max-queue --max-body-bytes --request-timeout --cors-origin --ctx-size --threads --gpu-layers --batch-size --kv-type --flash-attn --temp --top-k --top-p --min-p --repeat-penalty --seed --hot-sessions --warm-budget --cold-budget --hot-idle --warm-idle --verbose --quiet --help --version"
+            opts="-n -c -t -b -v -q -h -V --chat-template --host --port --api-key --parallel --alias --max-tokens --max-ctx-size --max-queue --max-body-bytes --request-timeout --header-timeout --cors-origin --ctx-size --threads --gpu-layers --batch-size --kv-type --flash-attn --temp --top-k --top-p --min-p --repeat-penalty --seed --hot-sessions --warm-budget --cold-budget --hot-idle --warm-idle --verbose --quiet --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -1651,6 +1651,10 @@ _kvrun() {
                     return 0
                     ;;
                 --request-timeout)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --header-timeout)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;

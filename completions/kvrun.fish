@@ -32,7 +32,7 @@ complete -c kvrun -n "__fish_kvrun_needs_command" -f -a "chat" -d 'Chat interact
 complete -c kvrun -n "__fish_kvrun_needs_command" -f -a "run" -d 'Run one prompt and print only the generated text (for scripts and agents)'
 complete -c kvrun -n "__fish_kvrun_needs_command" -f -a "serve" -d 'Serve OpenAI- and Anthropic-compatible HTTP; every conversation is a persistent session'
 complete -c kvrun -n "__fish_kvrun_needs_command" -f -a "top" -d 'Watch a running `kvrun serve`: the TUI\'s memory panel and sessions list, live'
-complete -c kvrun -n "__fish_kvrun_needs_command" -f -a "pull" -d 'Download a model: the default model, a URL, or hf:OWNER/REPO/FILE.gguf'
+complete -c kvrun -n "__fish_kvrun_needs_command" -f -a "pull" -d 'Download a model: the default models, one by name, a URL, or hf:OWNER/REPO/FILE.gguf'
 complete -c kvrun -n "__fish_kvrun_needs_command" -f -a "models" -d 'List the models in kvrun\'s models folder'
 complete -c kvrun -n "__fish_kvrun_needs_command" -f -a "session" -d 'Save, restore, list, fork, export and import persistent sessions'
 complete -c kvrun -n "__fish_kvrun_needs_command" -f -a "gc" -d 'Delete KV pages that no session references any more'
@@ -42,7 +42,7 @@ complete -c kvrun -n "__fish_kvrun_needs_command" -f -a "completions" -d 'Print 
 complete -c kvrun -n "__fish_kvrun_needs_command" -f -a "man" -d 'Print the man page (or write one page per subcommand with --dir)'
 complete -c kvrun -n "__fish_kvrun_needs_command" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
 complete -c kvrun -n "__fish_kvrun_using_subcommand chat" -l chat-template -d 'Chat template: a Jinja file, or a shipped one (gemma3, chatml) [default: the config file\'s `chat-template`, then the model\'s own, then its architecture\'s default]' -r
-complete -c kvrun -n "__fish_kvrun_using_subcommand chat" -l session -d 'Resume or create a named session; its KV cache is saved after every turn (without it, the chat is an unnamed session, kept too and collected first under the cold budget)' -r
+complete -c kvrun -n "__fish_kvrun_using_subcommand chat" -l session -d 'Resume or create a named session; its KV cache is saved after every turn (without it, the chat is an unnamed session, kept too and collected first under the cold budget). A server\'s client key names a family of conversations: NAME is its latest, NAME/N its Nth' -r
 complete -c kvrun -n "__fish_kvrun_using_subcommand chat" -l system -d 'A system prompt for the conversation' -r
 complete -c kvrun -n "__fish_kvrun_using_subcommand chat" -s n -l max-tokens -d 'Largest reply in tokens, so a model that never stops cannot run on [default: 1024]' -r
 complete -c kvrun -n "__fish_kvrun_using_subcommand chat" -l context-overflow -d 'What to do when the conversation outgrows the context: drop the oldest turns, or stop with an error [default: truncate]' -r -f -a "truncate\t''
@@ -78,7 +78,7 @@ complete -c kvrun -n "__fish_kvrun_using_subcommand run" -s p -l prompt -d 'The 
 complete -c kvrun -n "__fish_kvrun_using_subcommand run" -l prompt-file -d 'Read the prompt from a file' -r -F
 complete -c kvrun -n "__fish_kvrun_using_subcommand run" -l system -d 'A system prompt (chat mode only)' -r
 complete -c kvrun -n "__fish_kvrun_using_subcommand run" -s n -l max-tokens -d 'Largest number of tokens to generate; 0 only prefills [default: 256]' -r
-complete -c kvrun -n "__fish_kvrun_using_subcommand run" -l session -d 'Resume or create a named session: restore its KV, append this turn, generate, save' -r
+complete -c kvrun -n "__fish_kvrun_using_subcommand run" -l session -d 'Resume or create a named session: restore its KV, append this turn, generate, save. A server\'s client key names a family of conversations: NAME is its latest, NAME/N its Nth' -r
 complete -c kvrun -n "__fish_kvrun_using_subcommand run" -l logprobs -d 'Add each generated token\'s log-probability (with --json), and the N most likely alternatives' -r
 complete -c kvrun -n "__fish_kvrun_using_subcommand run" -l tools -d 'Tools the model may call: a JSON list of OpenAI tool definitions. Calls are parsed from the reply (`tool_calls` in --json)' -r -F
 complete -c kvrun -n "__fish_kvrun_using_subcommand run" -l tool-choice -d 'auto (the model decides), none, required (a call is forced), or a tool\'s name (that call is forced) [default: auto]' -r
@@ -117,6 +117,7 @@ complete -c kvrun -n "__fish_kvrun_using_subcommand serve" -l max-ctx-size -d 'L
 complete -c kvrun -n "__fish_kvrun_using_subcommand serve" -l max-queue -d 'Requests that may wait for a free sequence; past it, 503 with Retry-After [default: 64]' -r
 complete -c kvrun -n "__fish_kvrun_using_subcommand serve" -l max-body-bytes -d 'Largest request body, e.g. 32MiB; past it, 413 [default: 32MiB]' -r
 complete -c kvrun -n "__fish_kvrun_using_subcommand serve" -l request-timeout -d 'Longest time to the start of a response (a stream, once started, runs on), e.g. 10m; 0 turns it off [default: 10m]' -r
+complete -c kvrun -n "__fish_kvrun_using_subcommand serve" -l header-timeout -d 'Longest time a client may take to send a request\'s headers, and the longest a keep-alive connection may idle, e.g. 30s [default: 30s]' -r
 complete -c kvrun -n "__fish_kvrun_using_subcommand serve" -l cors-origin -d 'Allow browser requests from this origin (repeatable; `*` for any) [default: none, CORS off]' -r
 complete -c kvrun -n "__fish_kvrun_using_subcommand serve" -s c -l ctx-size -d 'Context size in tokens, or `auto`: grow with the live tokens (kvrun serve up to --max-ctx-size, kvrun chat up to the model\'s training context; other commands take 8192) [default: auto for kvrun serve, else 8192; capped at the model\'s training context]' -r
 complete -c kvrun -n "__fish_kvrun_using_subcommand serve" -s t -l threads -d 'CPU threads [default: the number of cores]' -r
@@ -436,7 +437,7 @@ complete -c kvrun -n "__fish_kvrun_using_subcommand help; and not __fish_seen_su
 complete -c kvrun -n "__fish_kvrun_using_subcommand help; and not __fish_seen_subcommand_from chat run serve top pull models session gc stats bench completions man help" -f -a "run" -d 'Run one prompt and print only the generated text (for scripts and agents)'
 complete -c kvrun -n "__fish_kvrun_using_subcommand help; and not __fish_seen_subcommand_from chat run serve top pull models session gc stats bench completions man help" -f -a "serve" -d 'Serve OpenAI- and Anthropic-compatible HTTP; every conversation is a persistent session'
 complete -c kvrun -n "__fish_kvrun_using_subcommand help; and not __fish_seen_subcommand_from chat run serve top pull models session gc stats bench completions man help" -f -a "top" -d 'Watch a running `kvrun serve`: the TUI\'s memory panel and sessions list, live'
-complete -c kvrun -n "__fish_kvrun_using_subcommand help; and not __fish_seen_subcommand_from chat run serve top pull models session gc stats bench completions man help" -f -a "pull" -d 'Download a model: the default model, a URL, or hf:OWNER/REPO/FILE.gguf'
+complete -c kvrun -n "__fish_kvrun_using_subcommand help; and not __fish_seen_subcommand_from chat run serve top pull models session gc stats bench completions man help" -f -a "pull" -d 'Download a model: the default models, one by name, a URL, or hf:OWNER/REPO/FILE.gguf'
 complete -c kvrun -n "__fish_kvrun_using_subcommand help; and not __fish_seen_subcommand_from chat run serve top pull models session gc stats bench completions man help" -f -a "models" -d 'List the models in kvrun\'s models folder'
 complete -c kvrun -n "__fish_kvrun_using_subcommand help; and not __fish_seen_subcommand_from chat run serve top pull models session gc stats bench completions man help" -f -a "session" -d 'Save, restore, list, fork, export and import persistent sessions'
 complete -c kvrun -n "__fish_kvrun_using_subcommand help; and not __fish_seen_subcommand_from chat run serve top pull models session gc stats bench completions man help" -f -a "gc" -d 'Delete KV pages that no session references any more'

@@ -143,8 +143,11 @@ fn locate(spec: &str, models_dir: &Path) -> PathBuf {
 pub enum ModelError {
     #[error("the default model is not downloaded yet ({}); run `kvrun pull` first", .0.display())]
     DefaultMissing(PathBuf),
-    #[error("{} is not downloaded yet; run `kvrun pull {}` first", .0.title, .0.short_name)]
-    KnownMissing(KnownModel),
+    #[error("{title} is not downloaded yet; run `kvrun pull {short_name}` first")]
+    KnownMissing {
+        title: &'static str,
+        short_name: &'static str,
+    },
     #[error("model file {} (from KVRUN_MODEL) does not exist", .0.display())]
     EnvMissing(PathBuf),
     #[error("model file {} (from the config file) does not exist", .0.display())]
@@ -171,7 +174,10 @@ pub fn validate(choice: &ModelChoice) -> Result<gguf::ModelInfo, ModelError> {
     if !path.exists() {
         let path = path.clone();
         if let (Some(known), false) = (choice.known, choice.is_default()) {
-            return Err(ModelError::KnownMissing(known));
+            return Err(ModelError::KnownMissing {
+                title: known.title,
+                short_name: known.short_name,
+            });
         }
         return Err(match choice.source {
             ModelSource::Default => ModelError::DefaultMissing(path),

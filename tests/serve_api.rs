@@ -769,7 +769,7 @@ fn a_client_key_names_a_family_of_conversations() {
     main["response_format"] =
         json!({"type": "json_schema", "json_schema": {"name": "long", "schema": long_schema()}});
     let body = main.to_string();
-    let mut streaming = server::agent()
+    let streaming = server::agent()
         .post(format!("{}/v1/chat/completions", server.url))
         .header("content-type", "application/json")
         .header("x-session-id", "ses_family")

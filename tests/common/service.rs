@@ -7,7 +7,7 @@ use std::time::Instant;
 
 use super::*;
 use kvrun::engine::TokenId;
-use kvrun::models::{ModelChoice, ModelSource};
+use kvrun::models::ModelChoice;
 use kvrun::service::engine::ContextSizing;
 use kvrun::service::protocol::{
     CancelToken, ConversationKey, Reply, Request, ServiceError, Started, TokenPiece, Usage,
