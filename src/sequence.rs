@@ -174,9 +174,7 @@ impl Sequence {
                 return Ok(0);
             }
             // The logits of the last token are gone (another decode ran): decode it again.
-            ctx.truncate_seq(self.seq_id, n - 1);
-            self.kv_len = n - 1;
-            self.batch_starts.truncate(n - 1);
+            self.rewind(ctx, n - 1);
         }
         let start = self.kv_len;
         let page = ctx.info().page_tokens as usize;
@@ -235,6 +233,29 @@ impl Sequence {
         } else {
             None
         }
+    }
+
+    /// The same log with none of it in the cache (its cells were dropped), keeping the
+    /// batches it was decoded in for the recompute to replay.
+    pub fn forgotten(self) -> Self {
+        let starts = self.batch_starts.for_replay(self.kv_len);
+        Sequence::restored(self.tokens, 0).with_batch_starts(starts)
+    }
+
+    /// Takes the cache back to the log's first `to` tokens. A memory that cannot be cut
+    /// there (a recurrent state holds no earlier point) is emptied instead, so the whole log
+    /// is decoded again, in its recorded batches. Returns whether the first `to` tokens'
+    /// cells were kept.
+    pub fn rewind(&mut self, ctx: &mut Context<'_>, to: usize) -> bool {
+        let to = to.min(self.kv_len);
+        self.batch_starts.truncate(to);
+        if ctx.truncate_seq(self.seq_id, to) {
+            self.kv_len = to;
+            return true;
+        }
+        ctx.clear_seq(self.seq_id);
+        self.kv_len = 0;
+        false
     }
 
     /// Records that the caller decoded this log's tokens up to `kv_len` (a batch of

@@ -188,7 +188,10 @@ fn growth_keeps_outputs_identical_and_an_idle_context_shrinks_to_its_floor() {
     let mut again: Vec<TokenId> = model.tokenize_prompt(&long_text(4))[..300].to_vec();
     again.extend_from_slice(&turns[0].tokens);
     let back = elastic.generate("a", &again, 4);
-    assert!(back.usage.cached.warm >= 1024, "{:?}", back.usage);
+    // (Pages from RAM; the partial last page, which the warm tier does not keep, from disk.)
+    let cached = back.usage.cached;
+    assert!(cached.hot == 0 && cached.warm >= 768, "{:?}", back.usage);
+    assert!(cached.warm + cached.cold >= 1024, "{:?}", back.usage);
     assert!(elastic.stats().hot_cells > FLOOR);
     elastic.stop();
 }

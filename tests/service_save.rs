@@ -188,7 +188,7 @@ fn a_reply_saved_while_another_decodes_is_durable_and_the_other_stream_is_unchan
     let c = generate(&service, named("first"), next.clone(), 8);
     service.stop();
     let cached = c.usage().cached;
+    // (Its own save, to the token: the reply's cells too.)
     assert!(cached.cold >= 512 && cached.hot == 0, "{cached:?}");
-    assert_eq!(cached.cold % 256, 0);
     assert_close(&c, &from_scratch(&model, &next, 8), BATCHED);
 }

@@ -187,12 +187,15 @@ fn restore(env: &Env, args: SessionRestoreArgs) -> Result<ExitCode> {
         .manifest
         .as_ref()
         .and_then(|m| m.tokens.first().copied());
-    crate::session::capture::probe_layout(
-        &mut ctx,
-        crate::session::capture::Slot::default(),
-        model.facts().n_swa,
-        first.unwrap_or(0),
-    )?;
+    // (Its parse needs a memory kvrun pages; others' restore is a recompute anyway.)
+    if model.facts().memory.pages() {
+        crate::session::capture::probe_layout(
+            &mut ctx,
+            crate::session::capture::Slot::default(),
+            model.facts().n_swa,
+            first.unwrap_or(0),
+        )?;
+    }
     let load_ms = started.elapsed().as_secs_f64() * 1e3;
     let mut live = session_setup::start(&catalog, prepared, &model, &ctx)?;
     let (mut seq, report) = live.restore(&mut ctx)?;

@@ -342,17 +342,12 @@ impl<'m> Context<'m> {
         self.logits_index = None;
     }
 
-    /// Drops the cells of `seq` at positions `from..`.
-    pub fn truncate_seq(&mut self, seq: i32, from: usize) {
-        let _ = self
-            .ctx
-            .clear_kv_cache_seq(Some(seq as u32), Some(from as u32), None);
-        self.logits_index = None;
-    }
-
-    /// Like [`Self::truncate_seq`], but says whether llama.cpp cut it: a memory that cannot
-    /// cut at `from` (a recurrent state) refuses, and the caller must not go on as if it had.
-    pub fn try_truncate_seq(&mut self, seq: i32, from: usize) -> bool {
+    /// Drops the cells of `seq` at positions `from..`, and says whether llama.cpp did: a
+    /// memory that cannot cut at `from` (a recurrent state, which holds no earlier point)
+    /// refuses and is left as it was. A caller that is refused recomputes from what it
+    /// knows is right (see [`crate::kv::MemoryKind::cuts`]); it never goes on as if cut.
+    #[must_use]
+    pub fn truncate_seq(&mut self, seq: i32, from: usize) -> bool {
         let cut = self
             .ctx
             .clear_kv_cache_seq(Some(seq as u32), Some(from as u32), None);
@@ -362,6 +357,8 @@ impl<'m> Context<'m> {
 
     /// Makes `dst` share the cells of `src` at positions `p0..p1`. In a unified cache this
     /// only tags cells (no KV bytes move), which is how a page range is read out cheaply.
+    /// Only for memory whose ranges can be shared ([`crate::kv::MemoryKind::shares_ranges`]):
+    /// a recurrent memory ignores the range and copies the whole state.
     pub fn share_range(&mut self, src: i32, dst: i32, p0: usize, p1: usize) {
         self.pristine = false;
         self.ctx

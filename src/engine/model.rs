@@ -25,6 +25,8 @@ pub struct ModelFacts {
     pub n_layer: u32,
     /// Sliding-window size of the SWA layers; 0 when every layer attends to everything.
     pub n_swa: u32,
+    /// What a sequence's state is made of, and so whether kvrun pages, cuts and shares it.
+    pub memory: crate::kv::MemoryKind,
     pub has_chat_template: bool,
     /// The model's name from its metadata, or its architecture.
     pub description: String,
@@ -73,11 +75,26 @@ impl Model {
             }
             _ => None,
         };
+        // The cache keeps a 12-byte ext per cell for M-RoPE and for PLE heads
+        // (`llama_kv_cache::has_cell_ext`); the latter is only in the metadata.
+        let mrope = matches!(
+            inner.rope_type(),
+            Some(llama_cpp_2::model::RopeType::MRope | llama_cpp_2::model::RopeType::IMRope)
+        );
+        let ple =
+            meta(&format!("{architecture}.ple.heads_per_ngram")).is_some_and(|v| v.trim() != "0");
+        let memory = crate::kv::MemoryKind::of(crate::kv::MemoryFacts {
+            recurrent: inner.is_recurrent(),
+            hybrid: inner.is_hybrid(),
+            n_swa,
+            cell_ext: mrope || ple,
+        });
         let facts = ModelFacts {
             n_ctx_train: inner.n_ctx_train(),
             n_vocab: inner.n_vocab(),
             n_layer: inner.n_layer(),
             n_swa,
+            memory,
             has_chat_template: false,
             description,
             max_token_bytes,

@@ -192,6 +192,26 @@ pub(crate) fn tiny_vocab() -> TinyVocab {
     v
 }
 
+/// The tiny SPM vocabulary's `tokenizer.*` keys.
+pub(crate) fn add_tiny_tokenizer(
+    w: &mut GgufWriter,
+    vocab: &TinyVocab,
+    add_space_prefix: bool,
+    chat_template: &str,
+) {
+    w.add_str("tokenizer.ggml.model", "llama")
+        .add_str_array("tokenizer.ggml.tokens", &vocab.tokens)
+        .add_f32_array("tokenizer.ggml.scores", &vocab.scores)
+        .add_i32_array("tokenizer.ggml.token_type", &vocab.types)
+        .add_u32("tokenizer.ggml.bos_token_id", 1)
+        .add_u32("tokenizer.ggml.eos_token_id", vocab.eos)
+        .add_u32("tokenizer.ggml.unknown_token_id", 0)
+        .add_bool("tokenizer.ggml.add_bos_token", true)
+        .add_bool("tokenizer.ggml.add_eos_token", false)
+        .add_bool("tokenizer.ggml.add_space_prefix", add_space_prefix)
+        .add_str("tokenizer.chat_template", chat_template);
+}
+
 /// splitmix64: tiny, seedable and good enough for random weights.
 #[derive(Clone, Copy)]
 pub(crate) struct SplitMix64(pub u64);
@@ -206,13 +226,13 @@ impl SplitMix64 {
     }
 
     /// Uniform in [-1, 1).
-    fn uniform(&mut self) -> f32 {
+    pub(crate) fn uniform(&mut self) -> f32 {
         (self.next_u64() >> 40) as f32 / (1u64 << 23) as f32 - 1.0
     }
 
     /// `ne0 * ne1` weights, uniform in ±1/sqrt(ne0). ggml matrices are [in, out] with the
     /// input dimension contiguous, so ne0 is the fan-in and activations keep a sane scale.
-    fn matrix(&mut self, ne0: u32, ne1: u32) -> Vec<f32> {
+    pub(crate) fn matrix(&mut self, ne0: u32, ne1: u32) -> Vec<f32> {
         let scale = 1.0 / (ne0 as f32).sqrt();
         (0..u64::from(ne0) * u64::from(ne1))
             .map(|_| self.uniform() * scale)
@@ -309,19 +329,7 @@ pub fn tiny_llama_writer(spec: &TinyLlamaSpec) -> io::Result<GgufWriter> {
                 w.add_value(key, value);
             }
         }
-        None => {
-            w.add_str("tokenizer.ggml.model", "llama")
-                .add_str_array("tokenizer.ggml.tokens", &vocab.tokens)
-                .add_f32_array("tokenizer.ggml.scores", &vocab.scores)
-                .add_i32_array("tokenizer.ggml.token_type", &vocab.types)
-                .add_u32("tokenizer.ggml.bos_token_id", 1)
-                .add_u32("tokenizer.ggml.eos_token_id", vocab.eos)
-                .add_u32("tokenizer.ggml.unknown_token_id", 0)
-                .add_bool("tokenizer.ggml.add_bos_token", true)
-                .add_bool("tokenizer.ggml.add_eos_token", false)
-                .add_bool("tokenizer.ggml.add_space_prefix", spec.add_space_prefix)
-                .add_str("tokenizer.chat_template", &spec.chat_template);
-        }
+        None => add_tiny_tokenizer(&mut w, &vocab, spec.add_space_prefix, &spec.chat_template),
     }
 
     // Tensors, dims in ggml order [ne0, ne1]: 2-D weights F16, norm weights F32 (as

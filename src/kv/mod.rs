@@ -5,9 +5,11 @@
 
 pub mod blob;
 pub mod layout;
+pub mod memory;
 pub mod page;
 
 pub use layout::KvLayout;
+pub use memory::{MemoryFacts, MemoryKind};
 pub use page::{PageKey, TailRecord};
 
 #[derive(Debug, thiserror::Error)]

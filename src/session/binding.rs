@@ -1,6 +1,6 @@
 //! What every session of one process shares, so that each front end opens sessions the
 //! same way: the catalog, the model's identity (fingerprinted once per process, not per
-//! session), the context's KV identity, the engine settings, the model's window and the warm
+//! session), the context's KV identity, the engine settings, the model's memory kind and the warm
 //! pool.
 //!
 //! A session's life is then: [`SessionCatalog::lock_and_read`] → [`SessionBinding::open`] →
@@ -15,6 +15,7 @@ use super::identity::{kv_identity, model_identity, FingerprintError};
 use super::live::LiveSession;
 use super::manifest::{KvIdentity, ModelIdentity, SessionManifest};
 use crate::engine::{Context, Model};
+use crate::kv::MemoryKind;
 use crate::settings::{EngineSettings, SamplingSettings};
 use crate::store::SessionLock;
 use crate::tiers::WarmPool;
@@ -24,7 +25,7 @@ pub struct SessionBinding<'c> {
     model: ModelIdentity,
     kv: KvIdentity,
     engine: EngineSettings,
-    n_swa: u32,
+    memory: MemoryKind,
     warm: Option<Arc<WarmPool>>,
 }
 
@@ -39,12 +40,20 @@ impl<'c> SessionBinding<'c> {
         engine: EngineSettings,
     ) -> Result<Self, FingerprintError> {
         let identity = model_identity(model_path, &model.facts().description)?;
+        let memory = model.facts().memory;
+        if let Some(why) = memory.unpaged_reason() {
+            tracing::warn!(
+                "{} has {} memory; {why}",
+                model.facts().description,
+                memory.name()
+            );
+        }
         Ok(Self {
             catalog,
             model: identity,
             kv: kv_identity(ctx.info()),
             engine,
-            n_swa: model.facts().n_swa,
+            memory,
             warm: None,
         })
     }
@@ -77,7 +86,7 @@ impl<'c> SessionBinding<'c> {
             self.kv.clone(),
             self.engine.clone(),
             sampling,
-            self.n_swa,
+            self.memory,
         );
         if let Some(warm) = &self.warm {
             live.set_warm_pool(warm.clone());

@@ -38,7 +38,7 @@ use super::kv_error::{LiveError, LiveResult};
 use super::manifest::{KvIdentity, ModelIdentity, SessionManifest};
 use crate::conversation::CacheMiss;
 use crate::engine::{ChatMessage, Context, EngineError, TokenId};
-use crate::kv::{KvLayout, PageKey};
+use crate::kv::{KvLayout, MemoryKind, PageKey};
 use crate::sequence::SyncObserver;
 use crate::settings::{EngineSettings, SamplingSettings};
 use crate::store::{ObjectId, ObjectKind, SessionLock};
@@ -114,6 +114,10 @@ pub struct LiveSession<'c> {
     engine: EngineSettings,
     sampling: SamplingSettings,
     key: PageKey,
+    /// Whether the model's memory is paged at all (see [`MemoryKind::pages`]): when not,
+    /// saves keep the token log only and nothing is restored from the store.
+    memory: MemoryKind,
+    /// The sliding window ([`MemoryKind::n_swa`]).
     n_swa: u32,
     page_tokens: usize,
     layout: Option<KvLayout>,
@@ -169,7 +173,7 @@ impl<'c> LiveSession<'c> {
         kv: KvIdentity,
         engine: EngineSettings,
         sampling: SamplingSettings,
-        n_swa: u32,
+        memory: MemoryKind,
     ) -> Self {
         let key = page_key(&model, &kv);
         let page_tokens = kv.page_tokens as usize;
@@ -182,7 +186,8 @@ impl<'c> LiveSession<'c> {
             engine,
             sampling,
             key,
-            n_swa,
+            memory,
+            n_swa: memory.n_swa(),
             page_tokens,
             layout: None,
             present: HashSet::new(),
@@ -337,7 +342,7 @@ impl<'c> LiveSession<'c> {
         positions: Range<usize>,
         tokens: &[TokenId],
     ) {
-        if self.capture_error.is_some() {
+        if self.capture_error.is_some() || !self.memory.pages() {
             return;
         }
         let index = positions.start / self.page_tokens;

@@ -60,6 +60,22 @@ pub struct SessionManifest {
     pub pinned: bool,
     /// The KV snapshot; `None` when only the token log is kept.
     pub snapshot: Option<KvSnapshot>,
+    /// For a log kept without a snapshot (a model whose memory kvrun does not page): where
+    /// its decode batches started, so that a restore recomputes it in the same batches as
+    /// its first run and continues exactly as that run would have.
+    #[serde(default, skip_serializing_if = "BatchStarts::is_empty")]
+    pub replay: BatchStarts,
+}
+
+impl SessionManifest {
+    /// The batches the log was first decoded in, up to where the next turn's decode
+    /// started: what recomputing it replays to come out bit-identical.
+    pub fn replay_starts(&self) -> BatchStarts {
+        match &self.snapshot {
+            Some(s) => s.batch_starts.for_replay(s.kv_len),
+            None => self.replay.clone(),
+        }
+    }
 }
 
 fn is_zero(n: &usize) -> bool {

@@ -137,5 +137,6 @@ pub(crate) fn manifest(
             tail,
             batch_starts: Default::default(),
         }),
+        replay: Default::default(),
     }
 }

@@ -207,7 +207,7 @@ impl<'c, 'm> Engine<'c, 'm> {
             self.wait_for_commits_of(index);
         }
         let prompt = &request.prompt;
-        let n_swa = self.model.facts().n_swa;
+        let memory = self.model.facts().memory;
         let candidates: Vec<HotCandidate> = self
             .conversations
             .iter()
@@ -228,7 +228,7 @@ impl<'c, 'm> Engine<'c, 'm> {
             .live
             .stored_prefix_len(prompt)
             .unwrap_or(0);
-        let (source, _) = plan(prompt.len(), &candidates, stored, n_swa);
+        let (source, _) = plan(prompt.len(), &candidates, stored, memory);
         let mut cached = CachedTokens::default();
         let others_empty = self
             .conversations
@@ -252,9 +252,18 @@ impl<'c, 'm> Engine<'c, 'm> {
         };
         match source {
             PrefixSource::Own { keep } => {
-                ctx.truncate_seq(seq_id, keep);
-                self.conversations[index].seq = open_seq(prompt, keep);
-                cached.hot = keep;
+                // The plan cuts only memory that can be cut; should llama.cpp still refuse,
+                // the prompt is recomputed, not continued from a state that is not its own.
+                if ctx.truncate_seq(seq_id, keep) {
+                    self.conversations[index].seq = open_seq(prompt, keep);
+                    cached.hot = keep;
+                } else {
+                    tracing::debug!(
+                        "llama.cpp did not cut sequence {seq_id} at {keep}: recomputing"
+                    );
+                    ctx.clear_seq(seq_id);
+                    self.conversations[index].seq = open_seq(prompt, 0);
+                }
             }
             PrefixSource::Share { from, keep } => {
                 let src = self.conversations[from].hot.expect("a hot candidate");

@@ -287,11 +287,16 @@ impl<'c, 'm> Engine<'c, 'm> {
             // A manifest this server cannot use (corrupt, too new).
             other => incompatible(other.to_string()),
         })?;
-        let (tokens, unnamed, pinned, prompt_len) = manifest
-            .as_ref()
-            .map_or((Vec::new(), !named, false, 0), |m| {
-                (m.tokens.clone(), m.unnamed, m.pinned, m.prompt_tokens)
-            });
+        // The log's recorded batches come along: whatever of it is recomputed (all of it,
+        // for a memory kvrun does not page) replays them and comes out bit-identical.
+        let (seq, unnamed, pinned, prompt_len) =
+            manifest
+                .as_ref()
+                .map_or((Sequence::new(), !named, false, 0), |m| {
+                    let seq = Sequence::restored(m.tokens.clone(), 0)
+                        .with_batch_starts(m.replay_starts());
+                    (seq, m.unnamed, m.pinned, m.prompt_tokens)
+                });
         self.stored_unnamed.retain(|s| s.name != name);
         self.stored_members.retain(|s| s.name != name);
         let mut live = self.sessions.open(name, lock, manifest, sampling);
@@ -300,7 +305,7 @@ impl<'c, 'm> Engine<'c, 'm> {
         live.set_unnamed(unnamed);
         self.conversations.push(Open {
             live,
-            seq: Sequence::restored(tokens, 0),
+            seq,
             hot: None,
             named: !unnamed,
             pinned,
@@ -325,7 +330,7 @@ impl<'c, 'm> Engine<'c, 'm> {
         if let Some(seq) = open.hot.take() {
             ctx.clear_seq(seq);
         }
-        open.seq = Sequence::restored(std::mem::take(&mut open.seq).tokens().to_vec(), 0);
+        open.seq = std::mem::take(&mut open.seq).forgotten();
     }
 
     /// The least recently used idle hot conversation other than `keep`.

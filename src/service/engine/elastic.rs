@@ -22,7 +22,6 @@ use std::time::{Duration, Instant};
 use super::builder::Built;
 use super::Engine;
 use crate::engine::{Context, EngineError, KvCapture};
-use crate::sequence::Sequence;
 use crate::service::handle::ResizePhases;
 use crate::settings::EngineSettings;
 
@@ -366,8 +365,7 @@ impl<'c, 'm> Engine<'c, 'm> {
         match open.hot.filter(|_| open.busy) {
             Some(seq) => {
                 ctx.clear_seq(seq);
-                let tokens = std::mem::take(&mut open.seq).tokens().to_vec();
-                open.seq = Sequence::restored(tokens, 0).in_seq(seq);
+                open.seq = std::mem::take(&mut open.seq).forgotten().in_seq(seq);
             }
             None => self.cool(ctx, index),
         }

@@ -115,9 +115,7 @@ impl<'c, 'm> Engine<'c, 'm> {
             if seq.kv_len() == seq.len() {
                 // Not after a restore (the last prompt token is always decoded), but a log
                 // whose cache is complete has no logits left: decode its last token again.
-                let seq_id = seq.seq_id();
-                ctx.truncate_seq(seq_id, seq.len() - 1);
-                seq.mark_decoded(seq.len() - 1);
+                seq.rewind(ctx, seq.len() - 1);
             }
             if let Some((range, logits)) = seq.next_chunk(page, cap) {
                 plans.push((i, index, range, logits));

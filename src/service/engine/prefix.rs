@@ -1,6 +1,7 @@
 //! Where a request's prompt can start from: the pure decision between a hot sequence (this
 //! conversation's own, or another sharing a prefix) and the pages in the warm and cold tiers.
 
+use crate::kv::MemoryKind;
 pub use crate::sequence::{common_prefix, keep_is_valid};
 
 /// A hot sequence as the planner sees it.
@@ -33,17 +34,24 @@ pub enum PrefixSource {
 /// The longest usable prefix of a `prompt_len`-token prompt. At least the prompt's last token
 /// is always decoded (its logits start the reply). `stored` is what the pages give. Ties go
 /// to the hot tier (no I/O), and among hot sequences to the own one (no copy).
+///
+/// A memory that cannot be cut or shared by range (recurrent, hybrid) is reused only as it
+/// stands: the own sequence, when the prompt extends all of it.
 pub fn plan(
     prompt_len: usize,
     candidates: &[HotCandidate],
     stored: usize,
-    n_swa: u32,
+    memory: MemoryKind,
 ) -> (PrefixSource, usize) {
     let limit = prompt_len.saturating_sub(1);
     let mut best: Option<(HotCandidate, usize)> = None;
     for c in candidates {
         let keep = c.common.min(c.kv_len).min(limit);
-        if keep == 0 || !keep_is_valid(keep, c.pos_min, n_swa) {
+        if keep == 0 || !keep_is_valid(keep, c.pos_min, memory.n_swa()) {
+            continue;
+        }
+        let whole = keep == c.kv_len;
+        if !(memory.cuts() || whole) || !(c.own || memory.shares_ranges()) {
             continue;
         }
         let better = match &best {
@@ -77,6 +85,18 @@ pub fn plan(
 mod tests {
     use super::*;
 
+    const ATTENTION: MemoryKind = MemoryKind::Attention {
+        n_swa: 0,
+        cell_ext: false,
+    };
+
+    fn swa(n_swa: u32) -> MemoryKind {
+        MemoryKind::Attention {
+            n_swa,
+            cell_ext: false,
+        }
+    }
+
     fn hot(index: usize, own: bool, common: usize, kv_len: usize, pos_min: usize) -> HotCandidate {
         HotCandidate {
             index,
@@ -96,13 +116,13 @@ mod tests {
 
     #[test]
     fn the_own_sequence_is_cut_back_to_the_common_prefix() {
-        let (src, n) = plan(100, &[hot(0, true, 60, 80, 0)], 0, 0);
+        let (src, n) = plan(100, &[hot(0, true, 60, 80, 0)], 0, ATTENTION);
         assert_eq!((src, n), (PrefixSource::Own { keep: 60 }, 60));
     }
 
     #[test]
     fn the_last_prompt_token_is_always_decoded() {
-        let (src, n) = plan(50, &[hot(0, true, 50, 50, 0)], 512, 0);
+        let (src, n) = plan(50, &[hot(0, true, 50, 50, 0)], 512, ATTENTION);
         assert_eq!((src, n), (PrefixSource::Own { keep: 49 }, 49));
     }
 
@@ -110,7 +130,7 @@ mod tests {
     fn another_sequence_with_a_longer_prefix_is_shared() {
         let c = [hot(0, true, 10, 80, 0), hot(3, false, 40, 90, 0)];
         assert_eq!(
-            plan(100, &c, 0, 0),
+            plan(100, &c, 0, ATTENTION),
             (PrefixSource::Share { from: 3, keep: 40 }, 40)
         );
     }
@@ -118,30 +138,36 @@ mod tests {
     #[test]
     fn ties_prefer_the_own_sequence_then_the_hot_tier() {
         let c = [hot(3, false, 40, 90, 0), hot(0, true, 40, 80, 0)];
-        assert_eq!(plan(100, &c, 0, 0), (PrefixSource::Own { keep: 40 }, 40));
-        assert_eq!(plan(100, &c, 40, 0), (PrefixSource::Own { keep: 40 }, 40));
+        assert_eq!(
+            plan(100, &c, 0, ATTENTION),
+            (PrefixSource::Own { keep: 40 }, 40)
+        );
+        assert_eq!(
+            plan(100, &c, 40, ATTENTION),
+            (PrefixSource::Own { keep: 40 }, 40)
+        );
     }
 
     #[test]
     fn more_stored_pages_beat_a_short_hot_prefix() {
         let c = [hot(0, true, 10, 80, 0)];
-        assert_eq!(plan(600, &c, 512, 0), (PrefixSource::Pages, 512));
+        assert_eq!(plan(600, &c, 512, ATTENTION), (PrefixSource::Pages, 512));
     }
 
     #[test]
     fn nothing_cached_means_pages_with_nothing() {
-        assert_eq!(plan(10, &[], 0, 0), (PrefixSource::Pages, 0));
+        assert_eq!(plan(10, &[], 0, ATTENTION), (PrefixSource::Pages, 0));
     }
 
     #[test]
     fn a_cut_into_the_lost_part_of_a_sliding_window_is_refused() {
         // n_swa 512: the sequence holds cells from 700 on; keeping 1000 needs 488.. .
         let c = [hot(0, true, 1000, 1500, 700)];
-        assert_eq!(plan(2000, &c, 768, 512), (PrefixSource::Pages, 768));
+        assert_eq!(plan(2000, &c, 768, swa(512)), (PrefixSource::Pages, 768));
         // Keeping 1300 needs cells from 788: they exist.
         let c = [hot(0, true, 1300, 1500, 700)];
         assert_eq!(
-            plan(2000, &c, 768, 512),
+            plan(2000, &c, 768, swa(512)),
             (PrefixSource::Own { keep: 1300 }, 1300)
         );
     }
@@ -155,5 +181,26 @@ mod tests {
         assert!(keep_is_valid(1000, Some(488), 512));
         assert!(!keep_is_valid(1000, Some(489), 512));
         assert!(!keep_is_valid(10, None, 512));
+    }
+
+    #[test]
+    fn recurrent_memory_is_reused_only_whole_and_only_by_its_own_conversation() {
+        for memory in [MemoryKind::Recurrent, MemoryKind::Hybrid] {
+            // The prompt extends the whole sequence: kept as it stands.
+            let c = [hot(0, true, 80, 80, 0)];
+            assert_eq!(
+                plan(100, &c, 0, memory),
+                (PrefixSource::Own { keep: 80 }, 80)
+            );
+            // It diverges inside, or repeats it (the last token must be decoded again): a
+            // cut the state cannot make, so everything is recomputed.
+            let c = [hot(0, true, 60, 80, 0)];
+            assert_eq!(plan(100, &c, 0, memory), (PrefixSource::Pages, 0));
+            let c = [hot(0, true, 80, 80, 0)];
+            assert_eq!(plan(80, &c, 0, memory), (PrefixSource::Pages, 0));
+            // Another conversation's state is never copied, even whole.
+            let c = [hot(3, false, 80, 80, 0)];
+            assert_eq!(plan(100, &c, 0, memory), (PrefixSource::Pages, 0));
+        }
     }
 }

@@ -49,17 +49,13 @@ impl LiveSession<'_> {
         self.check_compatible(ctx)?;
         // Whatever is not restored is recomputed in the batches it was first decoded in.
         let seq_id = self.slot.seq;
-        let replay = m
-            .snapshot
-            .as_ref()
-            .map(|s| s.batch_starts.for_replay(s.kv_len))
-            .unwrap_or_default();
+        let replay = m.replay_starts();
         let open = move |tokens, restored| {
             Sequence::restored(tokens, restored)
                 .in_seq(seq_id)
                 .with_batch_starts(replay)
         };
-        if m.snapshot.is_none() {
+        if m.snapshot.is_none() || !self.memory.pages() {
             return Ok((open(m.tokens, 0), report));
         };
         let stored = match m.kv.layout.as_deref().map(KvLayout::decode) {

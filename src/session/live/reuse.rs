@@ -25,7 +25,7 @@ impl LiveSession<'_> {
         let started = Instant::now();
         let mut report = RestoreReport::default();
         let tokens = seq.tokens().to_vec();
-        if seq.kv_len() > 0 {
+        if seq.kv_len() > 0 || !self.memory.pages() {
             return Ok(report);
         }
         // The session's own save, partial last page included, as far as the log agrees.
@@ -113,7 +113,7 @@ impl LiveSession<'_> {
         let keep = keep.min(restored);
         let seq = self.slot.seq;
         let window_kept = crate::sequence::keep_is_valid(keep, ctx.seq_pos_min(seq), self.n_swa);
-        if keep < restored && !(window_kept && ctx.try_truncate_seq(seq, keep)) {
+        if keep < restored && !(window_kept && ctx.truncate_seq(seq, keep)) {
             ctx.clear_seq(seq);
             return Ok(None);
         }
@@ -144,6 +144,9 @@ impl LiveSession<'_> {
     /// whole pages, and (sliding-window models) only up to a page boundary whose window
     /// rows are stored too.
     pub fn stored_prefix_len(&self, tokens: &[TokenId]) -> Result<usize> {
+        if !self.memory.pages() {
+            return Ok(0);
+        }
         let own = self.own_snapshot_keep(tokens);
         if own > 0 {
             return Ok(own);

@@ -233,8 +233,9 @@ impl LiveSession<'_> {
         self.settle();
         let mut report = SaveReport::default();
         let p = self.page_tokens;
-        let kv_len = seq.kv_len();
         let tokens = seq.tokens();
+        // A memory kvrun does not page saves its log alone: a restore recomputes it.
+        let kv_len = if self.memory.pages() { seq.kv_len() } else { 0 };
         let full = kv_len / p;
         let boundary = full * p;
         let mut ids = Vec::new();
@@ -349,6 +350,11 @@ impl LiveSession<'_> {
                 tail,
                 batch_starts: seq.batch_starts().for_replay(kv_len),
             }),
+            replay: if self.memory.pages() {
+                Default::default()
+            } else {
+                seq.batch_starts().for_replay(seq.kv_len())
+            },
         };
         report
             .warnings

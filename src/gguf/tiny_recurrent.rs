@@ -1,0 +1,185 @@
+//! Tiny random-weight models whose memory is not (only) per-token attention KV: a pure
+//! Mamba2 model (recurrent memory) and a Granite 4 style hybrid (Mamba2 layers between
+//! attention layers). Tests run kvrun's save, restore and serve paths on them.
+//!
+//! Names, shapes and keys follow the pinned llama.cpp: src/models/mamba2.cpp and
+//! src/models/granite-hybrid.cpp (`load_arch_hparams`, `load_arch_tensors`), and
+//! src/models/mamba-base.cpp (`build_mamba2_layer`, which fixes the in-projection's layout
+//! `[z, x, B, C, dt]`).
+//!
+//! Random weights forget a prompt's opening within a few tokens unless the state decays
+//! slowly, and then an exactness check passes even when a restore is broken. So the heads'
+//! decay rates `A` spread from fast to nearly none (a state that still holds the first
+//! token after thousands), and a test checks that swapping a prompt's opening changes the
+//! answer.
+
+use std::io;
+use std::path::Path;
+
+use super::tiny::{add_tiny_tokenizer, tiny_vocab, SplitMix64, CHATML_TEMPLATE};
+use super::writer::GgufWriter;
+
+/// Which memory the tiny model's layers have.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TinyRecurrentArch {
+    /// `mamba2`: every layer a Mamba2 mixer; llama.cpp's recurrent memory only.
+    Mamba2,
+    /// `granitehybrid`: Mamba2 and attention layers alternating, each followed by an FFN;
+    /// llama.cpp's hybrid memory (a KV cache for the attention layers, recurrent state for
+    /// the rest).
+    GraniteHybrid,
+}
+
+impl TinyRecurrentArch {
+    pub fn gguf_name(self) -> &'static str {
+        match self {
+            Self::Mamba2 => "mamba2",
+            Self::GraniteHybrid => "granitehybrid",
+        }
+    }
+}
+
+// Shapes: small, but every dimension distinct from the others so a wrong stride shows.
+const N_LAYER: u32 = 4;
+const N_EMBD: u32 = 64;
+/// granitehybrid supports only an expansion factor of 2 (`GGML_ASSERT(2 * n_embd == d_inner)`).
+const D_INNER: u32 = 2 * N_EMBD;
+const D_STATE: u32 = 16;
+const D_CONV: u32 = 4;
+/// Mamba2 heads (`ssm.time_step_rank`): head_dim = D_INNER / 8 = 16.
+const N_SSM_HEAD: u32 = 8;
+const N_GROUP: u32 = 1;
+const N_HEAD: u32 = 4;
+const N_HEAD_KV: u32 = 2;
+const N_FF: u32 = 128;
+const CONTEXT: u32 = 8192;
+
+/// Write the tiny model of `arch` to `path` (about 1 MB).
+pub fn write_tiny_recurrent(path: &Path, arch: TinyRecurrentArch, seed: u64) -> io::Result<()> {
+    tiny_recurrent_writer(arch, seed).write_file(path)
+}
+
+pub fn tiny_recurrent_writer(arch: TinyRecurrentArch, seed: u64) -> GgufWriter {
+    let vocab = tiny_vocab();
+    let n_vocab = vocab.tokens.len() as u32;
+    let a = arch.gguf_name();
+    let mut w = GgufWriter::new();
+    w.add_str("general.architecture", a)
+        .add_str("general.name", format!("kvrun-tiny-{a}"))
+        .add_u32("general.file_type", 1) // LLAMA_FTYPE_MOSTLY_F16
+        .add_u32(format!("{a}.context_length"), CONTEXT)
+        .add_u32(format!("{a}.embedding_length"), N_EMBD)
+        .add_u32(format!("{a}.block_count"), N_LAYER)
+        .add_f32(format!("{a}.attention.layer_norm_rms_epsilon"), 1e-5)
+        .add_u32(format!("{a}.ssm.conv_kernel"), D_CONV)
+        .add_u32(format!("{a}.ssm.inner_size"), D_INNER)
+        .add_u32(format!("{a}.ssm.state_size"), D_STATE)
+        .add_u32(format!("{a}.ssm.time_step_rank"), N_SSM_HEAD)
+        .add_u32(format!("{a}.ssm.group_count"), N_GROUP)
+        .add_u32(format!("{a}.vocab_size"), n_vocab);
+    if arch == TinyRecurrentArch::GraniteHybrid {
+        // A layer is recurrent where its KV head count is 0: layers 1 and 3 attend.
+        let kv: Vec<i32> = (0..N_LAYER)
+            .map(|i| {
+                if is_attention(arch, i) {
+                    N_HEAD_KV as i32
+                } else {
+                    0
+                }
+            })
+            .collect();
+        w.add_u32(format!("{a}.attention.head_count"), N_HEAD)
+            .add_i32_array(format!("{a}.attention.head_count_kv"), &kv)
+            .add_u32(format!("{a}.feed_forward_length"), N_FF)
+            .add_f32(format!("{a}.rope.freq_base"), 10000.0);
+    }
+    add_tiny_tokenizer(&mut w, &vocab, false, CHATML_TEMPLATE);
+
+    let mut rng = SplitMix64(seed);
+    let (e, v) = (N_EMBD, n_vocab);
+    let ones = |n: u32| vec![1.0f32; n as usize];
+    let mut matrix = |w: &mut GgufWriter, name: String, ne0: u32, ne1: u32| {
+        let values = rng.matrix(ne0, ne1);
+        w.add_tensor_f16(name, &[ne0.into(), ne1.into()], &values);
+    };
+    matrix(&mut w, "token_embd.weight".into(), e, v);
+    for i in 0..N_LAYER {
+        let name = |t: &str| format!("blk.{i}.{t}");
+        w.add_tensor_f32(name("attn_norm.weight"), &[e.into()], &ones(e));
+        if is_attention(arch, i) {
+            let kv = (N_EMBD / N_HEAD) * N_HEAD_KV;
+            matrix(&mut w, name("attn_q.weight"), e, e);
+            matrix(&mut w, name("attn_k.weight"), e, kv);
+            matrix(&mut w, name("attn_v.weight"), e, kv);
+            matrix(&mut w, name("attn_output.weight"), e, e);
+        } else {
+            mamba2_mixer(&mut w, &mut matrix, i, seed);
+        }
+        if arch == TinyRecurrentArch::GraniteHybrid {
+            w.add_tensor_f32(name("ffn_norm.weight"), &[e.into()], &ones(e));
+            matrix(&mut w, name("ffn_gate.weight"), e, N_FF);
+            matrix(&mut w, name("ffn_up.weight"), e, N_FF);
+            matrix(&mut w, name("ffn_down.weight"), N_FF, e);
+        }
+    }
+    w.add_tensor_f32("output_norm.weight", &[e.into()], &ones(e));
+    matrix(&mut w, "output.weight".into(), e, v);
+    w
+}
+
+fn is_attention(arch: TinyRecurrentArch, layer: u32) -> bool {
+    arch == TinyRecurrentArch::GraniteHybrid && layer % 2 == 1
+}
+
+/// One Mamba2 mixer's tensors (mamba2.cpp `load_arch_tensors`).
+fn mamba2_mixer(
+    w: &mut GgufWriter,
+    matrix: &mut impl FnMut(&mut GgufWriter, String, u32, u32),
+    layer: u32,
+    seed: u64,
+) {
+    let name = |t: &str| format!("blk.{layer}.{t}");
+    let conv_dim = D_INNER + 2 * N_GROUP * D_STATE;
+    let d_in_proj = D_INNER + conv_dim + N_SSM_HEAD;
+    matrix(w, name("ssm_in.weight"), N_EMBD, d_in_proj);
+    // ggml_ssm_conv takes F32 kernels. Scaled like a fan-in of D_CONV.
+    let mut rng = SplitMix64(seed ^ (0x5eed_0000 + u64::from(layer)));
+    let conv: Vec<f32> = (0..D_CONV * conv_dim)
+        .map(|_| rng.uniform() / (D_CONV as f32).sqrt())
+        .collect();
+    w.add_tensor_f32(
+        name("ssm_conv1d.weight"),
+        &[D_CONV.into(), conv_dim.into()],
+        &conv,
+    );
+    w.add_tensor_f32(
+        name("ssm_conv1d.bias"),
+        &[conv_dim.into()],
+        &vec![0.0; conv_dim as usize],
+    );
+    // dt = softplus(x·W + bias): a negative bias keeps steps small, so slow heads keep
+    // their state for thousands of tokens.
+    w.add_tensor_f32(
+        name("ssm_dt.bias"),
+        &[N_SSM_HEAD.into()],
+        &vec![-1.0; N_SSM_HEAD as usize],
+    );
+    // A = -exp(A_log), stored already negated. Head h decays by exp(dt·A) per token: from
+    // A = -1 (a few tokens) down to A = -1e-4 (the whole context).
+    let a: Vec<f32> = (0..N_SSM_HEAD)
+        .map(|h| -(10f32).powf(-4.0 * h as f32 / (N_SSM_HEAD - 1) as f32))
+        .collect();
+    w.add_tensor_f32(name("ssm_a"), &[1, N_SSM_HEAD.into()], &a);
+    w.add_tensor_f32(
+        name("ssm_d"),
+        &[1, N_SSM_HEAD.into()],
+        &vec![1.0; N_SSM_HEAD as usize],
+    );
+    let per_group = D_INNER / N_GROUP;
+    w.add_tensor_f32(
+        name("ssm_norm.weight"),
+        &[per_group.into(), N_GROUP.into()],
+        &vec![1.0; D_INNER as usize],
+    );
+    matrix(w, name("ssm_out.weight"), D_INNER, N_EMBD);
+}

@@ -1,0 +1,201 @@
+//! Models whose memory is not per-token attention KV: a tiny Mamba2 (recurrent) and a tiny
+//! Granite 4 style hybrid (Mamba2 layers between attention layers). kvrun keeps their token
+//! logs and recomputes; nothing it reports as cached or restored was recomputed, and every
+//! continuation equals the uninterrupted run's.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
+
+use common::inproc::{uninterrupted, THREADS};
+use common::service::*;
+use common::*;
+use kvrun::engine::TokenId;
+use kvrun::gguf::TinyRecurrentArch;
+
+fn tiny_memory_model(arch: TinyRecurrentArch) -> PathBuf {
+    static DIR: OnceLock<PathBuf> = OnceLock::new();
+    let dir = DIR.get_or_init(|| {
+        let dir = std::env::temp_dir().join(format!("kvrun-tests-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        dir
+    });
+    let path = dir.join(format!("tiny-{}.gguf", arch.gguf_name()));
+    if !path.exists() {
+        let partial = path.with_extension("partial");
+        kvrun::gguf::write_tiny_recurrent(&partial, arch, 0x6b76_7275_6e00_0027).unwrap();
+        std::fs::rename(&partial, &path).unwrap();
+    }
+    path
+}
+
+const ARCHS: [TinyRecurrentArch; 2] = [TinyRecurrentArch::Mamba2, TinyRecurrentArch::GraniteHybrid];
+
+fn turn(home: &Home, model: &Path, session: &str, text: &str) -> serde_json::Value {
+    run_json(
+        home,
+        &[
+            "run",
+            "--session",
+            session,
+            path_str(model),
+            "--raw",
+            "-p",
+            text,
+            "-n",
+            "16",
+            "--temp",
+            "0",
+            "-t",
+            THREADS,
+            "--logprobs",
+        ],
+    )
+}
+
+/// Without this, every exactness check below could pass with a broken restore: a model
+/// that forgets its prompt's opening gives the same answer whatever was restored.
+#[test]
+fn the_tiny_models_remember_a_prompts_opening_hundreds_of_tokens_later() {
+    let body = long_text(2);
+    for arch in ARCHS {
+        let model = tiny_memory_model(arch);
+        let home = Home::new();
+        let a = turn(&home, &model, "a", &format!("yes {body}"));
+        let b = turn(&home, &model, "b", &format!("no {body}"));
+        assert!(a["prompt_tokens"].as_u64().unwrap() > 400, "{a}");
+        let diff = max_diff(&logprobs(&a), &logprobs(&b));
+        assert!(
+            diff > 1e-3,
+            "{arch:?}: the continuation ignores the prompt's first word (diff {diff})"
+        );
+    }
+}
+
+/// Save, restore in a new process, continue: the same tokens and log-probabilities as one
+/// process that never stopped, and no token reported as restored (they were recomputed,
+/// in the recorded batches).
+#[test]
+fn a_session_returns_in_a_new_process_exactly_by_recomputing_its_log() {
+    let turns = [
+        long_text(1),
+        "What is the text about?".to_string(),
+        "Again.".to_string(),
+    ];
+    let turns: Vec<&str> = turns.iter().map(String::as_str).collect();
+    for arch in ARCHS {
+        let model = tiny_memory_model(arch);
+        let expected = uninterrupted(&model, 4096, true, &turns, 16);
+        let home = Home::new();
+        for (i, text) in turns.iter().enumerate() {
+            let v = turn(&home, &model, "split", text);
+            assert_eq!(v["restored_tokens"], 0, "{arch:?} turn {i}: {v}");
+            assert_eq!(v["reused_tokens"], 0, "{arch:?} turn {i}: {v}");
+            let want: Vec<i64> = expected[i].0.iter().map(|&t| t.into()).collect();
+            assert_eq!(tokens(&v), want, "{arch:?} turn {i}");
+            // `run --json` lists no log-probability for an end-of-generation token.
+            let ours = logprobs(&v);
+            let stopped = v["stop_reason"] == "end_of_generation";
+            assert_eq!(
+                ours.len() + usize::from(stopped),
+                want.len(),
+                "{arch:?} turn {i}"
+            );
+            assert_eq!(
+                max_diff(&ours, &expected[i].1[..ours.len()]),
+                0.0,
+                "{arch:?} turn {i}: log-probabilities differ"
+            );
+        }
+        // The session is listed and holds its whole log, with no pages.
+        let manifest = manifest_json(&home, "split");
+        assert!(manifest["tokens"].as_array().is_some_and(|t| t.len() > 100));
+        assert_eq!(object_files(&home).len(), 0, "{arch:?}: pages were written");
+    }
+}
+
+/// A second session starting with a saved one's prompt shares nothing (a recurrent state
+/// cannot be cut to the shared part) and computes exactly what a fresh home does.
+#[test]
+fn a_shared_prefix_is_recomputed_not_copied() {
+    let doc = long_text(2);
+    let extended = format!("{doc} A new question follows the same document.");
+    for arch in ARCHS {
+        let model = tiny_memory_model(arch);
+        let shared = Home::new();
+        turn(&shared, &model, "base", &doc);
+        let second = turn(&shared, &model, "second", &extended);
+        assert_eq!(second["reused_tokens"], 0, "{arch:?}: {second}");
+        let fresh = turn(&Home::new(), &model, "second", &extended);
+        assert_eq!(tokens(&second), tokens(&fresh), "{arch:?}");
+        assert_eq!(
+            max_diff(&logprobs(&second), &logprobs(&fresh)),
+            0.0,
+            "{arch:?}"
+        );
+    }
+}
+
+/// The server at `--parallel 4`: two conversations sharing an opening, each continued, then
+/// a restart and a return. A turn that extends a conversation as it stands in memory is
+/// served from it; nothing else is reported as cached.
+#[test]
+fn served_conversations_sharing_a_prefix_continue_exactly_and_after_a_restart() {
+    for arch in ARCHS {
+        let model = tiny_memory_model(arch);
+        let home = Home::new();
+        let service = Service::start(home.path(), &model, 4);
+        let opening = service.tokenize(&long_text(1));
+        let tail_a = service.tokenize(" The first question.");
+        let tail_b = service.tokenize(" Another question entirely.");
+        let more = service.tokenize(" And one more thing.");
+        let first_a: Vec<TokenId> = opening.iter().chain(&tail_a[1..]).copied().collect();
+        let first_b: Vec<TokenId> = opening.iter().chain(&tail_b[1..]).copied().collect();
+
+        let a1 = generate(&service, named("a"), first_a.clone(), 12);
+        let b1 = generate(&service, named("b"), first_b.clone(), 12);
+        assert_eq!(
+            b1.usage().cached.hot,
+            0,
+            "{arch:?}: a recurrent state was shared"
+        );
+        let second_a = second_turn(&first_a, &a1.tokens(), usize::MAX, &more[1..]);
+        let second_b = second_turn(&first_b, &b1.tokens(), usize::MAX, &more[1..]);
+        let a2 = generate(&service, named("a"), second_a.clone(), 12);
+        let b2 = generate(&service, named("b"), second_b.clone(), 12);
+        for (out, prompt, reply) in [(&a2, &first_a, &a1), (&b2, &first_b, &b1)] {
+            let cached = out.usage().cached;
+            // The whole first turn but its last sampled token, which was never decoded.
+            let decoded = prompt.len() + reply.usage().tokens.len() - 1;
+            assert_eq!(cached.hot, decoded, "{arch:?}: {cached:?}");
+        }
+        service.stop();
+
+        // A restart: the logs come back, the state is recomputed.
+        let service = Service::start(home.path(), &model, 4);
+        let third_a = second_turn(&second_a, &a2.tokens(), usize::MAX, &more[1..]);
+        let a3 = generate(&service, named("a"), third_a.clone(), 12);
+        let cached = a3.usage().cached;
+        assert_eq!(
+            cached.hot + cached.warm + cached.cold,
+            0,
+            "{arch:?}: {cached:?}"
+        );
+        service.stop();
+
+        // Each equals its conversation alone and uninterrupted, from scratch.
+        for (out, prompt) in [
+            (&b1, &first_b),
+            (&a2, &second_a),
+            (&b2, &second_b),
+            (&a3, &third_a),
+        ] {
+            let reference = from_scratch(&model, prompt, 12);
+            assert_eq!(out.tokens(), reference.tokens(), "{arch:?}");
+            // Served from the kept state, the turn prefilled in other batches than from
+            // scratch: rounding, nothing more.
+            assert_close(out, &reference, ROUNDING);
+        }
+    }
+}
