@@ -14,20 +14,20 @@ use common::*;
 use kvrun::engine::TokenId;
 use kvrun::gguf::TinyRecurrentArch;
 
+/// The tiny model of `arch`, written once per test binary (tests run in parallel threads,
+/// so each file is written under its own lock).
 fn tiny_memory_model(arch: TinyRecurrentArch) -> PathBuf {
-    static DIR: OnceLock<PathBuf> = OnceLock::new();
-    let dir = DIR.get_or_init(|| {
-        let dir = std::env::temp_dir().join(format!("kvrun-tests-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
-        dir
-    });
-    let path = dir.join(format!("tiny-{}.gguf", arch.gguf_name()));
-    if !path.exists() {
-        let partial = path.with_extension("partial");
-        kvrun::gguf::write_tiny_recurrent(&partial, arch, 0x6b76_7275_6e00_0027).unwrap();
-        std::fs::rename(&partial, &path).unwrap();
-    }
-    path
+    static PATHS: [OnceLock<PathBuf>; 2] = [OnceLock::new(), OnceLock::new()];
+    let index = ARCHS.iter().position(|&a| a == arch).unwrap();
+    PATHS[index]
+        .get_or_init(|| {
+            let dir = std::env::temp_dir().join(format!("kvrun-tests-{}", std::process::id()));
+            std::fs::create_dir_all(&dir).unwrap();
+            let path = dir.join(format!("tiny-{}.gguf", arch.gguf_name()));
+            kvrun::gguf::write_tiny_recurrent(&path, arch, 0x6b76_7275_6e00_0027).unwrap();
+            path
+        })
+        .clone()
 }
 
 const ARCHS: [TinyRecurrentArch; 2] = [TinyRecurrentArch::Mamba2, TinyRecurrentArch::GraniteHybrid];

@@ -150,6 +150,10 @@ pub struct LiveSession<'c> {
     prompt_tokens: usize,
     /// The KV type's precision warning was given (once per open session is enough).
     precision_warned: bool,
+    /// A sliding-window cache that lost an object is recomputed whole until its next save
+    /// repairs it: reusing part of its pages would change the answer
+    /// ([`LiveSession::recompute_whole`]).
+    recompute_whole: bool,
     /// Saves planned (numbers their commits).
     commits_planned: u64,
     /// Commit outcomes learnt and not yet taken by the caller.
@@ -203,6 +207,7 @@ impl<'c> LiveSession<'c> {
             unnamed: false,
             prompt_tokens: saved.as_ref().map_or(0, |m| m.prompt_tokens),
             precision_warned: false,
+            recompute_whole: false,
             commits_planned: 0,
             outcomes: Vec::new(),
             writer: None,

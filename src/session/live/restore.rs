@@ -153,6 +153,10 @@ impl LiveSession<'_> {
             Some((_, Ok(t))) => Some(t),
             _ => None,
         };
+        if layout.is_iswa() && snap.tail.is_some() && tail_cells.is_none() {
+            self.note_tail(tail.as_ref(), tail_cells, report);
+            return Ok(self.recompute_whole(snap, report));
+        }
         if let Some(plan) = &optimistic {
             // Restore or recompute, from this process's running estimates (on a CPU loading
             // all but always wins; without a prefill estimate it is not even asked).
@@ -225,7 +229,11 @@ impl LiveSession<'_> {
                 }
             }
         }
+        let lost = !damaged.is_empty();
         self.mark_damaged(damaged);
+        if lost && layout.is_iswa() {
+            return Ok(self.recompute_whole(snap, report));
+        }
         let plan = plan_restore(&PlanInput {
             page_tokens: p,
             pages: snap.pages.len(),
@@ -280,6 +288,21 @@ impl LiveSession<'_> {
         }
         let loaded = capture::restore_into(ctx, self.slot, &layout, &sections, &mut report.phases);
         Ok(self.finish(snap, Some(&plan), loaded, report))
+    }
+
+    /// Restores nothing of a sliding-window cache that lost an object. Its window rebuilt
+    /// from part of the pages would land in other cache slots than the session's first run
+    /// used, and CPU flash attention sums by slot, so the answer could drift from the
+    /// undamaged session's. Recomputing the whole log in its recorded batches lays every
+    /// cell as that run did: it continues exactly as an uninterrupted run of its turns.
+    fn recompute_whole(&mut self, snap: &KvSnapshot, report: &mut RestoreReport) -> usize {
+        self.recompute_whole = true;
+        report.warnings.push(format!(
+            "session '{}': a sliding-window cache is not rebuilt from part of its pages (the \
+             answer could change); recomputing all {} tokens in their recorded batches",
+            self.name, snap.kv_len
+        ));
+        0
     }
 
     /// Reads the plan's pages straight into their places in the blob handed to llama.cpp

@@ -25,7 +25,7 @@ impl LiveSession<'_> {
         let started = Instant::now();
         let mut report = RestoreReport::default();
         let tokens = seq.tokens().to_vec();
-        if seq.kv_len() > 0 || !self.memory.pages() {
+        if seq.kv_len() > 0 || !self.memory.pages() || self.recompute_whole {
             return Ok(report);
         }
         // The session's own save, partial last page included, as far as the log agrees.
@@ -144,7 +144,7 @@ impl LiveSession<'_> {
     /// whole pages, and (sliding-window models) only up to a page boundary whose window
     /// rows are stored too.
     pub fn stored_prefix_len(&self, tokens: &[TokenId]) -> Result<usize> {
-        if !self.memory.pages() {
+        if !self.memory.pages() || self.recompute_whole {
             return Ok(0);
         }
         let own = self.own_snapshot_keep(tokens);

@@ -231,6 +231,8 @@ impl LiveSession<'_> {
         let started = Instant::now();
         let ms = |at: Instant| at.elapsed().as_secs_f64() * 1e3;
         self.settle();
+        // This save rewrites what was lost, from cells recomputed whole.
+        self.recompute_whole = false;
         let mut report = SaveReport::default();
         let p = self.page_tokens;
         let tokens = seq.tokens();
