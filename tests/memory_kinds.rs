@@ -1,7 +1,8 @@
 //! Models whose memory is not per-token attention KV: a tiny Mamba2 (recurrent) and a tiny
 //! Granite 4 style hybrid (Mamba2 layers between attention layers). kvrun keeps their token
-//! logs and recomputes; nothing it reports as cached or restored was recomputed, and every
-//! continuation equals the uninterrupted run's.
+//! logs and the whole state at each log's end, never pages, cuts or shares them; nothing it
+//! reports as cached or restored was recomputed, and every continuation equals the
+//! uninterrupted run's.
 
 mod common;
 
@@ -74,10 +75,9 @@ fn the_tiny_models_remember_a_prompts_opening_hundreds_of_tokens_later() {
 }
 
 /// Save, restore in a new process, continue: the same tokens and log-probabilities as one
-/// process that never stopped, and no token reported as restored (they were recomputed,
-/// in the recorded batches).
+/// process that never stopped, the whole log restored from the saved state.
 #[test]
-fn a_session_returns_in_a_new_process_exactly_by_recomputing_its_log() {
+fn a_session_returns_in_a_new_process_exactly_from_its_saved_state() {
     let turns = [
         long_text(1),
         "What is the text about?".to_string(),
@@ -88,10 +88,12 @@ fn a_session_returns_in_a_new_process_exactly_by_recomputing_its_log() {
         let model = tiny_memory_model(arch);
         let expected = uninterrupted(&model, 4096, true, &turns, 16);
         let home = Home::new();
+        let mut decoded = 0;
         for (i, text) in turns.iter().enumerate() {
             let v = turn(&home, &model, "split", text);
-            assert_eq!(v["restored_tokens"], 0, "{arch:?} turn {i}: {v}");
-            assert_eq!(v["reused_tokens"], 0, "{arch:?} turn {i}: {v}");
+            // Everything the last turn decoded, that is all but its last sampled token.
+            assert_eq!(v["restored_tokens"], decoded, "{arch:?} turn {i}: {v}");
+            decoded = v["session_tokens"].as_u64().unwrap() - 1;
             let want: Vec<i64> = expected[i].0.iter().map(|&t| t.into()).collect();
             assert_eq!(tokens(&v), want, "{arch:?} turn {i}");
             // `run --json` lists no log-probability for an end-of-generation token.
@@ -108,10 +110,70 @@ fn a_session_returns_in_a_new_process_exactly_by_recomputing_its_log() {
                 "{arch:?} turn {i}: log-probabilities differ"
             );
         }
-        // The session is listed and holds its whole log, with no pages.
+        // The session holds its whole log and the state at its end, and no pages.
         let manifest = manifest_json(&home, "split");
         assert!(manifest["tokens"].as_array().is_some_and(|t| t.len() > 100));
-        assert_eq!(object_files(&home).len(), 0, "{arch:?}: pages were written");
+        assert!(
+            manifest["snapshot"].is_null(),
+            "{arch:?}: pages were written"
+        );
+        assert_eq!(manifest["state"]["kv_len"], decoded, "{arch:?}");
+    }
+}
+
+/// A damaged state object is caught by its checksum, reported, and the log recomputed in
+/// its recorded batches: the answer is still the uninterrupted run's, bit for bit.
+#[test]
+fn a_damaged_saved_state_is_recomputed_exactly() {
+    let turns = [long_text(1), "What is the text about?".to_string()];
+    let turns: Vec<&str> = turns.iter().map(String::as_str).collect();
+    for arch in ARCHS {
+        let model = tiny_memory_model(arch);
+        let expected = uninterrupted(&model, 4096, true, &turns, 16);
+        let home = Home::new();
+        turn(&home, &model, "s", turns[0]);
+        let object = manifest_json(&home, "s")["state"]["object"]
+            .as_str()
+            .unwrap()
+            .to_string();
+        let path = home
+            .path()
+            .join("kv/objects")
+            .join(&object[..2])
+            .join(&object[2..]);
+        let mut bytes = std::fs::read(&path).unwrap();
+        let last = bytes.len() - 1;
+        bytes[last] ^= 0x20;
+        std::fs::write(&path, bytes).unwrap();
+        let out = home.run(&[
+            "run",
+            "--session",
+            "s",
+            path_str(&model),
+            "--raw",
+            "-p",
+            turns[1],
+            "-n",
+            "16",
+            "--temp",
+            "0",
+            "-t",
+            THREADS,
+            "--logprobs",
+            "--json",
+        ]);
+        assert!(out.status.success(), "{}", stderr(&out));
+        assert!(stderr(&out).contains("saved state"), "{}", stderr(&out));
+        let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        assert_eq!(v["restored_tokens"], 0, "{arch:?}: {v}");
+        let want: Vec<i64> = expected[1].0.iter().map(|&t| t.into()).collect();
+        assert_eq!(tokens(&v), want, "{arch:?}");
+        let ours = logprobs(&v);
+        assert_eq!(
+            max_diff(&ours, &expected[1].1[..ours.len()]),
+            0.0,
+            "{arch:?}"
+        );
     }
 }
 
@@ -172,14 +234,15 @@ fn served_conversations_sharing_a_prefix_continue_exactly_and_after_a_restart() 
         }
         service.stop();
 
-        // A restart: the logs come back, the state is recomputed.
+        // A restart: the conversation returns from its saved state.
         let service = Service::start(home.path(), &model, 4);
         let third_a = second_turn(&second_a, &a2.tokens(), usize::MAX, &more[1..]);
         let a3 = generate(&service, named("a"), third_a.clone(), 12);
         let cached = a3.usage().cached;
+        let decoded = second_a.len() + a2.usage().tokens.len() - 1;
         assert_eq!(
-            cached.hot + cached.warm + cached.cold,
-            0,
+            (cached.hot, cached.warm + cached.cold),
+            (0, decoded),
             "{arch:?}: {cached:?}"
         );
         service.stop();

@@ -345,7 +345,15 @@ fn show(env: &Env, args: SessionShowArgs) -> Result<ExitCode> {
                 if s.tail.is_some() { "a tail" } else { "no tail" }
             )?;
         }
-        None => writeln!(out, "snapshot  none (the log is prefilled on restore)")?,
+        None => match &manifest.state {
+            Some(state) => writeln!(
+                out,
+                "state     {} tokens: the model's whole sequence state, one object (its memory \
+                 is not paged)",
+                state.kv_len
+            )?,
+            None => writeln!(out, "snapshot  none (the log is prefilled on restore)")?,
+        },
     }
     Ok(ExitCode::SUCCESS)
 }

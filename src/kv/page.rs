@@ -59,6 +59,18 @@ impl PageKey {
             .finish()
     }
 
+    /// The object holding llama.cpp's whole state of a sequence after `tokens` (a memory
+    /// kvrun does not page). Bound to every token, so it loads only as the state of exactly
+    /// this log.
+    pub fn state_id(&self, tokens: &[TokenId]) -> ObjectId {
+        let tokens: Vec<u32> = tokens.iter().map(|&t| t as u32).collect();
+        IdChain::new()
+            .part(b"sequence state")
+            .part(self.root.as_bytes())
+            .part_u32s(&tokens)
+            .finish()
+    }
+
     /// The object holding a page's sliding-window rows.
     pub fn swa_id(page: &ObjectId) -> ObjectId {
         IdChain::new()

@@ -338,7 +338,12 @@ impl SessionCatalog {
             let mut row = SessionSummary {
                 name,
                 tokens: manifest.tokens.len(),
-                kv_tokens: manifest.snapshot.as_ref().map_or(0, |s| s.kv_len),
+                kv_tokens: manifest
+                    .snapshot
+                    .as_ref()
+                    .map(|s| s.kv_len)
+                    .or(manifest.state.as_ref().map(|s| s.kv_len))
+                    .unwrap_or(0),
                 model: manifest.model.name.clone(),
                 updated_unix: manifest.updated_unix,
                 pages: manifest.snapshot.as_ref().map_or(0, |s| s.pages.len()),

@@ -25,6 +25,7 @@ mod restore_choice;
 mod restore_plan;
 mod reuse;
 mod save;
+mod state;
 mod writer;
 
 pub use self::commit::{CommitNotice, CommitOutcome, SaveOrigin};

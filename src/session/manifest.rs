@@ -65,6 +65,17 @@ pub struct SessionManifest {
     /// its first run and continues exactly as that run would have.
     #[serde(default, skip_serializing_if = "BatchStarts::is_empty")]
     pub replay: BatchStarts,
+    /// For such a log: llama.cpp's whole state of the sequence after its first `kv_len`
+    /// tokens, which a restore loads instead of recomputing them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub state: Option<StateCheckpoint>,
+}
+
+/// A sequence's whole state, as llama.cpp serializes it, kept as one object.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct StateCheckpoint {
+    pub kv_len: usize,
+    pub object: ObjectId,
 }
 
 impl SessionManifest {
@@ -133,25 +144,31 @@ pub struct KvSnapshot {
 impl SessionManifest {
     /// Every object this session keeps alive.
     pub fn referenced_objects(&self) -> impl Iterator<Item = ObjectId> + '_ {
-        self.snapshot.iter().flat_map(|s| {
-            s.pages
-                .iter()
-                .copied()
-                .chain(s.swa_pages.iter().map(|(_, id)| *id))
-                .chain(s.prefix_swa_pages.iter().map(|(_, id)| *id))
-                .chain(s.tail)
-        })
+        self.snapshot
+            .iter()
+            .flat_map(|s| {
+                s.pages
+                    .iter()
+                    .copied()
+                    .chain(s.swa_pages.iter().map(|(_, id)| *id))
+                    .chain(s.prefix_swa_pages.iter().map(|(_, id)| *id))
+                    .chain(s.tail)
+            })
+            .chain(self.state.iter().map(|s| s.object))
     }
 
     /// The objects a restore of this session reads (what prefetching warms): everything
     /// referenced but the earlier pages' window rows, which only prefix reuse needs.
     pub fn restore_objects(&self) -> impl Iterator<Item = ObjectId> + '_ {
-        self.snapshot.iter().flat_map(|s| {
-            s.pages
-                .iter()
-                .copied()
-                .chain(s.swa_pages.iter().map(|(_, id)| *id))
-                .chain(s.tail)
-        })
+        self.snapshot
+            .iter()
+            .flat_map(|s| {
+                s.pages
+                    .iter()
+                    .copied()
+                    .chain(s.swa_pages.iter().map(|(_, id)| *id))
+                    .chain(s.tail)
+            })
+            .chain(self.state.iter().map(|s| s.object))
     }
 }

@@ -138,5 +138,6 @@ pub(crate) fn manifest(
             batch_starts: Default::default(),
         }),
         replay: Default::default(),
+        state: None,
     }
 }

@@ -64,6 +64,10 @@ pub enum ObjectKind {
     /// The partial page at the end of a session.
     Tail = 0x05,
     Other = 0x06,
+    /// llama.cpp's whole state of a sequence whose memory kvrun does not page (recurrent,
+    /// hybrid), at the end of a session's log. (Each kind byte is at least two bit flips
+    /// from every other, so one flipped bit never reads as another kind.)
+    State = 0x18,
 }
 
 impl ObjectKind {
@@ -72,6 +76,7 @@ impl ObjectKind {
             0x03 => Some(Self::Page),
             0x05 => Some(Self::Tail),
             0x06 => Some(Self::Other),
+            0x18 => Some(Self::State),
             _ => None,
         }
     }

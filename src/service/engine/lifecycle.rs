@@ -49,7 +49,10 @@ impl<'c, 'm> Engine<'c, 'm> {
         let mut phases = RestorePhases::default();
         let mut decision = None;
         let open = &self.conversations[index];
-        let has_snapshot = open.live.latest().is_some_and(|m| m.snapshot.is_some());
+        let has_snapshot = open
+            .live
+            .latest()
+            .is_some_and(|m| m.snapshot.is_some() || m.state.is_some());
         if open.hot.is_some() {
             cached.hot = open.seq.kv_len();
         } else if let Some(seq_id) = has_snapshot.then(|| self.seq_for(ctx, index)).flatten() {

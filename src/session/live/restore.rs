@@ -55,7 +55,13 @@ impl LiveSession<'_> {
                 .in_seq(seq_id)
                 .with_batch_starts(replay)
         };
-        if m.snapshot.is_none() || !self.memory.pages() {
+        if !self.memory.pages() {
+            let restored = self.load_state(ctx, &m.tokens, &mut report);
+            report.restored_tokens = restored;
+            report.restore_ms = started.elapsed().as_secs_f64() * 1e3;
+            return Ok((open(m.tokens, restored), report));
+        }
+        if m.snapshot.is_none() {
             return Ok((open(m.tokens, 0), report));
         };
         let stored = match m.kv.layout.as_deref().map(KvLayout::decode) {

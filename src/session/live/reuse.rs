@@ -25,7 +25,22 @@ impl LiveSession<'_> {
         let started = Instant::now();
         let mut report = RestoreReport::default();
         let tokens = seq.tokens().to_vec();
-        if seq.kv_len() > 0 || !self.memory.pages() || self.recompute_whole {
+        if seq.kv_len() > 0 || self.recompute_whole {
+            return Ok(report);
+        }
+        if !self.memory.pages() {
+            if self.own_state_len(&tokens) == 0 {
+                return Ok(report);
+            }
+            let restored = self.load_state(ctx, &tokens, &mut report);
+            if restored > 0 {
+                let starts = seq.batch_starts().clone();
+                *seq = Sequence::restored(tokens, restored)
+                    .in_seq(self.slot.seq)
+                    .with_batch_starts(starts);
+                report.restored_tokens = restored;
+                report.restore_ms = started.elapsed().as_secs_f64() * 1e3;
+            }
             return Ok(report);
         }
         // The session's own save, partial last page included, as far as the log agrees.
@@ -144,8 +159,11 @@ impl LiveSession<'_> {
     /// whole pages, and (sliding-window models) only up to a page boundary whose window
     /// rows are stored too.
     pub fn stored_prefix_len(&self, tokens: &[TokenId]) -> Result<usize> {
-        if !self.memory.pages() || self.recompute_whole {
+        if self.recompute_whole {
             return Ok(0);
+        }
+        if !self.memory.pages() {
+            return Ok(self.own_state_len(tokens));
         }
         let own = self.own_snapshot_keep(tokens);
         if own > 0 {

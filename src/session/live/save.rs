@@ -298,6 +298,7 @@ impl LiveSession<'_> {
             tokens,
         )?;
         drop(captured);
+        let state = self.plan_state(ctx, seq, &mut |job| objects.push(job))?;
         report.phases.slice_ms = ms(slice_started);
         for job in &objects {
             self.queued.insert(job.id);
@@ -357,6 +358,7 @@ impl LiveSession<'_> {
             } else {
                 seq.batch_starts().for_replay(seq.kv_len())
             },
+            state,
         };
         report
             .warnings
@@ -378,7 +380,7 @@ impl LiveSession<'_> {
     }
 
     /// Whether `id` is known stored, on its way there, or found in the store.
-    fn is_stored_or_queued(&mut self, id: &ObjectId) -> Result<bool> {
+    pub(super) fn is_stored_or_queued(&mut self, id: &ObjectId) -> Result<bool> {
         if self.present.contains(id) || self.queued.contains(id) {
             return Ok(true);
         }

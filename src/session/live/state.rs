@@ -1,0 +1,127 @@
+//! Sessions of a memory kvrun does not page (recurrent and hybrid models, M-RoPE caches):
+//! besides the token log, each save keeps llama.cpp's whole state of the sequence at the
+//! end of the log as one object, named by every token it holds. A restore of the same
+//! session, or a request that extends its log, loads it instead of recomputing the log.
+//!
+//! It is not shared: a recurrent state holds the whole log and no earlier point, so it
+//! serves only a log that starts with all of it. llama.cpp checks every count, type and
+//! size of the state it loads; a refusal, a damaged object or a log that no longer matches
+//! means recompute (the token log is the truth).
+
+use crate::engine::{Context, KvCapture, TokenId};
+use crate::sequence::{common_prefix, Sequence};
+use crate::session::kv_error::LiveResult as Result;
+use crate::session::manifest::StateCheckpoint;
+use crate::store::{ObjectKind, Payload, PutJob};
+
+use super::page_read::{read_pages, PageRequest};
+use super::{LiveSession, RestoreReport};
+
+impl LiveSession<'_> {
+    /// The state object of `seq` for the next save: queued for writing unless it is stored
+    /// already (the log has not moved since the last save). `None` for a memory that is
+    /// paged, or a sequence with nothing in the cache.
+    pub(super) fn plan_state(
+        &mut self,
+        ctx: &Context<'_>,
+        seq: &Sequence,
+        emit: &mut dyn FnMut(PutJob),
+    ) -> Result<Option<StateCheckpoint>> {
+        let kv_len = seq.kv_len();
+        if self.memory.pages() || kv_len == 0 {
+            return Ok(None);
+        }
+        let object = self.key.state_id(&seq.tokens()[..kv_len]);
+        if !self.damaged.contains(&object) && self.is_stored_or_queued(&object)? {
+            return Ok(Some(StateCheckpoint { kv_len, object }));
+        }
+        let bytes = ctx.state_get(self.slot.seq, KvCapture::Full)?;
+        emit(PutJob {
+            id: object,
+            kind: ObjectKind::State,
+            payload: Payload::Owned(bytes),
+            replace: self.damaged.remove(&object),
+            keep: false,
+        });
+        Ok(Some(StateCheckpoint { kv_len, object }))
+    }
+
+    /// Loads the saved state into the session's (empty) sequence when `tokens` start with
+    /// the whole log it holds. Returns the tokens now in the cache (0: recompute).
+    pub(super) fn load_state(
+        &mut self,
+        ctx: &mut Context<'_>,
+        tokens: &[TokenId],
+        report: &mut RestoreReport,
+    ) -> usize {
+        let Some(state) = self.own_state(tokens) else {
+            return 0;
+        };
+        let read = read_pages(
+            self.catalog.store(),
+            self.warm.as_deref(),
+            &[PageRequest {
+                id: state.object,
+                expected_len: None,
+            }],
+        );
+        report.phases.read_ms += read.read_ms;
+        report.phases.verify_ms += read.verify_ms;
+        let bytes = match read.results.into_iter().next() {
+            Some(Ok(bytes)) => bytes,
+            Some(Err(e)) => {
+                if e.store_error().is_some() {
+                    self.damaged.insert(state.object);
+                }
+                report.warnings.push(format!(
+                    "session '{}': its saved state ({}) is unusable ({e:#}); recomputing \
+                     {} tokens by prefill",
+                    self.name, state.object, state.kv_len
+                ));
+                return 0;
+            }
+            None => return 0,
+        };
+        let seq = self.slot.seq;
+        ctx.clear_seq(seq);
+        let started = std::time::Instant::now();
+        let loaded = ctx.state_set(seq, &bytes, KvCapture::Full);
+        report.phases.load_ms += started.elapsed().as_secs_f64() * 1e3;
+        // What llama.cpp took must be the state of exactly these tokens.
+        let holds = ctx.seq_len(seq);
+        match loaded {
+            Ok(()) if holds == state.kv_len => state.kv_len,
+            outcome => {
+                ctx.clear_seq(seq);
+                let why = match outcome {
+                    Err(e) => e.to_string(),
+                    Ok(()) => format!("it holds {holds} tokens, not {}", state.kv_len),
+                };
+                report.warnings.push(format!(
+                    "session '{}': llama.cpp refused its saved state ({why}); recomputing \
+                     {} tokens by prefill",
+                    self.name, state.kv_len
+                ));
+                0
+            }
+        }
+    }
+
+    /// This session's saved state, when `tokens` start with the whole log it holds.
+    fn own_state(&self, tokens: &[TokenId]) -> Option<StateCheckpoint> {
+        let m = self.saved.as_ref()?;
+        let state = m.state.clone()?;
+        let logged = m.tokens.get(..state.kv_len)?;
+        let starts_with = common_prefix(logged, tokens) == state.kv_len;
+        (starts_with && self.key.state_id(logged) == state.object).then_some(state)
+    }
+
+    /// Tokens at the start of a prompt that [`Self::load_state`] would restore: the saved
+    /// state's, when the prompt goes on past it (its last token is always decoded, for
+    /// the logits that start the reply).
+    pub(super) fn own_state_len(&self, prompt: &[TokenId]) -> usize {
+        self.own_state(prompt)
+            .filter(|s| prompt.len() > s.kv_len)
+            .map_or(0, |s| s.kv_len)
+    }
+}
