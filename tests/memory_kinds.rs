@@ -9,7 +9,7 @@ mod common;
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
-use common::inproc::{uninterrupted, THREADS};
+use common::inproc::uninterrupted;
 use common::service::*;
 use common::*;
 use kvrun::engine::TokenId;
@@ -34,25 +34,13 @@ fn tiny_memory_model(arch: TinyRecurrentArch) -> PathBuf {
 const ARCHS: [TinyRecurrentArch; 2] = [TinyRecurrentArch::Mamba2, TinyRecurrentArch::GraniteHybrid];
 
 fn turn(home: &Home, model: &Path, session: &str, text: &str) -> serde_json::Value {
-    run_json(
-        home,
-        &[
-            "run",
-            "--session",
-            session,
-            path_str(model),
-            "--raw",
-            "-p",
-            text,
-            "-n",
-            "16",
-            "--temp",
-            "0",
-            "-t",
-            THREADS,
-            "--logprobs",
-        ],
-    )
+    let out = turn_output(home, model, session, text);
+    assert!(out.status.success(), "{}", stderr(&out));
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+fn turn_output(home: &Home, model: &Path, session: &str, text: &str) -> std::process::Output {
+    greedy_session_turn(home, model, session, text, "16", &[])
 }
 
 /// Without this, every exactness check below could pass with a broken restore: a model
@@ -136,32 +124,8 @@ fn a_damaged_saved_state_is_recomputed_exactly() {
             .as_str()
             .unwrap()
             .to_string();
-        let path = home
-            .path()
-            .join("kv/objects")
-            .join(&object[..2])
-            .join(&object[2..]);
-        let mut bytes = std::fs::read(&path).unwrap();
-        let last = bytes.len() - 1;
-        bytes[last] ^= 0x20;
-        std::fs::write(&path, bytes).unwrap();
-        let out = home.run(&[
-            "run",
-            "--session",
-            "s",
-            path_str(&model),
-            "--raw",
-            "-p",
-            turns[1],
-            "-n",
-            "16",
-            "--temp",
-            "0",
-            "-t",
-            THREADS,
-            "--logprobs",
-            "--json",
-        ]);
+        flip_last_byte(&object_path(&home, &object));
+        let out = turn_output(&home, &model, "s", turns[1]);
         assert!(out.status.success(), "{}", stderr(&out));
         assert!(stderr(&out).contains("saved state"), "{}", stderr(&out));
         let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();

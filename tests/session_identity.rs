@@ -5,7 +5,7 @@
 
 mod common;
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use common::inproc::{uninterrupted, THREADS};
 use common::*;
@@ -22,25 +22,7 @@ fn turn(home: &Home, model: &Path, text: &str) -> std::process::Output {
 }
 
 fn turn_with(home: &Home, model: &Path, text: &str, extra: &[&str]) -> std::process::Output {
-    let mut args = vec![
-        "run",
-        "--session",
-        "s",
-        path_str(model),
-        "--raw",
-        "-p",
-        text,
-        "-n",
-        "6",
-        "--temp",
-        "0",
-        "-t",
-        THREADS,
-        "--logprobs",
-        "--json",
-    ];
-    args.extend_from_slice(extra);
-    home.run(&args)
+    greedy_session_turn(home, model, "s", text, "6", extra)
 }
 
 fn check(home: &Home, name: &str) -> std::process::Output {
@@ -68,10 +50,6 @@ fn copy_home(src: &Home) -> Home {
     home
 }
 
-fn object_path(home: &Home, id: &str) -> PathBuf {
-    home.path().join("kv/objects").join(&id[..2]).join(&id[2..])
-}
-
 /// The object ids of session `s`: pages, sliding-window rows, tail.
 fn snapshot_ids(home: &Home) -> (Vec<String>, Vec<String>, Option<String>) {
     let m = manifest_json(home, "s");
@@ -87,13 +65,6 @@ fn snapshot_ids(home: &Home) -> (Vec<String>, Vec<String>, Option<String>) {
             .collect(),
         snap["tail"].as_str().map(str::to_string),
     )
-}
-
-fn flip_last_byte(path: &Path) {
-    let mut bytes = std::fs::read(path).unwrap();
-    let last = bytes.len() - 1;
-    bytes[last] ^= 0x20;
-    std::fs::write(path, bytes).unwrap();
 }
 
 /// Rewrites session `s`'s manifest JSON through `edit`, with a correct header checksum.

@@ -163,11 +163,7 @@ fn a_damaged_page_in_a_later_chunk_is_detected_and_recomputed() {
     let pages = manifest["snapshot"]["pages"].as_array().unwrap();
     assert!(pages.len() >= 4, "{} pages", pages.len());
     let id = pages[2].as_str().unwrap();
-    let page = damaged
-        .path()
-        .join("kv/objects")
-        .join(&id[..2])
-        .join(&id[2..]);
+    let page = object_path(&damaged, id);
     let mut bytes = std::fs::read(&page).unwrap();
     let at = bytes.len() - 100;
     bytes[at] ^= 0x10;

@@ -22,36 +22,7 @@ fn session_turn(
     text: &str,
     n: &str,
 ) -> serde_json::Value {
-    run_json(home, &turn_args(model, name, raw, text, n))
-}
-
-/// The arguments of a greedy `run --session` turn that prints log-probabilities.
-fn turn_args<'a>(
-    model: &'a str,
-    name: &'a str,
-    raw: bool,
-    text: &'a str,
-    n: &'a str,
-) -> Vec<&'a str> {
-    let mut args = vec![
-        "run",
-        "--session",
-        name,
-        model,
-        "-p",
-        text,
-        "-n",
-        n,
-        "--temp",
-        "0",
-        "-t",
-        THREADS,
-        "--logprobs",
-    ];
-    if raw {
-        args.push("--raw");
-    }
-    args
+    run_json(home, &greedy_turn_args(model, name, raw, text, n))
 }
 
 fn check_split_turns(
@@ -85,7 +56,7 @@ fn check_split_turns_with(
     let settings = (KvType::F16, flash_attn);
     let expected = uninterrupted_with(model_path, ctx, settings, raw, turns, 16);
     for (i, turn) in turns.iter().enumerate() {
-        let mut args = turn_args(m, "split", raw, turn, "16");
+        let mut args = greedy_turn_args(m, "split", raw, turn, "16");
         args.extend(["--flash-attn", flash_attn.as_str()]);
         let v = run_json(&home, &args);
         if i > 0 {

@@ -259,6 +259,64 @@ pub fn manifest_json(home: &Home, name: &str) -> serde_json::Value {
     serde_json::from_str(text.split_once('\n').unwrap().1).unwrap()
 }
 
+/// The arguments of a greedy `run --session` turn that prints log-probabilities, on the
+/// tests' thread count.
+pub fn greedy_turn_args<'a>(
+    model: &'a str,
+    session: &'a str,
+    raw: bool,
+    text: &'a str,
+    n: &'a str,
+) -> Vec<&'a str> {
+    let mut args = vec![
+        "run",
+        "--session",
+        session,
+        model,
+        "-p",
+        text,
+        "-n",
+        n,
+        "--temp",
+        "0",
+        "-t",
+        inproc::THREADS,
+        "--logprobs",
+    ];
+    if raw {
+        args.push("--raw");
+    }
+    args
+}
+
+/// A raw [`greedy_turn_args`] turn with `--json` and `extra` arguments.
+pub fn greedy_session_turn(
+    home: &Home,
+    model: &Path,
+    session: &str,
+    text: &str,
+    n: &str,
+    extra: &[&str],
+) -> Output {
+    let mut args = greedy_turn_args(path_str(model), session, true, text, n);
+    args.push("--json");
+    args.extend_from_slice(extra);
+    home.run(&args)
+}
+
+/// Where the store keeps object `id` (hex) of `home`.
+pub fn object_path(home: &Home, id: &str) -> PathBuf {
+    home.path().join("kv/objects").join(&id[..2]).join(&id[2..])
+}
+
+/// Damages a file: its last byte, one bit.
+pub fn flip_last_byte(path: &Path) {
+    let mut bytes = std::fs::read(path).unwrap();
+    let last = bytes.len() - 1;
+    bytes[last] ^= 0x20;
+    std::fs::write(path, bytes).unwrap();
+}
+
 /// The project's root (where `.venv`, `tests/sdk` and `tests/templates` are).
 pub fn project_root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
