@@ -1,5 +1,6 @@
-//! Models whose memory is not per-token attention KV: a tiny Mamba2 (recurrent) and a tiny
-//! Granite 4 style hybrid (Mamba2 layers between attention layers). kvrun keeps their token
+//! Models whose memory is not per-token attention KV: a tiny Mamba2 (recurrent), a tiny
+//! Granite 4 style hybrid (Mamba2 layers between attention layers) and a tiny LFM2 (short
+//! convolutions between attention layers). kvrun keeps their token
 //! logs and the whole state at each log's end, never pages, cuts or shares them; nothing it
 //! reports as cached or restored was recomputed, and every continuation equals the
 //! uninterrupted run's.
@@ -18,7 +19,7 @@ use kvrun::gguf::TinyRecurrentArch;
 /// The tiny model of `arch`, written once per test binary (tests run in parallel threads,
 /// so each file is written under its own lock).
 fn tiny_memory_model(arch: TinyRecurrentArch) -> PathBuf {
-    static PATHS: [OnceLock<PathBuf>; 2] = [OnceLock::new(), OnceLock::new()];
+    static PATHS: [OnceLock<PathBuf>; 3] = [OnceLock::new(), OnceLock::new(), OnceLock::new()];
     let index = ARCHS.iter().position(|&a| a == arch).unwrap();
     PATHS[index]
         .get_or_init(|| {
@@ -31,7 +32,11 @@ fn tiny_memory_model(arch: TinyRecurrentArch) -> PathBuf {
         .clone()
 }
 
-const ARCHS: [TinyRecurrentArch; 2] = [TinyRecurrentArch::Mamba2, TinyRecurrentArch::GraniteHybrid];
+const ARCHS: [TinyRecurrentArch; 3] = [
+    TinyRecurrentArch::Mamba2,
+    TinyRecurrentArch::GraniteHybrid,
+    TinyRecurrentArch::Lfm2,
+];
 
 fn turn(home: &Home, model: &Path, session: &str, text: &str) -> serde_json::Value {
     let out = turn_output(home, model, session, text);

@@ -1,11 +1,12 @@
 //! Tiny random-weight models whose memory is not (only) per-token attention KV: a pure
-//! Mamba2 model (recurrent memory) and a Granite 4 style hybrid (Mamba2 layers between
-//! attention layers). Tests run kvrun's save, restore and serve paths on them.
+//! Mamba2 model (recurrent memory), a Granite 4 style hybrid (Mamba2 layers between
+//! attention layers) and an LFM2 hybrid (short convolutions between attention layers).
+//! Tests run kvrun's save, restore and serve paths on them.
 //!
-//! Names, shapes and keys follow the pinned llama.cpp: src/models/mamba2.cpp and
-//! src/models/granite-hybrid.cpp (`load_arch_hparams`, `load_arch_tensors`), and
-//! src/models/mamba-base.cpp (`build_mamba2_layer`, which fixes the in-projection's layout
-//! `[z, x, B, C, dt]`).
+//! Names, shapes and keys follow the pinned llama.cpp: src/models/mamba2.cpp,
+//! src/models/granite-hybrid.cpp and src/models/lfm2.cpp (`load_arch_hparams`,
+//! `load_arch_tensors`), src/models/mamba-base.cpp (`build_mamba2_layer`, which fixes the
+//! in-projection's layout `[z, x, B, C, dt]`) and src/llama-arch.cpp (tensor names).
 //!
 //! Random weights forget a prompt's opening within a few tokens unless the state decays
 //! slowly, and then an exactness check passes even when a restore is broken. So the heads'
@@ -28,6 +29,9 @@ pub enum TinyRecurrentArch {
     /// llama.cpp's hybrid memory (a KV cache for the attention layers, recurrent state for
     /// the rest).
     GraniteHybrid,
+    /// `lfm2`: short-convolution and attention layers alternating, each followed by an
+    /// FFN; llama.cpp's hybrid memory with a convolution state of the last few tokens.
+    Lfm2,
 }
 
 impl TinyRecurrentArch {
@@ -35,6 +39,7 @@ impl TinyRecurrentArch {
         match self {
             Self::Mamba2 => "mamba2",
             Self::GraniteHybrid => "granitehybrid",
+            Self::Lfm2 => "lfm2",
         }
     }
 }
@@ -52,6 +57,8 @@ const N_GROUP: u32 = 1;
 const N_HEAD: u32 = 4;
 const N_HEAD_KV: u32 = 2;
 const N_FF: u32 = 128;
+/// LFM2's convolution window (`shortconv.l_cache`).
+const L_CACHE: u32 = 3;
 const CONTEXT: u32 = 8192;
 
 /// Write the tiny model of `arch` to `path` (about 1 MB).
@@ -71,13 +78,17 @@ pub fn tiny_recurrent_writer(arch: TinyRecurrentArch, seed: u64) -> GgufWriter {
         .add_u32(format!("{a}.embedding_length"), N_EMBD)
         .add_u32(format!("{a}.block_count"), N_LAYER)
         .add_f32(format!("{a}.attention.layer_norm_rms_epsilon"), 1e-5)
-        .add_u32(format!("{a}.ssm.conv_kernel"), D_CONV)
-        .add_u32(format!("{a}.ssm.inner_size"), D_INNER)
-        .add_u32(format!("{a}.ssm.state_size"), D_STATE)
-        .add_u32(format!("{a}.ssm.time_step_rank"), N_SSM_HEAD)
-        .add_u32(format!("{a}.ssm.group_count"), N_GROUP)
         .add_u32(format!("{a}.vocab_size"), n_vocab);
-    if arch == TinyRecurrentArch::GraniteHybrid {
+    if arch == TinyRecurrentArch::Lfm2 {
+        w.add_u32(format!("{a}.shortconv.l_cache"), L_CACHE);
+    } else {
+        w.add_u32(format!("{a}.ssm.conv_kernel"), D_CONV)
+            .add_u32(format!("{a}.ssm.inner_size"), D_INNER)
+            .add_u32(format!("{a}.ssm.state_size"), D_STATE)
+            .add_u32(format!("{a}.ssm.time_step_rank"), N_SSM_HEAD)
+            .add_u32(format!("{a}.ssm.group_count"), N_GROUP);
+    }
+    if arch != TinyRecurrentArch::Mamba2 {
         // A layer is recurrent where its KV head count is 0: layers 1 and 3 attend.
         let kv: Vec<i32> = (0..N_LAYER)
             .map(|i| {
@@ -103,32 +114,58 @@ pub fn tiny_recurrent_writer(arch: TinyRecurrentArch, seed: u64) -> GgufWriter {
         w.add_tensor_f16(name, &[ne0.into(), ne1.into()], &values);
     };
     matrix(&mut w, "token_embd.weight".into(), e, v);
+    let head_dim = N_EMBD / N_HEAD;
     for i in 0..N_LAYER {
         let name = |t: &str| format!("blk.{i}.{t}");
         w.add_tensor_f32(name("attn_norm.weight"), &[e.into()], &ones(e));
         if is_attention(arch, i) {
-            let kv = (N_EMBD / N_HEAD) * N_HEAD_KV;
+            let kv = head_dim * N_HEAD_KV;
+            if arch == TinyRecurrentArch::Lfm2 {
+                let norm = ones(head_dim);
+                w.add_tensor_f32(name("attn_q_norm.weight"), &[head_dim.into()], &norm);
+                w.add_tensor_f32(name("attn_k_norm.weight"), &[head_dim.into()], &norm);
+            }
             matrix(&mut w, name("attn_q.weight"), e, e);
             matrix(&mut w, name("attn_k.weight"), e, kv);
             matrix(&mut w, name("attn_v.weight"), e, kv);
             matrix(&mut w, name("attn_output.weight"), e, e);
+        } else if arch == TinyRecurrentArch::Lfm2 {
+            // lfm2.cpp: a depthwise convolution over the last L_CACHE tokens (F32, as
+            // ggml_ssm_conv takes it) between an in- and an out-projection.
+            let mut rng = SplitMix64(seed ^ (0xc0de_0000 + u64::from(i)));
+            let conv: Vec<f32> = (0..L_CACHE * e)
+                .map(|_| rng.uniform() / (L_CACHE as f32).sqrt())
+                .collect();
+            w.add_tensor_f32(
+                name("shortconv.conv.weight"),
+                &[L_CACHE.into(), e.into()],
+                &conv,
+            );
+            matrix(&mut w, name("shortconv.in_proj.weight"), e, 3 * e);
+            matrix(&mut w, name("shortconv.out_proj.weight"), e, e);
         } else {
             mamba2_mixer(&mut w, &mut matrix, i, seed);
         }
-        if arch == TinyRecurrentArch::GraniteHybrid {
+        if arch != TinyRecurrentArch::Mamba2 {
             w.add_tensor_f32(name("ffn_norm.weight"), &[e.into()], &ones(e));
             matrix(&mut w, name("ffn_gate.weight"), e, N_FF);
             matrix(&mut w, name("ffn_up.weight"), e, N_FF);
             matrix(&mut w, name("ffn_down.weight"), N_FF, e);
         }
     }
-    w.add_tensor_f32("output_norm.weight", &[e.into()], &ones(e));
+    // LFM2 names its final norm `token_embd_norm` (llama-arch.cpp: "fix for wrong tensor
+    // name").
+    let output_norm = match arch {
+        TinyRecurrentArch::Lfm2 => "token_embd_norm.weight",
+        _ => "output_norm.weight",
+    };
+    w.add_tensor_f32(output_norm, &[e.into()], &ones(e));
     matrix(&mut w, "output.weight".into(), e, v);
     w
 }
 
 fn is_attention(arch: TinyRecurrentArch, layer: u32) -> bool {
-    arch == TinyRecurrentArch::GraniteHybrid && layer % 2 == 1
+    arch != TinyRecurrentArch::Mamba2 && layer % 2 == 1
 }
 
 /// One Mamba2 mixer's tensors (mamba2.cpp `load_arch_tensors`).
