@@ -130,12 +130,9 @@ pub fn tiny_recurrent_writer(arch: TinyRecurrentArch, seed: u64) -> GgufWriter {
             matrix(&mut w, name("attn_v.weight"), e, kv);
             matrix(&mut w, name("attn_output.weight"), e, e);
         } else if arch == TinyRecurrentArch::Lfm2 {
-            // lfm2.cpp: a depthwise convolution over the last L_CACHE tokens (F32, as
-            // ggml_ssm_conv takes it) between an in- and an out-projection.
-            let mut rng = SplitMix64(seed ^ (0xc0de_0000 + u64::from(i)));
-            let conv: Vec<f32> = (0..L_CACHE * e)
-                .map(|_| rng.uniform() / (L_CACHE as f32).sqrt())
-                .collect();
+            // lfm2.cpp: a depthwise convolution over the last L_CACHE tokens between an
+            // in- and an out-projection.
+            let conv = conv_kernel(seed ^ (0xc0de_0000 + u64::from(i)), L_CACHE, e);
             w.add_tensor_f32(
                 name("shortconv.conv.weight"),
                 &[L_CACHE.into(), e.into()],
@@ -179,11 +176,7 @@ fn mamba2_mixer(
     let conv_dim = D_INNER + 2 * N_GROUP * D_STATE;
     let d_in_proj = D_INNER + conv_dim + N_SSM_HEAD;
     matrix(w, name("ssm_in.weight"), N_EMBD, d_in_proj);
-    // ggml_ssm_conv takes F32 kernels. Scaled like a fan-in of D_CONV.
-    let mut rng = SplitMix64(seed ^ (0x5eed_0000 + u64::from(layer)));
-    let conv: Vec<f32> = (0..D_CONV * conv_dim)
-        .map(|_| rng.uniform() / (D_CONV as f32).sqrt())
-        .collect();
+    let conv = conv_kernel(seed ^ (0x5eed_0000 + u64::from(layer)), D_CONV, conv_dim);
     w.add_tensor_f32(
         name("ssm_conv1d.weight"),
         &[D_CONV.into(), conv_dim.into()],
@@ -219,4 +212,13 @@ fn mamba2_mixer(
         &vec![1.0; D_INNER as usize],
     );
     matrix(w, name("ssm_out.weight"), D_INNER, N_EMBD);
+}
+
+/// A `width`-tap kernel per channel, F32 (ggml_ssm_conv takes no other type), scaled like a
+/// fan-in of `width`.
+fn conv_kernel(seed: u64, width: u32, channels: u32) -> Vec<f32> {
+    let mut rng = SplitMix64(seed);
+    (0..width * channels)
+        .map(|_| rng.uniform() / (width as f32).sqrt())
+        .collect()
 }
