@@ -32,6 +32,9 @@ pub enum TinyRecurrentArch {
     /// `lfm2`: short-convolution and attention layers alternating, each followed by an
     /// FFN; llama.cpp's hybrid memory with a convolution state of the last few tokens.
     Lfm2,
+    /// `lfm2` whose attention layers keep a sliding window of [`N_SWA`] tokens: llama.cpp's
+    /// hybrid memory with an iSWA attention cache.
+    Lfm2Swa,
 }
 
 impl TinyRecurrentArch {
@@ -39,8 +42,12 @@ impl TinyRecurrentArch {
         match self {
             Self::Mamba2 => "mamba2",
             Self::GraniteHybrid => "granitehybrid",
-            Self::Lfm2 => "lfm2",
+            Self::Lfm2 | Self::Lfm2Swa => "lfm2",
         }
+    }
+
+    fn is_lfm2(self) -> bool {
+        matches!(self, Self::Lfm2 | Self::Lfm2Swa)
     }
 }
 
@@ -59,6 +66,8 @@ const N_HEAD_KV: u32 = 2;
 const N_FF: u32 = 128;
 /// LFM2's convolution window (`shortconv.l_cache`).
 const L_CACHE: u32 = 3;
+/// [`TinyRecurrentArch::Lfm2Swa`]'s window.
+const N_SWA: u32 = 128;
 const CONTEXT: u32 = 8192;
 
 /// Write the tiny model of `arch` to `path` (about 1 MB).
@@ -79,7 +88,10 @@ pub fn tiny_recurrent_writer(arch: TinyRecurrentArch, seed: u64) -> GgufWriter {
         .add_u32(format!("{a}.block_count"), N_LAYER)
         .add_f32(format!("{a}.attention.layer_norm_rms_epsilon"), 1e-5)
         .add_u32(format!("{a}.vocab_size"), n_vocab);
-    if arch == TinyRecurrentArch::Lfm2 {
+    if arch == TinyRecurrentArch::Lfm2Swa {
+        w.add_u32(format!("{a}.attention.sliding_window"), N_SWA);
+    }
+    if arch.is_lfm2() {
         w.add_u32(format!("{a}.shortconv.l_cache"), L_CACHE);
     } else {
         w.add_u32(format!("{a}.ssm.conv_kernel"), D_CONV)
@@ -120,7 +132,7 @@ pub fn tiny_recurrent_writer(arch: TinyRecurrentArch, seed: u64) -> GgufWriter {
         w.add_tensor_f32(name("attn_norm.weight"), &[e.into()], &ones(e));
         if is_attention(arch, i) {
             let kv = head_dim * N_HEAD_KV;
-            if arch == TinyRecurrentArch::Lfm2 {
+            if arch.is_lfm2() {
                 let norm = ones(head_dim);
                 w.add_tensor_f32(name("attn_q_norm.weight"), &[head_dim.into()], &norm);
                 w.add_tensor_f32(name("attn_k_norm.weight"), &[head_dim.into()], &norm);
@@ -129,7 +141,7 @@ pub fn tiny_recurrent_writer(arch: TinyRecurrentArch, seed: u64) -> GgufWriter {
             matrix(&mut w, name("attn_k.weight"), e, kv);
             matrix(&mut w, name("attn_v.weight"), e, kv);
             matrix(&mut w, name("attn_output.weight"), e, e);
-        } else if arch == TinyRecurrentArch::Lfm2 {
+        } else if arch.is_lfm2() {
             // lfm2.cpp: a depthwise convolution over the last L_CACHE tokens between an
             // in- and an out-projection.
             let conv = conv_kernel(seed ^ (0xc0de_0000 + u64::from(i)), L_CACHE, e);
@@ -153,7 +165,7 @@ pub fn tiny_recurrent_writer(arch: TinyRecurrentArch, seed: u64) -> GgufWriter {
     // LFM2 names its final norm `token_embd_norm` (llama-arch.cpp: "fix for wrong tensor
     // name").
     let output_norm = match arch {
-        TinyRecurrentArch::Lfm2 => "token_embd_norm.weight",
+        TinyRecurrentArch::Lfm2 | TinyRecurrentArch::Lfm2Swa => "token_embd_norm.weight",
         _ => "output_norm.weight",
     };
     w.add_tensor_f32(output_norm, &[e.into()], &ones(e));
