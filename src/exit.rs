@@ -92,24 +92,7 @@ pub fn code_for(err: &anyhow::Error) -> u8 {
 /// The error chain on one line, skipping causes whose text the message already carries
 /// (several error types include their source's text in their own message).
 pub fn one_line(err: &anyhow::Error) -> String {
-    one_line_of(err.as_ref())
-}
-
-/// [`one_line`] for any error (the library's typed errors).
-pub fn one_line_of(err: &(dyn std::error::Error + 'static)) -> String {
-    let mut line = String::new();
-    let chain = std::iter::successors(Some(err), |e| e.source());
-    for cause in chain {
-        let text = cause.to_string().replace('\n', " ");
-        if line.contains(text.trim()) {
-            continue;
-        }
-        if !line.is_empty() {
-            line.push_str(": ");
-        }
-        line.push_str(text.trim());
-    }
-    line
+    crate::format::one_line_of(err.as_ref())
 }
 
 /// A closed stdout (the reader went away) is not an error for a CLI.

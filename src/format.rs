@@ -1,5 +1,6 @@
-//! Number formats shared by every front end (the CLI, the TUI) and the engines' notes:
-//! pure functions, so a figure reads the same wherever it is shown.
+//! Number formats shared by every front end (the CLI, the TUI) and the engines' notes, and
+//! the one-line form of an error: pure functions, so a figure or an error reads the same
+//! wherever it is shown.
 
 /// Human units for byte counts (binary prefixes).
 pub fn human_bytes(bytes: u64) -> String {
@@ -28,6 +29,24 @@ pub fn thousands(n: u64) -> String {
         out.push(c);
     }
     out
+}
+
+/// An error and its causes on one line, `outer: inner: root`, each cause once (the line a
+/// CLI prints, and the message an API error carries).
+pub fn one_line_of(err: &(dyn std::error::Error + 'static)) -> String {
+    let mut line = String::new();
+    let chain = std::iter::successors(Some(err), |e| e.source());
+    for cause in chain {
+        let text = cause.to_string().replace('\n', " ");
+        if line.contains(text.trim()) {
+            continue;
+        }
+        if !line.is_empty() {
+            line.push_str(": ");
+        }
+        line.push_str(text.trim());
+    }
+    line
 }
 
 #[cfg(test)]

@@ -24,7 +24,8 @@
 //!   [`resolve`] (flag over config over default), [`paths`], [`models`] (which model),
 //!   [`gguf`] (GGUF validation before llama.cpp sees a file, and a writer for test models),
 //!   [`pull`] (model downloads).
-//! - Small shared pieces: [`token`] (the token id), [`clock`], [`format`](mod@format) (number formats),
+//! - Small shared pieces: [`token`] (the token id), [`clock`], [`format`](mod@format)
+//!   (number formats, one-line errors),
 //!   [`interrupt`] (Ctrl-C and quit), [`logging`], [`exit`] (exit codes).
 
 #![deny(unsafe_code)]
@@ -60,3 +61,6 @@ pub mod token;
 pub mod tools;
 pub mod tui;
 pub mod ui;
+
+#[cfg(test)]
+mod layering_tests;

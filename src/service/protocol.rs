@@ -9,9 +9,9 @@ use std::time::{Duration, Instant};
 use serde::Serialize;
 use tokio::sync::mpsc::UnboundedSender;
 
-use crate::conversation::CacheMiss;
 use crate::engine::{ChatMessage, TokenId, TokenLogprob};
 use crate::session::live::ConversationState;
+use crate::session::CacheMiss;
 use crate::settings::SamplingSettings;
 use crate::template::TemplateIdentity;
 

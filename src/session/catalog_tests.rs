@@ -57,12 +57,12 @@ fn manifests_without_the_later_fields_load() {
         name: "tokenizer.chat_template".into(),
         hash: "0123456789abcdef".into(),
     });
-    recorded.cache_miss = Some(crate::conversation::CacheMiss {
+    recorded.cache_miss = Some(crate::session::CacheMiss {
         position: 7,
         byte: 30,
         before: "<|im_start|>assistant\n<think>".into(),
         after: "<|im_start|>assistant\nok".into(),
-        reason: crate::conversation::MissReason::HistoryRewritten,
+        reason: crate::session::MissReason::HistoryRewritten,
     });
     cat.write_manifest(&recorded).unwrap();
     assert_eq!(cat.read_manifest("new").unwrap(), recorded);

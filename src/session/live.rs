@@ -37,7 +37,7 @@ use super::error::{Incompatibility, SessionError};
 use super::identity::page_key;
 use super::kv_error::{LiveError, LiveResult};
 use super::manifest::{KvIdentity, ModelIdentity, SessionManifest};
-use crate::conversation::CacheMiss;
+use super::CacheMiss;
 use crate::engine::{ChatMessage, Context, EngineError, TokenId};
 use crate::kv::{KvLayout, MemoryKind, PageKey};
 use crate::sequence::SyncObserver;

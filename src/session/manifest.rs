@@ -3,7 +3,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::conversation::CacheMiss;
+use super::CacheMiss;
 use crate::engine::{ChatMessage, TokenId};
 use crate::sequence::BatchStarts;
 use crate::settings::{EngineSettings, SamplingSettings};

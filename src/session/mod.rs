@@ -9,6 +9,7 @@
 //!   [`binding`]: what a process's sessions share, and the one way front ends open them.
 
 pub mod binding;
+mod cache_miss;
 pub mod capture;
 pub mod catalog;
 pub mod error;
@@ -23,6 +24,7 @@ mod manifest_file;
 mod test_support;
 
 pub use binding::SessionBinding;
+pub use cache_miss::{CacheMiss, MissReason};
 pub use catalog::{validate_name, RemoveReport, SessionCatalog, SessionSummary};
 pub use error::SessionError;
 pub use export::{export, import, ExportReport};

@@ -286,7 +286,7 @@ impl<'c, 'm> Engine<'c, 'm> {
                     let report = open
                         .live
                         .reuse_prefix(ctx, &mut open.seq)
-                        .map_err(|e| ServiceError::Internal(crate::exit::one_line_of(&e)))?;
+                        .map_err(|e| ServiceError::Internal(crate::format::one_line_of(&e)))?;
                     for w in &report.warnings {
                         tracing::warn!("{w}");
                     }

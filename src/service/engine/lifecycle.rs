@@ -77,7 +77,7 @@ impl<'c, 'm> Engine<'c, 'm> {
                 Ok(done) => done,
                 Err(e) => {
                     self.cool(ctx, index);
-                    return Err(ServiceError::Internal(crate::exit::one_line_of(&e)));
+                    return Err(ServiceError::Internal(crate::format::one_line_of(&e)));
                 }
             };
             open.seq = seq;
@@ -178,7 +178,7 @@ impl<'c, 'm> Engine<'c, 'm> {
             let transcript = Transcript::default();
             open.live
                 .save(ctx, &open.seq, transcript.state(template))
-                .map_err(|e| ServiceError::Internal(crate::exit::one_line_of(&e)))?;
+                .map_err(|e| ServiceError::Internal(crate::format::one_line_of(&e)))?;
         }
         let open = &self.conversations[index];
         let mut manifest = open.live.saved().cloned().ok_or_else(|| {

@@ -127,7 +127,7 @@ impl<'c, 'm> Engine<'c, 'm> {
     /// Pins or unpins a session, open here or only on disk.
     pub(super) fn pin_session(&mut self, name: &str, pinned: bool) -> Result<(), ServiceError> {
         let internal =
-            |e: crate::session::LiveError| ServiceError::Internal(crate::exit::one_line_of(&e));
+            |e: crate::session::LiveError| ServiceError::Internal(crate::format::one_line_of(&e));
         if let Some(i) = self.find(name) {
             let open = &mut self.conversations[i];
             open.live.set_pinned(pinned).map_err(internal)?;

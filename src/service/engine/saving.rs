@@ -109,7 +109,7 @@ impl<'c, 'm> Engine<'c, 'm> {
                     Ok(report) => Ok(saved(unheard, report)),
                     Err(e) => Err(ServiceError::Internal(format!(
                         "saving session '{session}': {}",
-                        crate::exit::one_line_of(e)
+                        crate::format::one_line_of(e)
                     ))),
                 };
                 let _ = reply.send(answer);
@@ -241,13 +241,13 @@ fn report_failure(name: &str, client_saves: bool, e: &crate::session::LiveError)
     if client_saves {
         tracing::debug!(
             "saving session '{name}' failed; the client's save tries again: {}",
-            crate::exit::one_line_of(e)
+            crate::format::one_line_of(e)
         );
     } else {
         tracing::error!(
             "saving session '{name}' failed (its previous save is intact; the next one \
              writes what this one lacked): {}",
-            crate::exit::one_line_of(e)
+            crate::format::one_line_of(e)
         );
     }
 }

@@ -1,0 +1,101 @@
+//! The floors of the crate, checked in the source: a lower module never names a higher one
+//! (`crate::…` paths in its files, tests excluded), so data flows one way and a newcomer
+//! can trust the map in the README. A new arrow that runs back up fails here.
+
+use std::path::Path;
+
+/// (folder under `src/`, modules its files must not name).
+const RULES: &[(&str, &[&str])] = &[
+    // The engine thread and the handle every front end uses: no front end.
+    (
+        "service",
+        &["server", "commands", "tui", "chat", "cli", "exit"],
+    ),
+    // Sessions: their data and their live state, below the engine thread.
+    (
+        "session",
+        &[
+            "service",
+            "server",
+            "commands",
+            "tui",
+            "chat",
+            "cli",
+            "exit",
+            "conversation",
+        ],
+    ),
+    // The llama.cpp adapter: no session, store or tier.
+    (
+        "engine",
+        &["session", "store", "tiers", "service", "server", "commands"],
+    ),
+    // Blobs, pages and objects: no model, no session.
+    (
+        "kv",
+        &[
+            "engine",
+            "session",
+            "service",
+            "server",
+            "tiers",
+            "conversation",
+        ],
+    ),
+    (
+        "store",
+        &["kv", "engine", "session", "service", "server", "tiers"],
+    ),
+    // RAM and disk budgets (the GPU's memory is asked of `engine`).
+    ("tiers", &["session", "service", "server", "commands"]),
+];
+
+fn rust_files(dir: &Path, out: &mut Vec<std::path::PathBuf>) {
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path.is_dir() {
+            rust_files(&path, out);
+        } else if path.extension().is_some_and(|e| e == "rs") {
+            out.push(path);
+        }
+    }
+}
+
+fn is_test_file(path: &Path) -> bool {
+    let stem = path.file_stem().unwrap().to_string_lossy();
+    stem == "tests" || stem.ends_with("_tests") || stem == "test_support"
+}
+
+#[test]
+fn no_module_names_a_floor_above_it() {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let mut arrows = Vec::new();
+    for (folder, forbidden) in RULES {
+        let mut files = Vec::new();
+        rust_files(&src.join(folder), &mut files);
+        let top = src.join(format!("{folder}.rs"));
+        if top.exists() {
+            files.push(top);
+        }
+        for file in files.iter().filter(|f| !is_test_file(f)) {
+            let text = std::fs::read_to_string(file).unwrap();
+            for upper in *forbidden {
+                let path = format!("crate::{upper}");
+                let named = text.match_indices(&path).any(|(at, _)| {
+                    // `crate::session` must not match `crate::sessions_…`.
+                    let next = text[at + path.len()..].chars().next();
+                    !next.is_some_and(|c| c.is_alphanumeric() || c == '_')
+                });
+                if named {
+                    let shown = file.strip_prefix(&src).unwrap().display().to_string();
+                    arrows.push(format!("src/{shown} names {path}"));
+                }
+            }
+        }
+    }
+    assert!(
+        arrows.is_empty(),
+        "arrows that run back up:\n{}",
+        arrows.join("\n")
+    );
+}
