@@ -60,8 +60,9 @@ impl MemoryKind {
     }
 
     /// Whether a sequence's state is per-token attention rows that kvrun cuts into pages,
-    /// stores and reassembles. Not yet for cells with an ext: the pages do not carry it
-    /// (no test model has one), so such a model's sessions are recomputed, not guessed at.
+    /// stores and reassembles. Not yet for cells with an ext: the pages do not carry it (no
+    /// test model has one), so such a model's sessions keep their whole state instead, as
+    /// recurrent ones do.
     pub fn pages(self) -> bool {
         matches!(
             self,

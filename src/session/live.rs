@@ -115,11 +115,9 @@ pub struct LiveSession<'c> {
     engine: EngineSettings,
     sampling: SamplingSettings,
     key: PageKey,
-    /// Whether the model's memory is paged at all (see [`MemoryKind::pages`]): when not,
-    /// saves keep the token log only and nothing is restored from the store.
+    /// What the model's memory is made of: paged ([`MemoryKind::pages`], with its sliding
+    /// window), or kept as one whole-state object per save (`live/state.rs`).
     memory: MemoryKind,
-    /// The sliding window ([`MemoryKind::n_swa`]).
-    n_swa: u32,
     page_tokens: usize,
     layout: Option<KvLayout>,
     /// Objects known to be in the store (saves skip them without a syscall).
@@ -167,6 +165,11 @@ pub struct LiveSession<'c> {
 }
 
 impl<'c> LiveSession<'c> {
+    /// The attention cache's sliding window (0 for none).
+    fn n_swa(&self) -> u32 {
+        self.memory.n_swa()
+    }
+
     /// Opens (or starts) session `name`; the caller already holds its lock.
     #[allow(clippy::too_many_arguments)]
     pub fn new(
@@ -192,7 +195,6 @@ impl<'c> LiveSession<'c> {
             sampling,
             key,
             memory,
-            n_swa: memory.n_swa(),
             page_tokens,
             layout: None,
             present: HashSet::new(),
@@ -352,10 +354,10 @@ impl<'c> LiveSession<'c> {
             return;
         }
         let index = positions.start / self.page_tokens;
-        let rows = match capture::capture(ctx, self.slot, self.n_swa, positions.clone(), false) {
+        let rows = match capture::capture(ctx, self.slot, self.n_swa(), positions.clone(), false) {
             Ok(rows) => rows,
             Err(e) => {
-                if self.n_swa > 0 {
+                if self.n_swa() > 0 {
                     self.capture_error = Some(format!("{e:#}"));
                 }
                 return;
@@ -364,7 +366,7 @@ impl<'c> LiveSession<'c> {
         let mut ids = Vec::new();
         self.key.extend_ids(tokens, self.page_tokens, &mut ids);
         let page_id = ids.get(index).copied();
-        if self.n_swa > 0 {
+        if self.n_swa() > 0 {
             match rows.swa.as_ref().and_then(|s| s.slice(positions.clone())) {
                 Some(r) => {
                     if let Some(id) = page_id {
@@ -432,7 +434,7 @@ impl<'c> LiveSession<'c> {
 
     /// Pages of window rows a restore at the end of the log can need.
     fn swa_window_pages(&self) -> usize {
-        (self.n_swa as usize).div_ceil(self.page_tokens) + 2
+        (self.n_swa() as usize).div_ceil(self.page_tokens) + 2
     }
 }
 

@@ -142,19 +142,11 @@ pub struct KvSnapshot {
 }
 
 impl SessionManifest {
-    /// Every object this session keeps alive.
+    /// Every object this session keeps alive: what a restore reads, and the earlier pages'
+    /// window rows that only prefix reuse needs.
     pub fn referenced_objects(&self) -> impl Iterator<Item = ObjectId> + '_ {
-        self.snapshot
-            .iter()
-            .flat_map(|s| {
-                s.pages
-                    .iter()
-                    .copied()
-                    .chain(s.swa_pages.iter().map(|(_, id)| *id))
-                    .chain(s.prefix_swa_pages.iter().map(|(_, id)| *id))
-                    .chain(s.tail)
-            })
-            .chain(self.state.iter().map(|s| s.object))
+        let prefix_swa = self.snapshot.iter().flat_map(|s| &s.prefix_swa_pages);
+        self.restore_objects().chain(prefix_swa.map(|(_, id)| *id))
     }
 
     /// The objects a restore of this session reads (what prefetching warms): everything

@@ -56,7 +56,8 @@ impl LiveSession<'_> {
                 .with_batch_starts(replay)
         };
         if !self.memory.pages() {
-            let restored = self.load_state(ctx, &m.tokens, &mut report);
+            let state = self.own_state(&m.tokens);
+            let restored = self.load_state(ctx, state, &mut report);
             report.restored_tokens = restored;
             report.restore_ms = started.elapsed().as_secs_f64() * 1e3;
             return Ok((open(m.tokens, restored), report));
@@ -146,7 +147,7 @@ impl LiveSession<'_> {
             }
             _ => None,
         };
-        let n_swa = self.n_swa as usize;
+        let n_swa = self.n_swa() as usize;
         let window_pages = |intact: BTreeSet<usize>| layout.is_iswa().then_some((n_swa, intact));
         let optimistic = plan_restore(&PlanInput {
             page_tokens: p,

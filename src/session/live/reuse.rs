@@ -29,10 +29,8 @@ impl LiveSession<'_> {
             return Ok(report);
         }
         if !self.memory.pages() {
-            if self.own_state_len(&tokens) == 0 {
-                return Ok(report);
-            }
-            let restored = self.load_state(ctx, &tokens, &mut report);
+            let state = self.prompt_state(&tokens);
+            let restored = self.load_state(ctx, state, &mut report);
             if restored > 0 {
                 let starts = seq.batch_starts().clone();
                 *seq = Sequence::restored(tokens, restored)
@@ -64,14 +62,17 @@ impl LiveSession<'_> {
         }
         if self.layout.is_none() {
             self.layout = Some(capture::probe_layout(
-                ctx, self.slot, self.n_swa, tokens[0],
+                ctx,
+                self.slot,
+                self.n_swa(),
+                tokens[0],
             )?);
         }
         let snap = KvSnapshot {
             kv_len: pages * p,
             pages: ids[..pages].to_vec(),
-            swa_pages: if self.n_swa > 0 {
-                let first = (pages * p).saturating_sub(self.n_swa as usize) / p;
+            swa_pages: if self.n_swa() > 0 {
+                let first = (pages * p).saturating_sub(self.n_swa() as usize) / p;
                 (first..pages)
                     .map(|k| (k, PageKey::swa_id(&ids[k])))
                     .collect()
@@ -127,7 +128,7 @@ impl LiveSession<'_> {
         }
         let keep = keep.min(restored);
         let seq = self.slot.seq;
-        let window_kept = crate::sequence::keep_is_valid(keep, ctx.seq_pos_min(seq), self.n_swa);
+        let window_kept = crate::sequence::keep_is_valid(keep, ctx.seq_pos_min(seq), self.n_swa());
         if keep < restored && !(window_kept && ctx.truncate_seq(seq, keep)) {
             ctx.clear_seq(seq);
             return Ok(None);
@@ -193,9 +194,9 @@ impl LiveSession<'_> {
         }
         // The largest page boundary whose sliding window is stored too.
         let mut pages = present;
-        while pages > 0 && self.n_swa > 0 {
+        while pages > 0 && self.n_swa() > 0 {
             let end = pages * p;
-            let first = end.saturating_sub(self.n_swa as usize) / p;
+            let first = end.saturating_sub(self.n_swa() as usize) / p;
             let mut ok = true;
             for id in &ids[first..pages] {
                 if !store.contains(&PageKey::swa_id(id))? {

@@ -258,7 +258,7 @@ impl LiveSession<'_> {
         let capture_from = (first_missing * p).min(boundary);
         let mut captured = None;
         if kv_len > capture_from {
-            let rows = capture::capture(ctx, self.slot, self.n_swa, capture_from..kv_len, false)?;
+            let rows = capture::capture(ctx, self.slot, self.n_swa(), capture_from..kv_len, false)?;
             report.phases.capture_ms = rows.state_get_ms;
             report.phases.parse_ms = rows.parse_ms;
             captured = Some(rows);
@@ -274,7 +274,7 @@ impl LiveSession<'_> {
             }
             let seen = KvLayout {
                 sections,
-                n_swa: self.n_swa,
+                n_swa: self.n_swa(),
             };
             if let Some(known) = &layout {
                 if let Some(diff) = known.describe_difference(&seen) {
@@ -438,8 +438,8 @@ impl LiveSession<'_> {
         // last page boundary), and of the earlier pages, for another conversation that
         // shares a prefix of this log. Written while the ring (or the capture) has them,
         // kept once stored; only a gap in the window makes the snapshot incomplete.
-        let swa_first = if self.n_swa > 0 {
-            boundary.saturating_sub(self.n_swa as usize) / p
+        let swa_first = if self.n_swa() > 0 {
+            boundary.saturating_sub(self.n_swa() as usize) / p
         } else {
             full
         };
@@ -447,7 +447,7 @@ impl LiveSession<'_> {
         let mut swa_pages = Vec::new();
         let mut prefix_swa_pages = Vec::new();
         let mut swa_complete = true;
-        let swa_start = if self.n_swa > 0 { 0 } else { full };
+        let swa_start = if self.n_swa() > 0 { 0 } else { full };
         for (k, page_id) in ids.iter().enumerate().take(full).skip(swa_start) {
             let id = PageKey::swa_id(page_id);
             // Rows taken from the ring stay there until it is trimmed: if the commit

@@ -46,15 +46,16 @@ impl LiveSession<'_> {
         Ok(Some(StateCheckpoint { kv_len, object }))
     }
 
-    /// Loads the saved state into the session's (empty) sequence when `tokens` start with
-    /// the whole log it holds. Returns the tokens now in the cache (0: recompute).
+    /// Loads `state` (this session's, from [`Self::own_state`] or [`Self::prompt_state`])
+    /// into the session's empty sequence. Returns the tokens now in the cache (0: none
+    /// given, or recompute).
     pub(super) fn load_state(
         &mut self,
         ctx: &mut Context<'_>,
-        tokens: &[TokenId],
+        state: Option<StateCheckpoint>,
         report: &mut RestoreReport,
     ) -> usize {
-        let Some(state) = self.own_state(tokens) else {
+        let Some(state) = state else {
             return 0;
         };
         let read = read_pages(
@@ -108,7 +109,7 @@ impl LiveSession<'_> {
     }
 
     /// This session's saved state, when `tokens` start with the whole log it holds.
-    fn own_state(&self, tokens: &[TokenId]) -> Option<StateCheckpoint> {
+    pub(super) fn own_state(&self, tokens: &[TokenId]) -> Option<StateCheckpoint> {
         let m = self.saved.as_ref()?;
         let state = m.state.clone()?;
         let logged = m.tokens.get(..state.kv_len)?;
@@ -116,12 +117,14 @@ impl LiveSession<'_> {
         (starts_with && self.key.state_id(logged) == state.object).then_some(state)
     }
 
-    /// Tokens at the start of a prompt that [`Self::load_state`] would restore: the saved
-    /// state's, when the prompt goes on past it (its last token is always decoded, for
-    /// the logits that start the reply).
+    /// The saved state a prompt can start from: this session's, when the prompt goes on
+    /// past it (its last token is always decoded, for the logits that start the reply).
+    pub(super) fn prompt_state(&self, prompt: &[TokenId]) -> Option<StateCheckpoint> {
+        self.own_state(prompt).filter(|s| prompt.len() > s.kv_len)
+    }
+
+    /// Tokens at the start of a prompt that its saved state gives.
     pub(super) fn own_state_len(&self, prompt: &[TokenId]) -> usize {
-        self.own_state(prompt)
-            .filter(|s| prompt.len() > s.kv_len)
-            .map_or(0, |s| s.kv_len)
+        self.prompt_state(prompt).map_or(0, |s| s.kv_len)
     }
 }
