@@ -82,8 +82,8 @@ pub struct ModelArg {
 /// Options that shape the llama.cpp context. Every one can also be set in the config file
 /// under the same name.
 #[derive(Debug, Args, Clone, Default)]
-#[command(next_help_heading = "Engine")]
-pub struct EngineArgs {
+#[command(next_help_heading = "llama.cpp")]
+pub struct LlamaArgs {
     /// Context size in tokens, or `auto`: grow with the live tokens (kvrun serve up to
     /// --max-ctx-size, kvrun chat up to the model's training context; other commands take
     /// 8192) [default: auto for kvrun serve, else 8192; capped at the model's training
@@ -156,7 +156,7 @@ pub struct ChatArgs {
     #[arg(long, value_enum, value_name = "MODE")]
     pub context_overflow: Option<ContextOverflow>,
     #[command(flatten)]
-    pub engine: EngineArgs,
+    pub llama: LlamaArgs,
     #[command(flatten)]
     pub sampling: SamplingArgs,
     #[command(flatten)]
@@ -233,7 +233,7 @@ pub struct RunArgs {
     #[arg(long, value_name = "FILE", conflicts_with_all = ["tools", "raw"])]
     pub json_schema: Option<PathBuf>,
     #[command(flatten)]
-    pub engine: EngineArgs,
+    pub llama: LlamaArgs,
     #[command(flatten)]
     pub sampling: SamplingArgs,
 }
@@ -275,7 +275,7 @@ pub struct SessionSaveArgs {
     #[arg(long)]
     pub json: bool,
     #[command(flatten)]
-    pub engine: EngineArgs,
+    pub llama: LlamaArgs,
 }
 
 #[derive(Debug, Args)]
@@ -289,7 +289,7 @@ pub struct SessionRestoreArgs {
     #[arg(long)]
     pub json: bool,
     #[command(flatten)]
-    pub engine: EngineArgs,
+    pub llama: LlamaArgs,
     #[command(flatten)]
     pub sampling: SamplingArgs,
 }
@@ -391,7 +391,7 @@ pub struct ServeArgs {
     #[arg(long, value_name = "ORIGIN")]
     pub cors_origin: Vec<String>,
     #[command(flatten)]
-    pub engine: EngineArgs,
+    pub llama: LlamaArgs,
     #[command(flatten)]
     pub sampling: SamplingArgs,
     #[command(flatten)]

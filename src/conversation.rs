@@ -3,7 +3,7 @@
 //! New turns are tokenized as the chat template's text *after* what earlier turns rendered,
 //! so earlier tokens, and the KV cache that holds them, are never re-tokenized or recomputed.
 
-use crate::engine::{ChatMessage, EngineError, Model, TokenId};
+use crate::llama::{ChatMessage, LlamaError, Model, TokenId};
 use crate::sequence::Sequence;
 use crate::session::live::ConversationState;
 use crate::session::SessionManifest;
@@ -53,7 +53,7 @@ pub enum TurnError {
     MessageTooLong { tokens: usize },
     /// The chat template failed to render the conversation.
     #[error(transparent)]
-    Template(#[from] EngineError),
+    Template(#[from] LlamaError),
 }
 
 type Result<T, E = TurnError> = std::result::Result<T, E>;
@@ -383,7 +383,7 @@ impl<'m> Conversation<'m> {
     }
 
     /// The conversation through the chat template.
-    fn render(&self, add_generation_prompt: bool) -> Result<Rendered, EngineError> {
+    fn render(&self, add_generation_prompt: bool) -> Result<Rendered, LlamaError> {
         self.render_messages(&self.messages, add_generation_prompt)
     }
 
@@ -391,7 +391,7 @@ impl<'m> Conversation<'m> {
         &self,
         messages: &[ChatMessage],
         add_generation_prompt: bool,
-    ) -> Result<Rendered, EngineError> {
+    ) -> Result<Rendered, LlamaError> {
         let mut messages: Vec<Message> = messages
             .iter()
             .map(|m| Message::text(&m.role, &m.content))

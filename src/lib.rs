@@ -37,13 +37,13 @@ pub mod commands;
 pub mod config;
 pub mod conversation;
 // The FFI boundary: the only module allowed `unsafe` (the compiler refuses it elsewhere).
-#[allow(unsafe_code)]
-pub mod engine;
 pub mod exit;
 pub mod format;
 pub mod gguf;
 pub mod interrupt;
 pub mod kv;
+#[allow(unsafe_code)]
+pub mod llama;
 pub mod logging;
 pub mod models;
 pub mod paths;
@@ -55,6 +55,7 @@ pub mod service;
 pub mod session;
 pub mod settings;
 pub mod store;
+pub mod synth;
 pub mod template;
 pub mod tiers;
 pub mod token;

@@ -7,7 +7,7 @@ use std::process::ExitCode;
 use clap::Parser;
 
 fn main() -> ExitCode {
-    kvrun::engine::keep_abort_reports_off_stdout();
+    kvrun::llama::keep_abort_reports_off_stdout();
     let cli = kvrun::cli::Cli::parse();
     kvrun::logging::init(cli.verbose, cli.quiet);
     match kvrun::commands::dispatch(cli) {

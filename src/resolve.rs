@@ -2,14 +2,14 @@
 //! [`crate::settings`] types: a flag wins, then the config file, then the default. It sits
 //! above `cli` and `config` so that neither they nor the settings depend on each other.
 
-use crate::cli::{EngineArgs, SamplingArgs, TierArgs};
+use crate::cli::{LlamaArgs, SamplingArgs, TierArgs};
 use crate::config::FileConfig;
-use crate::settings::{CtxSize, EngineSettings, SamplingSettings, TierSettings};
+use crate::settings::{CtxSize, LlamaSettings, SamplingSettings, TierSettings};
 use crate::tiers::{parse_bytes, parse_duration};
 
-impl EngineSettings {
+impl LlamaSettings {
     /// Flag, then config file, then default.
-    pub fn resolve(args: &EngineArgs, config: &FileConfig) -> Self {
+    pub fn resolve(args: &LlamaArgs, config: &FileConfig) -> Self {
         let defaults = Self::defaults();
         Self {
             ctx_size: args
@@ -35,7 +35,7 @@ impl EngineSettings {
     }
 
     /// A session's recorded settings, with any flag given now taking precedence.
-    pub fn resolve_over(args: &EngineArgs, base: &EngineSettings) -> Self {
+    pub fn resolve_over(args: &LlamaArgs, base: &LlamaSettings) -> Self {
         Self {
             ctx_size: args
                 .ctx_size
@@ -119,20 +119,20 @@ mod tests {
     fn a_flag_wins_over_the_config_file_over_the_default() {
         let config =
             FileConfig::parse("ctx-size = 4096\nkv-type = \"q8_0\"\ntemp = 0.5\n").unwrap();
-        let args = EngineArgs {
+        let args = LlamaArgs {
             ctx_size: Some(CtxSize::Tokens(2048)),
             ..Default::default()
         };
-        let engine = EngineSettings::resolve(&args, &config);
-        assert_eq!(engine.ctx_size, 2048);
+        let llama = LlamaSettings::resolve(&args, &config);
+        assert_eq!(llama.ctx_size, 2048);
         // `auto` is kvrun serve's; elsewhere it leaves the config file's or the default.
-        let auto = EngineArgs {
+        let auto = LlamaArgs {
             ctx_size: Some(CtxSize::Auto),
             ..Default::default()
         };
-        assert_eq!(EngineSettings::resolve(&auto, &config).ctx_size, 4096);
-        assert_eq!(engine.kv_type, KvType::Q8_0);
-        assert_eq!(engine.batch_size, EngineSettings::defaults().batch_size);
+        assert_eq!(LlamaSettings::resolve(&auto, &config).ctx_size, 4096);
+        assert_eq!(llama.kv_type, KvType::Q8_0);
+        assert_eq!(llama.batch_size, LlamaSettings::defaults().batch_size);
         let sampling = SamplingSettings::resolve(&SamplingArgs::default(), &config);
         assert_eq!(sampling.temp, 0.5);
         assert_eq!(sampling.top_k, SamplingSettings::defaults().top_k);

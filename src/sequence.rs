@@ -13,7 +13,7 @@ use std::ops::{ControlFlow, Range};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
-use crate::engine::{Context, EngineError, Model, Sampler, TokenId, TokenLogprob, Utf8Stream};
+use crate::llama::{Context, LlamaError, Model, Sampler, TokenId, TokenLogprob, Utf8Stream};
 
 mod batch_starts;
 pub use batch_starts::BatchStarts;
@@ -35,7 +35,7 @@ pub trait SyncObserver {
         _ctx: &mut Context<'_>,
         _positions: Range<usize>,
         _tokens: &[TokenId],
-    ) -> Result<(), EngineError> {
+    ) -> Result<(), LlamaError> {
         Ok(())
     }
     /// A decode finished: the context's sequence `seq` now holds `kv_len` tokens. Live
@@ -164,7 +164,7 @@ impl Sequence {
         ctx: &mut Context<'_>,
         want_logits: bool,
         observer: &mut dyn SyncObserver,
-    ) -> Result<usize, EngineError> {
+    ) -> Result<usize, LlamaError> {
         let n = self.tokens.len();
         if n == 0 {
             return Ok(0);
@@ -361,7 +361,7 @@ impl Sequence {
 #[derive(Debug, thiserror::Error)]
 pub enum GenerateError {
     #[error(transparent)]
-    Engine(#[from] EngineError),
+    Engine(#[from] LlamaError),
     #[error("writing output failed: {0}")]
     Output(std::io::Error),
 }

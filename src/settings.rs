@@ -81,7 +81,7 @@ impl ContextOverflow {
 }
 
 /// The valid values of a numeric setting. Flags (through `cli`'s value parsers), the config file
-/// ([`crate::config::FileConfig::validate`]) and session manifests ([`EngineSettings::validate`],
+/// ([`crate::config::FileConfig::validate`]) and session manifests ([`LlamaSettings::validate`],
 /// [`SamplingSettings::validate`]) are all checked against these, so a value means the same
 /// wherever it comes from.
 #[derive(Debug, Clone, Copy)]
@@ -187,10 +187,10 @@ impl CtxSize {
 /// canonical: a restored context computes what the uninterrupted one would have.
 pub const DEFAULT_PAGE_TOKENS: u32 = 256;
 
-/// Resolved engine settings: what the llama.cpp context is created with.
+/// Resolved llama.cpp settings: what the llama.cpp context is created with.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct EngineSettings {
-    /// Requested context size; the engine caps it at the model's training context.
+pub struct LlamaSettings {
+    /// Requested context size; kvrun caps it at the model's training context.
     pub ctx_size: u32,
     pub threads: u32,
     pub gpu_layers: u32,
@@ -199,7 +199,7 @@ pub struct EngineSettings {
     pub flash_attn: FlashAttn,
 }
 
-impl EngineSettings {
+impl LlamaSettings {
     /// kvrun's defaults: every core, every layer on the GPU when built with a GPU backend,
     /// one page per batch.
     pub fn defaults() -> Self {

@@ -8,12 +8,13 @@ mod common;
 use std::path::{Path, PathBuf};
 
 use common::*;
-use kvrun::gguf::{tiny_llama_writer, GgufArray, GgufValue, TinyLlamaSpec};
+use kvrun::gguf::{GgufArray, GgufValue};
+use kvrun::synth::{tiny_llama_writer, TinyLlamaSpec};
 
 fn write_patched(
     dir: &Path,
     name: &str,
-    patch: impl FnOnce(&mut kvrun::gguf::GgufWriter),
+    patch: impl FnOnce(&mut kvrun::synth::GgufWriter),
 ) -> PathBuf {
     let mut w = tiny_llama_writer(&TinyLlamaSpec::default()).unwrap();
     patch(&mut w);
@@ -32,7 +33,7 @@ fn token_list() -> Vec<String> {
         .collect()
 }
 
-fn set_tokens(w: &mut kvrun::gguf::GgufWriter, tokens: &[String]) {
+fn set_tokens(w: &mut kvrun::synth::GgufWriter, tokens: &[String]) {
     w.set_value(
         "tokenizer.ggml.tokens",
         GgufValue::Array(GgufArray::String(tokens.iter().collect())),
@@ -157,10 +158,10 @@ const ABORT_CHILD: &str = "KVRUN_TEST_ABORT_CHILD";
 fn llama_cpp_abort_backtrace_stays_off_stdout() {
     if let Some(model) = std::env::var_os(ABORT_CHILD) {
         if std::env::var_os("KVRUN_TEST_KEEP_BACKTRACE").is_none() {
-            kvrun::engine::keep_abort_reports_off_stdout();
+            kvrun::llama::keep_abort_reports_off_stdout();
         }
         // block_count 0 trips GGML_ASSERT(hparams.n_layer_all > 0): the process aborts.
-        let _ = kvrun::engine::Model::load(Path::new(&model), 0);
+        let _ = kvrun::llama::Model::load(Path::new(&model), 0);
         unreachable!("llama.cpp was expected to abort on this model");
     }
     let home = Home::new();

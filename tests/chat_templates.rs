@@ -5,7 +5,7 @@
 mod common;
 
 use common::*;
-use kvrun::engine::Model;
+use kvrun::llama::Model;
 use kvrun::template::{builtin_named, ChatTemplate, Message};
 use serde_json::Value;
 
@@ -43,7 +43,7 @@ fn a_session_continued_under_another_template_is_rendered_again_with_it() {
         manifest["chat_template"]["name"], "tokenizer.chat_template",
         "{manifest}"
     );
-    let chatml_hash = hash_of(kvrun::gguf::CHATML_TEMPLATE);
+    let chatml_hash = hash_of(kvrun::synth::CHATML_TEMPLATE);
     assert_eq!(manifest["chat_template"]["hash"], chatml_hash.as_str());
     assert!(first.get("cache_miss").is_none(), "{first}");
 
@@ -127,11 +127,11 @@ fn a_default_system_prompt_reaches_the_model_as_jinja2_renders_it() {
     let template_file = "tests/templates/smollm2.jinja";
     let source = std::fs::read_to_string(project_root().join(template_file)).unwrap();
     let model = home.path().join("tiny-smollm2.gguf");
-    let spec = kvrun::gguf::TinyLlamaSpec {
+    let spec = kvrun::synth::TinyLlamaSpec {
         chat_template: source,
         ..Default::default()
     };
-    kvrun::gguf::write_tiny_llama(&model, &spec).unwrap();
+    kvrun::synth::write_tiny_llama(&model, &spec).unwrap();
     let question = "What is the capital of France? Answer in one word.";
 
     // jinja2's rendering, through the fidelity test's reference renderer.

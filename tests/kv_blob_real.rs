@@ -4,15 +4,15 @@
 mod common;
 
 use common::*;
-use kvrun::engine::{Context, KvCapture, Model};
 use kvrun::kv::blob::{self, SectionParts};
 use kvrun::kv::KvLayout;
+use kvrun::llama::{Context, KvCapture, Model};
 use kvrun::sequence::{NoObserver, Sequence};
-use kvrun::settings::{EngineSettings, FlashAttn, KvType};
+use kvrun::settings::{FlashAttn, KvType, LlamaSettings};
 
 fn round_trip(model_path: &std::path::Path, flash_attn: FlashAttn, kv_type: KvType) {
     let model = Model::load(model_path, 0).unwrap();
-    let engine = EngineSettings {
+    let llama = LlamaSettings {
         ctx_size: 2048,
         threads: 2,
         gpu_layers: 0,
@@ -20,7 +20,7 @@ fn round_trip(model_path: &std::path::Path, flash_attn: FlashAttn, kv_type: KvTy
         kv_type,
         flash_attn,
     };
-    let mut ctx = Context::new(&model, &engine, 256, 1).unwrap();
+    let mut ctx = Context::new(&model, &llama, 256, 1).unwrap();
     let mut seq = Sequence::new();
     seq.append(&model.tokenize_prompt(&long_text(3))[..1000]);
     seq.sync(&mut ctx, true, &mut NoObserver).unwrap();
@@ -98,10 +98,10 @@ fn tiny_model_blob_round_trips() {
 /// error, and the context still takes the good blob afterwards.
 #[test]
 fn state_set_refuses_bad_bytes_and_sequences_without_crashing() {
-    use kvrun::engine::EngineError;
+    use kvrun::llama::LlamaError;
     for model_path in [tiny_model(), default_model()] {
         let model = Model::load(&model_path, 0).unwrap();
-        let engine = EngineSettings {
+        let llama = LlamaSettings {
             ctx_size: 1024,
             threads: 2,
             gpu_layers: 0,
@@ -109,7 +109,7 @@ fn state_set_refuses_bad_bytes_and_sequences_without_crashing() {
             kv_type: KvType::F16,
             flash_attn: FlashAttn::Auto,
         };
-        let mut ctx = Context::new(&model, &engine, 256, 2).unwrap();
+        let mut ctx = Context::new(&model, &llama, 256, 2).unwrap();
         let mut seq = Sequence::new();
         seq.append(&model.tokenize_prompt(&long_text(1))[..300]);
         seq.sync(&mut ctx, true, &mut NoObserver).unwrap();
@@ -126,7 +126,7 @@ fn state_set_refuses_bad_bytes_and_sequences_without_crashing() {
         for (i, bytes) in bad.iter().enumerate() {
             let result = ctx.state_set(1, bytes, KvCapture::Full);
             assert!(
-                matches!(result, Err(EngineError::StateSet { .. })),
+                matches!(result, Err(LlamaError::StateSet { .. })),
                 "{}: bad blob {i} ({} bytes) was accepted: {result:?}",
                 model_path.display(),
                 bytes.len()
@@ -136,11 +136,11 @@ fn state_set_refuses_bad_bytes_and_sequences_without_crashing() {
         for seq_id in [-1, 2, i32::MAX] {
             assert!(matches!(
                 ctx.state_set(seq_id, &good, KvCapture::Full),
-                Err(EngineError::NoSuchSequence { .. })
+                Err(LlamaError::NoSuchSequence { .. })
             ));
             assert!(matches!(
                 ctx.state_get(seq_id, KvCapture::Full),
-                Err(EngineError::NoSuchSequence { .. })
+                Err(LlamaError::NoSuchSequence { .. })
             ));
         }
         ctx.state_set(1, &good, KvCapture::Full).unwrap();

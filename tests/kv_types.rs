@@ -9,11 +9,11 @@ use kvrun::settings::Q4_0_WARN_TOKENS;
 /// A tiny model whose context holds a session past the threshold.
 fn tiny_long_model(dir: &std::path::Path) -> std::path::PathBuf {
     let path = dir.join("tiny-long.gguf");
-    let spec = kvrun::gguf::TinyLlamaSpec {
+    let spec = kvrun::synth::TinyLlamaSpec {
         context_length: (Q4_0_WARN_TOKENS as u32 + 1024).next_multiple_of(256),
         ..Default::default()
     };
-    kvrun::gguf::write_tiny_llama(&path, &spec).unwrap();
+    kvrun::synth::write_tiny_llama(&path, &spec).unwrap();
     path
 }
 

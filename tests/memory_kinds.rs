@@ -13,8 +13,8 @@ use std::sync::OnceLock;
 use common::inproc::uninterrupted;
 use common::service::*;
 use common::*;
-use kvrun::engine::TokenId;
-use kvrun::gguf::TinyRecurrentArch;
+use kvrun::llama::TokenId;
+use kvrun::synth::TinyRecurrentArch;
 
 /// The tiny model of `arch`, written once per test binary (tests run in parallel threads,
 /// so each file is written under its own lock).
@@ -26,7 +26,7 @@ fn tiny_memory_model(arch: TinyRecurrentArch) -> PathBuf {
             let dir = std::env::temp_dir().join(format!("kvrun-tests-{}", std::process::id()));
             std::fs::create_dir_all(&dir).unwrap();
             let path = dir.join(format!("tiny-{arch:?}.gguf"));
-            kvrun::gguf::write_tiny_recurrent(&path, arch, 0x6b76_7275_6e00_0027).unwrap();
+            kvrun::synth::write_tiny_recurrent(&path, arch, 0x6b76_7275_6e00_0027).unwrap();
             path
         })
         .clone()

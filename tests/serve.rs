@@ -521,7 +521,7 @@ fn every_endpoint_answers_503_while_the_model_loads() {
     let responses = json!({"model": "m", "input": "hi", "max_output_tokens": 2});
     assert_eq!(post("/v1/responses", &responses).status(), 503);
 
-    let model = kvrun::engine::Model::load(&tiny_model(), 0).unwrap();
+    let model = kvrun::llama::Model::load(&tiny_model(), 0).unwrap();
     let info = ServiceInfo {
         model_name: "tiny".into(),
         model_ids: vec!["tiny".into()],

@@ -6,7 +6,7 @@ mod common;
 
 use common::service::*;
 use common::*;
-use kvrun::engine::TokenId;
+use kvrun::llama::TokenId;
 use kvrun::service::handle::OpenSession;
 use kvrun::service::protocol::{ConversationKey, FinishReason, Reply, ServiceError, Transcript};
 use kvrun::settings::SamplingSettings;
@@ -133,7 +133,7 @@ fn a_session_opened_before_its_request_continues_exactly_as_if_never_closed() {
     assert_eq!(again.progress, expected);
     assert!(a.progress.is_empty(), "progress nobody asked for");
     let transcript = Transcript {
-        messages: vec![kvrun::engine::ChatMessage {
+        messages: vec![kvrun::llama::ChatMessage {
             role: "user".into(),
             content: "hello".into(),
         }],

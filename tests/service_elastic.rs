@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 
 use common::service::{assert_close, from_scratch, named, options, request, Service, BATCHED};
 use common::*;
-use kvrun::engine::TokenId;
+use kvrun::llama::TokenId;
 use kvrun::service::engine::ContextSizing;
 use kvrun::service::protocol::{CancelToken, ConversationKey, FinishReason, Reply, Request, Usage};
 use kvrun::service::{EngineThread, ServiceHandle, ServiceOptions, ServiceStats};

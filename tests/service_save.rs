@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 
 use common::service::*;
 use common::*;
-use kvrun::engine::TokenId;
+use kvrun::llama::TokenId;
 use kvrun::service::protocol::{Request, Transcript};
 use kvrun::service::ServiceStats;
 
@@ -23,7 +23,7 @@ fn start_with_requests(home: &Path, model: &Path, requests: Vec<Request>) -> Ser
     let options = kvrun::service::ServiceOptions {
         paths: kvrun::paths::Paths::under(home),
         model: kvrun::models::ModelChoice::argument(model.to_path_buf()),
-        engine: kvrun::settings::EngineSettings {
+        llama: kvrun::settings::LlamaSettings {
             ctx_size: 4096,
             threads: THREADS,
             gpu_layers: 0,
@@ -65,7 +65,7 @@ fn wait_for(service: &Service, what: &str, done: impl Fn(&ServiceStats) -> bool)
 
 /// The two prompts: "first" is two pages and more, so its save has pages and a tail.
 fn prompts(model: &Path) -> (Vec<TokenId>, Vec<TokenId>) {
-    let model = kvrun::engine::Model::load(model, 0).unwrap();
+    let model = kvrun::llama::Model::load(model, 0).unwrap();
     let first = model.tokenize_prompt(&long_text(2));
     assert!(first.len() > 512, "{}", first.len());
     let second = model.tokenize_prompt("A short prompt of another conversation");

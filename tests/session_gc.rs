@@ -9,13 +9,13 @@ use std::path::Path;
 
 use common::inproc::THREADS;
 use common::*;
-use kvrun::engine::{Context, Model};
+use kvrun::llama::{Context, Model};
 use kvrun::paths::Paths;
 use kvrun::sequence::{NoObserver, Sequence};
 use kvrun::session::catalog::SessionCatalog;
 use kvrun::session::live::{ConversationState, LiveSession, SessionObserver};
 use kvrun::session::SessionBinding;
-use kvrun::settings::{EngineSettings, FlashAttn, KvType, SamplingSettings};
+use kvrun::settings::{FlashAttn, KvType, LlamaSettings, SamplingSettings};
 
 const RAW: ConversationState<'static> = ConversationState {
     messages: &[],
@@ -35,7 +35,7 @@ fn with_prefilled_session(
 ) -> usize {
     let catalog = SessionCatalog::open(&Paths::under(home.path())).unwrap();
     let model = Model::load(model_path, 0).unwrap();
-    let engine = EngineSettings {
+    let llama = LlamaSettings {
         ctx_size: 4096,
         threads: THREADS.parse().unwrap(),
         gpu_layers: 0,
@@ -43,9 +43,9 @@ fn with_prefilled_session(
         kv_type: KvType::F16,
         flash_attn: FlashAttn::Auto,
     };
-    let mut ctx = Context::new(&model, &engine, 256, 2).unwrap();
+    let mut ctx = Context::new(&model, &llama, 256, 2).unwrap();
     let lock = catalog.lock("g").unwrap();
-    let sessions = SessionBinding::new(&catalog, model_path, &model, &ctx, engine).unwrap();
+    let sessions = SessionBinding::new(&catalog, model_path, &model, &ctx, llama).unwrap();
     let mut live = sessions.open("g", lock, None, SamplingSettings::greedy());
     let mut seq = Sequence::new();
     seq.append(&model.tokenize(&long_text(2), false));

@@ -5,7 +5,7 @@
 mod common;
 
 use kvrun::conversation::Conversation;
-use kvrun::engine::Model;
+use kvrun::llama::Model;
 
 fn gemma() -> Model {
     Model::load(&common::default_model(), 0).unwrap()

@@ -249,12 +249,12 @@ const HERMES_STYLE: &str = "{% if tools %}<|im_start|>system\nTools: {{ tools | 
 fn auto_tool_choice_constrains_a_call_once_the_reply_opens_one() {
     let home = common::Home::new();
     let model = home.path().join("tiny-hermes.gguf");
-    let spec = kvrun::gguf::TinyLlamaSpec {
+    let spec = kvrun::synth::TinyLlamaSpec {
         chat_template: HERMES_STYLE.into(),
         extra_tokens: vec!["<tool_call>".into(), "</tool_call>".into()],
         ..Default::default()
     };
-    kvrun::gguf::write_tiny_llama(&model, &spec).unwrap();
+    kvrun::synth::write_tiny_llama(&model, &spec).unwrap();
     let tools = write(&home, "tools.json", TOOLS);
     let (mut completed, mut free) = (0, 0);
     for seed in 1..=SEEDS {
@@ -341,7 +341,7 @@ fn recorded_agent_tools(fixture: &str) -> Vec<Value> {
 /// must make a grammar llama.cpp accepts.
 #[test]
 fn real_agents_tool_schemas_make_grammars_llama_cpp_accepts() {
-    use kvrun::engine::{Model, Sampler};
+    use kvrun::llama::{Model, Sampler};
     use kvrun::settings::SamplingSettings;
     use kvrun::tools::{tool_call_grammar, ToolFormat};
     let model = Model::load(&common::tiny_model(), 0).unwrap();

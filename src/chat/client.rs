@@ -15,9 +15,9 @@ mod reports;
 use super::memory::TierBook;
 use crate::chat::protocol::{EngineEvent, ProgressKind, Tier, UserCommand};
 use crate::conversation::Conversation;
-use crate::engine::Model;
 use crate::format::thousands;
 use crate::interrupt::Interrupt;
+use crate::llama::Model;
 use crate::models::ModelChoice;
 use crate::paths::Paths;
 use crate::sequence::Sequence;
@@ -26,7 +26,7 @@ use crate::service::handle::{OpenSession, Opened, ServiceHandle};
 use crate::service::protocol::{
     CancelToken, ConversationKey, FinishReason, Reply, Request, ServiceError, Transcript,
 };
-use crate::settings::{ContextOverflow, EngineSettings, SamplingSettings, TierSettings};
+use crate::settings::{ContextOverflow, LlamaSettings, SamplingSettings, TierSettings};
 
 /// The longest reply when `-n` is not given: a base model rarely emits an end token, and a
 /// reply nobody stops must not run on until the context is full.
@@ -35,7 +35,7 @@ pub const DEFAULT_CHAT_MAX_TOKENS: u32 = 1024;
 pub struct ChatOptions {
     pub paths: Paths,
     pub model: ModelChoice,
-    pub engine: EngineSettings,
+    pub llama: LlamaSettings,
     pub sampling: SamplingSettings,
     /// The session to start in (None: a new unnamed session, collected first under the
     /// cold budget; `/fork NAME` keeps it under a name).
@@ -112,7 +112,7 @@ fn run(
     let (service, engine) = crate::service::engine::start(ServiceOptions {
         paths: options.paths.clone(),
         model: options.model.clone(),
-        engine: options.engine.clone(),
+        llama: options.llama.clone(),
         tiers: options.tiers.clone(),
         // The hot tier: one sequence per session kept in the context.
         parallel: options.tiers.hot_sessions.max(1) as usize,
@@ -140,7 +140,7 @@ fn run(
     let _ = events.send(EngineEvent::Ready {
         model: model.facts().description.clone(),
         n_ctx: info.n_ctx as u32,
-        gpu: options.engine.gpu_layers > 0 && crate::engine::gpu_offload_supported(),
+        gpu: options.llama.gpu_layers > 0 && crate::llama::gpu_offload_supported(),
     });
     let first = OpenSession {
         name: options.session.clone(),

@@ -4,7 +4,7 @@
 use std::time::Instant;
 
 use crate::chat::protocol::{MemorySnapshot, TierUsage};
-use crate::engine::gpu_devices;
+use crate::llama::gpu_devices;
 use crate::paths::Paths;
 use crate::service::handle::{ServiceStats, TierBytes};
 use crate::session::catalog::SessionCatalog;

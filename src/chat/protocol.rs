@@ -6,7 +6,7 @@
 
 use serde::Serialize;
 
-use crate::engine::GpuDevice;
+use crate::llama::GpuDevice;
 
 /// What the user asked for.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -46,7 +46,7 @@ pub struct BenchKvTypesArgs {
     #[arg(long, conflicts_with = "model")]
     pub tiny: bool,
     #[command(flatten)]
-    pub engine: EngineArgs,
+    pub llama: LlamaArgs,
 }
 
 #[derive(Debug, Args)]
@@ -63,7 +63,7 @@ pub struct BenchServeArgs {
     #[arg(long, value_delimiter = ',', default_values_t = [1, 2, 4, 8])]
     pub streams: Vec<u32>,
     #[command(flatten)]
-    pub engine: EngineArgs,
+    pub llama: LlamaArgs,
 }
 
 #[derive(Debug, Args)]
@@ -85,7 +85,7 @@ pub struct BenchBatchArgs {
     #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u32).range(1..))]
     pub rounds: u32,
     #[command(flatten)]
-    pub engine: EngineArgs,
+    pub llama: LlamaArgs,
 }
 
 #[derive(Debug, Args)]
@@ -104,7 +104,7 @@ pub struct BenchCtxArgs {
     #[arg(long, conflicts_with = "model")]
     pub tiny: bool,
     #[command(flatten)]
-    pub engine: EngineArgs,
+    pub llama: LlamaArgs,
 }
 
 #[derive(Debug, Args)]
@@ -121,7 +121,7 @@ pub struct BenchSwitchArgs {
     #[arg(long, default_value_t = 2)]
     pub rounds: u32,
     #[command(flatten)]
-    pub engine: EngineArgs,
+    pub llama: LlamaArgs,
 }
 
 #[derive(Debug, Args)]
@@ -148,7 +148,7 @@ pub struct BenchRestoreArgs {
     #[arg(long)]
     pub synthetic: bool,
     #[command(flatten)]
-    pub engine: EngineArgs,
+    pub llama: LlamaArgs,
 }
 
 /// A generated benchmark model (`bench restore --shape`).
@@ -180,5 +180,5 @@ pub struct BenchArgs {
     #[arg(long, default_value_t = 1)]
     pub repeat: u32,
     #[command(flatten)]
-    pub engine: EngineArgs,
+    pub llama: LlamaArgs,
 }

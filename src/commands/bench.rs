@@ -10,9 +10,9 @@ use anyhow::{bail, Result};
 
 use super::{load_model, Env};
 use crate::cli::BenchArgs;
-use crate::engine::{Context, Model, Sampler, TokenId};
+use crate::llama::{Context, Model, Sampler, TokenId};
 use crate::sequence::{GenerateOptions, NoObserver, Sequence};
-use crate::settings::{EngineSettings, SamplingSettings, DEFAULT_PAGE_TOKENS};
+use crate::settings::{LlamaSettings, SamplingSettings, DEFAULT_PAGE_TOKENS};
 
 const BENCH_TEXT: &str = include_str!("../../assets/bench-prompt.txt");
 /// llama.cpp's default micro-batch, the baseline schedule.
@@ -27,20 +27,20 @@ struct Row {
 }
 
 pub fn run(env: &Env, args: BenchArgs) -> Result<ExitCode> {
-    let mut engine = EngineSettings::resolve(&args.engine, &env.config);
+    let mut llama = LlamaSettings::resolve(&args.llama, &env.config);
     let choice = crate::models::choose(
         args.model.model.as_deref(),
         &env.config,
         &env.paths,
         crate::models::Purpose::Serve,
     );
-    let (model, load_ms) = load_model(&choice, engine.gpu_layers)?;
+    let (model, load_ms) = load_model(&choice, llama.gpu_layers)?;
     let longest = args.prompt_tokens.iter().copied().max().unwrap_or(0);
     if longest == 0 {
         bail!("give at least one prompt length above 0");
     }
-    engine.ctx_size = longest + args.decode_tokens + 16;
-    if engine.ctx_size > model.facts().n_ctx_train {
+    llama.ctx_size = longest + args.decode_tokens + 16;
+    if llama.ctx_size > model.facts().n_ctx_train {
         bail!(
             "{longest} prompt tokens exceed the model's training context ({})",
             model.facts().n_ctx_train
@@ -50,7 +50,7 @@ pub fn run(env: &Env, args: BenchArgs) -> Result<ExitCode> {
     env.ui.note(format!(
         "model {} loaded in {load_ms:.0} ms; {} threads; measuring...",
         model.facts().description,
-        engine.threads
+        llama.threads
     ));
     let schedules = [
         ("kvrun (page batches)", DEFAULT_PAGE_TOKENS),
@@ -63,7 +63,7 @@ pub fn run(env: &Env, args: BenchArgs) -> Result<ExitCode> {
             for _ in 0..args.repeat.max(1) {
                 samples.push(measure(
                     &model,
-                    &engine,
+                    &llama,
                     page,
                     &corpus[..n as usize],
                     args.decode_tokens as usize,
@@ -91,15 +91,15 @@ pub fn run(env: &Env, args: BenchArgs) -> Result<ExitCode> {
 
 fn measure(
     model: &Model,
-    engine: &EngineSettings,
+    llama: &LlamaSettings,
     page: u32,
     prompt: &[TokenId],
     decode_tokens: usize,
     schedule: &'static str,
 ) -> Result<Row> {
-    let mut engine = engine.clone();
-    engine.batch_size = page;
-    let mut ctx = Context::new(model, &engine, page, 1)?;
+    let mut llama = llama.clone();
+    llama.batch_size = page;
+    let mut ctx = Context::new(model, &llama, page, 1)?;
     let mut seq = Sequence::new();
     seq.append(prompt);
     let started = Instant::now();

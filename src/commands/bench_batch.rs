@@ -11,14 +11,14 @@ use anyhow::{bail, Context as _, Result};
 use super::bench::bench_tokens;
 use super::{load_model, Env};
 use crate::cli::BenchBatchArgs;
-use crate::engine::{BatchEntry, Context, Model, Sampler, TokenId};
+use crate::llama::{BatchEntry, Context, Model, Sampler, TokenId};
 use crate::paths::Paths;
 use crate::service::protocol::{CancelToken, ConversationKey, Reply, Request, Usage};
 use crate::service::{ServiceHandle, ServiceOptions};
-use crate::settings::{EngineSettings, SamplingSettings, DEFAULT_PAGE_TOKENS};
+use crate::settings::{LlamaSettings, SamplingSettings, DEFAULT_PAGE_TOKENS};
 
 pub fn run(env: &Env, args: BenchBatchArgs) -> Result<ExitCode> {
-    let mut engine = EngineSettings::resolve(&args.engine, &env.config);
+    let mut engine = LlamaSettings::resolve(&args.llama, &env.config);
     let choice = crate::models::choose(
         args.model.model.as_deref(),
         &env.config,
@@ -152,14 +152,14 @@ struct Service {
 impl Service {
     fn start(
         choice: &crate::models::ModelChoice,
-        engine: &EngineSettings,
+        engine: &LlamaSettings,
         paths: Paths,
         parallel: usize,
     ) -> Result<Self> {
         let options = ServiceOptions {
             paths,
             model: choice.clone(),
-            engine: engine.clone(),
+            llama: engine.clone(),
             sizing: crate::service::engine::ContextSizing::Fixed,
             tiers: Default::default(),
             parallel,
@@ -339,7 +339,7 @@ fn on_a_thread_of_its_own<T: Send>(f: impl FnOnce() -> Result<T> + Send) -> Resu
 /// sequence, then `decode` steps of one batch holding every sequence's last token.
 fn llama_batched(
     model: &Model,
-    engine: &EngineSettings,
+    engine: &LlamaSettings,
     prompts: &[Vec<TokenId>],
     decode: usize,
 ) -> Result<f64> {

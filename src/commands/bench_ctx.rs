@@ -15,9 +15,9 @@ use super::bench::bench_tokens;
 use super::bench_serve::ChildServer;
 use super::{load_model, Env};
 use crate::cli::BenchCtxArgs;
-use crate::engine::TokenId;
+use crate::llama::TokenId;
 use crate::models::ModelChoice;
-use crate::settings::EngineSettings;
+use crate::settings::LlamaSettings;
 
 /// The tiny model's training context when no ceiling is given.
 const TINY_CONTEXT: u32 = 32768;
@@ -38,17 +38,17 @@ struct Sample {
 }
 
 pub fn run(env: &Env, args: BenchCtxArgs) -> Result<ExitCode> {
-    let engine = EngineSettings::resolve(&args.engine, &env.config);
+    let llama = LlamaSettings::resolve(&args.llama, &env.config);
     let work = tempfile::Builder::new()
         .prefix("kvrun-bench-ctx-")
         .tempdir()?;
     let choice = if args.tiny {
         let path = work.path().join("tiny-llama.gguf");
-        let spec = crate::gguf::TinyLlamaSpec {
+        let spec = crate::synth::TinyLlamaSpec {
             context_length: args.max_ctx_size.unwrap_or(TINY_CONTEXT),
             ..Default::default()
         };
-        crate::gguf::write_tiny_llama(&path, &spec)?;
+        crate::synth::write_tiny_llama(&path, &spec)?;
         ModelChoice::argument(path)
     } else {
         crate::models::choose(
@@ -82,15 +82,15 @@ pub fn run(env: &Env, args: BenchCtxArgs) -> Result<ExitCode> {
         env.ui.note(format!(
             "{name}: kvrun serve {}, {} threads ...",
             sizing.join(" "),
-            engine.threads
+            llama.threads
         ));
         let home = work.path().join(name);
-        columns.push(measure(&home, &choice, &engine, sizing, &prompt, &lengths)?);
+        columns.push(measure(&home, &choice, &llama, sizing, &prompt, &lengths)?);
     }
     println!(
         "{}: ceiling {ceiling} cells, --parallel 4, {} threads",
         choice.path.display(),
-        engine.threads
+        llama.threads
     );
     println!("| tokens held | auto: cells | auto: RSS MiB | fixed: cells | fixed: RSS MiB | auto / fixed RSS | growth pause ms | state out ms | waiting for the new context ms | state in ms | new context made off the engine thread ms |");
     println!("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
@@ -121,7 +121,7 @@ pub fn run(env: &Env, args: BenchCtxArgs) -> Result<ExitCode> {
             .note(format!("{name}: growing beside a decoding stream ..."));
         let home = work.path().join(format!("{name}-beside"));
         beside.push(measure_beside(
-            &home, &choice, &engine, sizing, &prompt, &lengths,
+            &home, &choice, &llama, sizing, &prompt, &lengths,
         )?);
     }
     println!(
@@ -147,12 +147,12 @@ pub fn run(env: &Env, args: BenchCtxArgs) -> Result<ExitCode> {
 fn spawn(
     home: &Path,
     choice: &ModelChoice,
-    engine: &EngineSettings,
+    llama: &LlamaSettings,
     sizing: &[&str],
 ) -> Result<ChildServer> {
     let mut args = sizing.to_vec();
     args.extend(["--parallel", "4"]);
-    ChildServer::spawn(home, choice, engine, &args)
+    ChildServer::spawn(home, choice, llama, &args)
 }
 
 /// One growth while another stream decodes.
@@ -170,12 +170,12 @@ struct Beside {
 fn measure_beside(
     home: &Path,
     choice: &ModelChoice,
-    engine: &EngineSettings,
+    llama: &LlamaSettings,
     sizing: &[&str],
     prompt: &[TokenId],
     lengths: &[usize],
 ) -> Result<Vec<Beside>> {
-    let server = spawn(home, choice, engine, sizing)?;
+    let server = spawn(home, choice, llama, sizing)?;
     // The end of the text: it shares no prefix with the growing conversation.
     let side = &prompt[prompt.len().saturating_sub(SIDE_PROMPT)..];
     server.complete(&side[side.len() - 2..], 1)?;
@@ -237,12 +237,12 @@ fn measure_beside(
 fn measure(
     home: &Path,
     choice: &ModelChoice,
-    engine: &EngineSettings,
+    llama: &LlamaSettings,
     sizing: &[&str],
     prompt: &[TokenId],
     lengths: &[usize],
 ) -> Result<Vec<Sample>> {
-    let server = spawn(home, choice, engine, sizing)?;
+    let server = spawn(home, choice, llama, sizing)?;
     let sample = |server: &ChildServer| -> Result<Sample> {
         let stats = server.get_json("/v1/kvrun/stats")?;
         let proc_dir = Path::new("/proc").join(server.pid().to_string());

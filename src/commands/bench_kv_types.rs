@@ -20,11 +20,11 @@ use super::bench_restore::{child_json, drop_page_cache, prefill_session};
 use super::run::SESSION_SEQS;
 use super::{load_model, Env};
 use crate::cli::BenchKvTypesArgs;
-use crate::engine::{Context, Model, Sampler, TokenId, TokenLogprob};
+use crate::llama::{Context, Model, Sampler, TokenId, TokenLogprob};
 use crate::paths::Paths;
 use crate::sequence::{GenerateOptions, NoObserver, Sequence, MAIN_SEQ};
 use crate::session::catalog::SessionCatalog;
-use crate::settings::{EngineSettings, KvType, SamplingSettings, DEFAULT_PAGE_TOKENS};
+use crate::settings::{KvType, LlamaSettings, SamplingSettings, DEFAULT_PAGE_TOKENS};
 
 /// The llama.cpp sequence the continuations run in: a copy of the session's, so that the
 /// free run and the teacher-forced run both start from the prefilled cells (a sliding-window
@@ -61,7 +61,7 @@ struct Row {
 }
 
 pub fn run(env: &Env, args: BenchKvTypesArgs) -> Result<ExitCode> {
-    let mut engine = EngineSettings::resolve(&args.engine, &env.config);
+    let mut llama = LlamaSettings::resolve(&args.llama, &env.config);
     let decode = args.decode_tokens as usize;
     let longest = args.tokens.iter().copied().max().unwrap_or(0) as usize;
     if longest == 0 || decode == 0 {
@@ -73,11 +73,11 @@ pub fn run(env: &Env, args: BenchKvTypesArgs) -> Result<ExitCode> {
         .context("creating the benchmark folder")?;
     let choice = if args.tiny {
         let path = work.path().join("tiny-llama.gguf");
-        let spec = crate::gguf::TinyLlamaSpec {
+        let spec = crate::synth::TinyLlamaSpec {
             context_length: (longest + decode) as u32 + 2 * DEFAULT_PAGE_TOKENS,
             ..Default::default()
         };
-        crate::gguf::write_tiny_llama(&path, &spec)?;
+        crate::synth::write_tiny_llama(&path, &spec)?;
         crate::models::ModelChoice::argument(path)
     } else {
         crate::models::choose(
@@ -87,7 +87,7 @@ pub fn run(env: &Env, args: BenchKvTypesArgs) -> Result<ExitCode> {
             crate::models::Purpose::Serve,
         )
     };
-    let (model, _) = load_model(&choice, engine.gpu_layers)?;
+    let (model, _) = load_model(&choice, llama.gpu_layers)?;
     let train = model.facts().n_ctx_train as usize;
     // Room for the continuation, plus slack for the child's restore.
     if longest + decode + 64 > train {
@@ -96,15 +96,15 @@ pub fn run(env: &Env, args: BenchKvTypesArgs) -> Result<ExitCode> {
              pass smaller --tokens"
         );
     }
-    engine.ctx_size = (longest + decode + DEFAULT_PAGE_TOKENS as usize).min(train) as u32;
+    llama.ctx_size = (longest + decode + DEFAULT_PAGE_TOKENS as usize).min(train) as u32;
     let mut types = vec![KvType::F16];
     types.extend(args.types.iter().copied().filter(|&t| t != KvType::F16));
     types.dedup();
     env.ui.note(format!(
         "benchmarking {} with {} threads, --flash-attn {}, in {} ...",
         model.facts().description,
-        engine.threads,
-        engine.flash_attn.as_str(),
+        llama.threads,
+        llama.flash_attn.as_str(),
         work.path().display()
     ));
     let corpus = bench_tokens(&model, longest);
@@ -114,15 +114,15 @@ pub fn run(env: &Env, args: BenchKvTypesArgs) -> Result<ExitCode> {
         let prompt = &corpus[..n as usize];
         let mut reference = None;
         for &kv_type in &types {
-            let mut engine = engine.clone();
-            engine.kv_type = kv_type;
+            let mut llama = llama.clone();
+            llama.kv_type = kv_type;
             let home = work.path().join(format!("{}-{n}", kv_type.as_str()));
             env.ui
                 .note(format!("{n} tokens, {}: prefilling ...", kv_type.as_str()));
             let row = measure(
                 &model,
                 &choice.path,
-                &engine,
+                &llama,
                 &home,
                 prompt,
                 decode,
@@ -137,7 +137,7 @@ pub fn run(env: &Env, args: BenchKvTypesArgs) -> Result<ExitCode> {
 fn measure(
     model: &Model,
     model_path: &Path,
-    engine: &EngineSettings,
+    llama: &LlamaSettings,
     home: &Path,
     prompt: &[TokenId],
     decode: usize,
@@ -145,9 +145,9 @@ fn measure(
 ) -> Result<Row> {
     let paths = Paths::under(home);
     let catalog = SessionCatalog::open(&paths)?;
-    let mut ctx = Context::new(model, engine, DEFAULT_PAGE_TOKENS, SESSION_SEQS)?;
+    let mut ctx = Context::new(model, llama, DEFAULT_PAGE_TOKENS, SESSION_SEQS)?;
     let (prefill_s, _) = prefill_session(
-        model, model_path, &mut ctx, &catalog, "bench", engine, prompt,
+        model, model_path, &mut ctx, &catalog, "bench", llama, prompt,
     )?;
     let state_bytes = ctx.state_size(MAIN_SEQ);
     let snapshot_bytes =
@@ -176,14 +176,14 @@ fn measure(
             "--check",
             "--json",
             "--kv-type",
-            engine.kv_type.as_str(),
+            llama.kv_type.as_str(),
             "--flash-attn",
-            engine.flash_attn.as_str(),
+            llama.flash_attn.as_str(),
         ],
-        engine,
+        llama,
     )?;
     Ok(Row {
-        kv_type: engine.kv_type,
+        kv_type: llama.kv_type,
         tokens: prompt.len(),
         snapshot_bytes,
         state_bytes,

@@ -20,14 +20,14 @@ use super::bench_synthetic::synthetic_session;
 use super::run::SESSION_SEQS;
 use super::{load_model, Env};
 use crate::cli::{BenchRestoreArgs, BenchShape};
-use crate::engine::{Context, Model, TokenId};
-use crate::gguf::TinyLlamaSpec;
+use crate::llama::{Context, Model, TokenId};
 use crate::paths::Paths;
 use crate::sequence::{NoObserver, Sequence};
 use crate::session::catalog::SessionCatalog;
 use crate::session::live::{SavePhases, SaveReport, SessionObserver};
 use crate::session::SessionBinding;
-use crate::settings::{EngineSettings, SamplingSettings, DEFAULT_PAGE_TOKENS};
+use crate::settings::{LlamaSettings, SamplingSettings, DEFAULT_PAGE_TOKENS};
+use crate::synth::TinyLlamaSpec;
 
 struct Row {
     tokens: usize,
@@ -54,7 +54,7 @@ struct Row {
 }
 
 pub fn run(env: &Env, args: BenchRestoreArgs) -> Result<ExitCode> {
-    let mut engine = EngineSettings::resolve(&args.engine, &env.config);
+    let mut llama = LlamaSettings::resolve(&args.llama, &env.config);
     let work = tempfile::Builder::new()
         .prefix("kvrun-bench-")
         .tempdir_in(std::env::temp_dir())
@@ -72,17 +72,17 @@ pub fn run(env: &Env, args: BenchRestoreArgs) -> Result<ExitCode> {
             crate::models::Purpose::Serve,
         ),
     };
-    let (model, _) = load_model(&choice, engine.gpu_layers)?;
+    let (model, _) = load_model(&choice, llama.gpu_layers)?;
     let longest = args.tokens.iter().copied().max().unwrap_or(0) as usize;
     let train = model.facts().n_ctx_train as usize;
     if longest + 64 > train {
         bail!("{longest} tokens do not fit the model's context ({train}); pass smaller --tokens");
     }
-    engine.ctx_size = (longest + 256).min(train) as u32;
+    llama.ctx_size = (longest + 256).min(train) as u32;
     env.ui.note(format!(
         "benchmarking {} with {} threads in {} ...",
         model.facts().description,
-        engine.threads,
+        llama.threads,
         work.path().display()
     ));
     let corpus = bench_tokens(&model, longest);
@@ -93,7 +93,7 @@ pub fn run(env: &Env, args: BenchRestoreArgs) -> Result<ExitCode> {
             env,
             &model,
             &choice.path,
-            &engine,
+            &llama,
             &home,
             &corpus[..n as usize],
             args.synthetic,
@@ -135,20 +135,20 @@ pub fn run(env: &Env, args: BenchRestoreArgs) -> Result<ExitCode> {
     println!();
     // Prefix sharing on this model and on a tiny full-attention model.
     let tiny = work.path().join("tiny-llama.gguf");
-    let spec = crate::gguf::TinyLlamaSpec {
+    let spec = crate::synth::TinyLlamaSpec {
         context_length: 2 * args.share_prefix.max(2048),
         ..Default::default()
     };
-    crate::gguf::write_tiny_llama(&tiny, &spec)?;
+    crate::synth::write_tiny_llama(&tiny, &spec)?;
     println!(
         "| model | sessions | shared prefix | one session on disk | all sessions on disk | ratio |"
     );
     println!("|---|---:|---:|---:|---:|---:|");
     for path in [choice.path.clone(), tiny] {
         let choice = crate::models::ModelChoice::argument(path.clone());
-        let (m, _) = load_model(&choice, engine.gpu_layers)?;
+        let (m, _) = load_model(&choice, llama.gpu_layers)?;
         let home = work.path().join(format!("share-{}", m.facts().description));
-        let (one, all) = measure_sharing(&m, &path, &engine, &home, &args)?;
+        let (one, all) = measure_sharing(&m, &path, &llama, &home, &args)?;
         println!(
             "| {} | {} | {} | {} | {} | {:.2}x |",
             m.facts().description,
@@ -189,7 +189,7 @@ fn shaped_model(env: &Env, shape: BenchShape, dir: &Path) -> Result<PathBuf> {
         path.display()
     ));
     let started = Instant::now();
-    let writer = crate::gguf::tiny_llama_writer(&spec)?;
+    let writer = crate::synth::tiny_llama_writer(&spec)?;
     crate::store::write_atomic_with(&path, |w| writer.write_to(w))?;
     crate::gguf::read_header(&path)?.check_loadable()?;
     env.ui.note(format!(
@@ -338,11 +338,11 @@ pub(super) fn prefill_session(
     ctx: &mut Context<'_>,
     catalog: &SessionCatalog,
     name: &str,
-    engine: &EngineSettings,
+    llama: &LlamaSettings,
     tokens: &[TokenId],
 ) -> Result<(f64, SaveReport)> {
     let lock = catalog.lock(name)?;
-    let sessions = SessionBinding::new(catalog, model_path, model, ctx, engine.clone())?;
+    let sessions = SessionBinding::new(catalog, model_path, model, ctx, llama.clone())?;
     let mut live = sessions.open(name, lock, None, SamplingSettings::greedy());
     let mut seq = Sequence::new();
     seq.append(tokens);
@@ -365,21 +365,21 @@ fn measure_length(
     env: &Env,
     model: &Model,
     model_path: &Path,
-    engine: &EngineSettings,
+    llama: &LlamaSettings,
     home: &Path,
     tokens: &[TokenId],
     synthetic: bool,
 ) -> Result<Row> {
     let paths = Paths::under(home);
     let catalog = SessionCatalog::open(&paths)?;
-    let mut ctx = Context::new(model, engine, DEFAULT_PAGE_TOKENS, SESSION_SEQS)?;
+    let mut ctx = Context::new(model, llama, DEFAULT_PAGE_TOKENS, SESSION_SEQS)?;
     let (prefill_s, saved) = if synthetic {
         env.ui.note(format!(
             "{} tokens: building a synthetic session (noise KV, no prefill) ...",
             tokens.len()
         ));
         let built = synthetic_session(
-            model, model_path, &mut ctx, &catalog, "bench", engine, tokens,
+            model, model_path, &mut ctx, &catalog, "bench", llama, tokens,
         )?;
         env.ui.note(format!(
             "{} tokens: built and loaded in {:.1} s, saved in {:.0} ms",
@@ -392,7 +392,7 @@ fn measure_length(
         env.ui
             .note(format!("{} tokens: prefilling ...", tokens.len()));
         prefill_session(
-            model, model_path, &mut ctx, &catalog, "bench", engine, tokens,
+            model, model_path, &mut ctx, &catalog, "bench", llama, tokens,
         )?
     };
     let save_ms = saved.save_ms;
@@ -408,7 +408,7 @@ fn measure_length(
     let llama_save_fsync_ms = started.elapsed().as_secs_f64() * 1e3;
     let llama_bytes = std::fs::metadata(&llama_file)?.len();
     drop(ctx);
-    let mut fresh = Context::new(model, engine, DEFAULT_PAGE_TOKENS, SESSION_SEQS)?;
+    let mut fresh = Context::new(model, llama, DEFAULT_PAGE_TOKENS, SESSION_SEQS)?;
     // From a cold page cache, like kvrun's restore below.
     drop_page_cache();
     let started = Instant::now();
@@ -420,7 +420,7 @@ fn measure_length(
     // touch, and a new process takes such memory for its page cache.
     fresh.clear_all();
     let (in_process_restore_ms, in_process_read_ms) =
-        restore_in_process(model, model_path, engine, &catalog, &mut fresh)?;
+        restore_in_process(model, model_path, llama, &catalog, &mut fresh)?;
     drop(fresh);
 
     // kvrun's snapshot: its bytes, and how fast the disk reads them back.
@@ -449,7 +449,7 @@ fn measure_length(
     let check = child_json(
         home,
         &["session", "restore", "bench", "--check", "--json"],
-        engine,
+        llama,
     )?;
     let turn = child_json(
         home,
@@ -466,7 +466,7 @@ fn measure_length(
             "0",
             "--json",
         ],
-        engine,
+        llama,
     )?;
     Ok(Row {
         tokens: tokens.len(),
@@ -499,13 +499,13 @@ fn measure_length(
 fn restore_in_process(
     model: &Model,
     model_path: &Path,
-    engine: &EngineSettings,
+    llama: &LlamaSettings,
     catalog: &SessionCatalog,
     ctx: &mut Context<'_>,
 ) -> Result<(f64, f64)> {
     let manifest = catalog.read_manifest("bench")?;
     let lock = catalog.lock("bench")?;
-    let sessions = SessionBinding::new(catalog, model_path, model, ctx, engine.clone())?;
+    let sessions = SessionBinding::new(catalog, model_path, model, ctx, llama.clone())?;
     let mut live = sessions.open("bench", lock, Some(manifest), SamplingSettings::greedy());
     drop_page_cache();
     let (_, report) = live.restore(ctx)?;
@@ -542,13 +542,13 @@ fn read_speed(files: &[PathBuf]) -> Result<f64> {
 pub(super) fn child_json(
     home: &Path,
     args: &[&str],
-    engine: &EngineSettings,
+    llama: &LlamaSettings,
 ) -> Result<serde_json::Value> {
     let exe = std::env::current_exe().context("locating the kvrun binary")?;
     let out = Command::new(&exe)
         .env("KVRUN_HOME", home)
         .args(args)
-        .args(["-t", &engine.threads.to_string()])
+        .args(["-t", &llama.threads.to_string()])
         .output()
         // A rebuild during the run replaces the binary: the message names it.
         .with_context(|| format!("running {} for a child restore", exe.display()))?;
@@ -566,15 +566,15 @@ pub(super) fn child_json(
 fn measure_sharing(
     model: &Model,
     model_path: &Path,
-    engine: &EngineSettings,
+    llama: &LlamaSettings,
     home: &Path,
     args: &BenchRestoreArgs,
 ) -> Result<(u64, u64)> {
     let paths = Paths::under(home);
     let catalog = SessionCatalog::open(&paths)?;
     let prefix = bench_tokens(model, args.share_prefix as usize);
-    let mut engine = engine.clone();
-    engine.ctx_size = (args.share_prefix + 512).min(model.facts().n_ctx_train);
+    let mut llama = llama.clone();
+    llama.ctx_size = (args.share_prefix + 512).min(model.facts().n_ctx_train);
     let mut one = 0;
     for i in 0..args.share_sessions.max(1) {
         let mut tokens = prefix.clone();
@@ -584,14 +584,14 @@ fn measure_sharing(
             false,
         );
         tokens.extend_from_slice(&suffix);
-        let mut ctx = Context::new(model, &engine, DEFAULT_PAGE_TOKENS, SESSION_SEQS)?;
+        let mut ctx = Context::new(model, &llama, DEFAULT_PAGE_TOKENS, SESSION_SEQS)?;
         prefill_session(
             model,
             model_path,
             &mut ctx,
             &catalog,
             &format!("s{i}"),
-            &engine,
+            &llama,
             &tokens,
         )?;
         if i == 0 {

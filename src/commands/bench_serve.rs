@@ -19,7 +19,7 @@ use crate::models::ModelChoice;
 use crate::paths::Paths;
 use crate::service::protocol::{CancelToken, ConversationKey, Reply, Request};
 use crate::service::{start, ServiceOptions};
-use crate::settings::{EngineSettings, SamplingSettings};
+use crate::settings::{LlamaSettings, SamplingSettings};
 
 const READY_DEADLINE: Duration = Duration::from_secs(600);
 
@@ -51,7 +51,7 @@ pub fn run(env: &Env, args: BenchServeArgs) -> Result<ExitCode> {
         crate::models::Purpose::Serve,
     );
     crate::models::validate(&choice)?;
-    let engine = EngineSettings::resolve(&args.engine, &env.config);
+    let llama = LlamaSettings::resolve(&args.llama, &env.config);
     let work = tempfile::Builder::new()
         .prefix("kvrun-bench-serve-")
         .tempdir()?;
@@ -75,11 +75,11 @@ pub fn run(env: &Env, args: BenchServeArgs) -> Result<ExitCode> {
         "HTTP: an agent prompt of about {target} tokens through kvrun serve (-c {ctx}, --parallel 1) ..."
     ));
     let home = work.path().join("http");
-    let server = ChildServer::start(&home, &choice, &engine, ctx, 1)?;
+    let server = ChildServer::start(&home, &choice, &llama, ctx, 1)?;
     let first = server.stream(&turn(0), &tools, args.decode_tokens)?;
     let second = server.stream(&turn(1), &tools, args.decode_tokens)?;
     server.stop()?;
-    let server = ChildServer::start(&home, &choice, &engine, ctx, 1)?;
+    let server = ChildServer::start(&home, &choice, &llama, ctx, 1)?;
     let restarted = server.stream(&turn(2), &tools, args.decode_tokens)?;
     server.stop()?;
 
@@ -88,7 +88,7 @@ pub fn run(env: &Env, args: BenchServeArgs) -> Result<ExitCode> {
     let in_process = in_process_call(
         &work.path().join("engine"),
         &choice,
-        &engine,
+        &llama,
         ctx,
         first.prompt_tokens,
         args.decode_tokens,
@@ -99,7 +99,7 @@ pub fn run(env: &Env, args: BenchServeArgs) -> Result<ExitCode> {
     env.ui.note(format!(
         "decode: 1..{most} concurrent streams (--parallel {most}) ..."
     ));
-    let server = ChildServer::start(&work.path().join("decode"), &choice, &engine, 8192, most)?;
+    let server = ChildServer::start(&work.path().join("decode"), &choice, &llama, 8192, most)?;
     for &n in &args.streams {
         decode_rows.push((n, server.concurrent(n.max(1) as usize, args.decode_tokens)?));
     }
@@ -107,7 +107,7 @@ pub fn run(env: &Env, args: BenchServeArgs) -> Result<ExitCode> {
 
     println!(
         "time to first token over HTTP, an agent prompt of {} tokens ({} threads)",
-        first.prompt_tokens, engine.threads
+        first.prompt_tokens, llama.threads
     );
     println!(
         "{:<40} {:>8} {:>9} {:>12}",
@@ -145,7 +145,7 @@ pub fn run(env: &Env, args: BenchServeArgs) -> Result<ExitCode> {
 
 /// Prose of an agent's system blocks (rules, conventions) of about `tokens` tokens on the
 /// model's tokenizer; the first call reports the rendered prompt's real count.
-fn agent_system_text(model: &crate::engine::Model, tokens: usize) -> String {
+fn agent_system_text(model: &crate::llama::Model, tokens: usize) -> String {
     const RULES: [&str; 6] = [
         "Prefer editing existing files to creating new ones, and keep changes minimal.",
         "Before running a command that changes the system, explain what it does and why.",
@@ -226,19 +226,19 @@ impl ChildServer {
     fn start(
         home: &Path,
         choice: &ModelChoice,
-        engine: &EngineSettings,
+        llama: &LlamaSettings,
         ctx: u32,
         parallel: u32,
     ) -> Result<Self> {
         let (ctx, parallel) = (ctx.to_string(), parallel.to_string());
-        Self::spawn(home, choice, engine, &["-c", &ctx, "--parallel", &parallel])
+        Self::spawn(home, choice, llama, &["-c", &ctx, "--parallel", &parallel])
     }
 
     /// `kvrun serve` with `args` added (the context's size and the parallel sequences).
     pub(super) fn spawn(
         home: &Path,
         choice: &ModelChoice,
-        engine: &EngineSettings,
+        llama: &LlamaSettings,
         args: &[&str],
     ) -> Result<Self> {
         let exe = std::env::current_exe().context("finding the kvrun binary")?;
@@ -247,7 +247,7 @@ impl ChildServer {
             .env_remove("KVRUN_API_KEY")
             .args(["serve", "--port", "0", "--temp", "0"])
             .arg(&choice.path)
-            .args(["-t", &engine.threads.to_string(), "--request-timeout", "0"])
+            .args(["-t", &llama.threads.to_string(), "--request-timeout", "0"])
             .args(args)
             .stdin(Stdio::null())
             .stdout(Stdio::null())
@@ -295,11 +295,7 @@ impl ChildServer {
     }
 
     /// A greedy completion of `prompt` (token ids), `max_tokens` long.
-    pub(super) fn complete(
-        &self,
-        prompt: &[crate::engine::TokenId],
-        max_tokens: u32,
-    ) -> Result<()> {
+    pub(super) fn complete(&self, prompt: &[crate::llama::TokenId], max_tokens: u32) -> Result<()> {
         let body = json!({"prompt": prompt, "max_tokens": max_tokens, "temperature": 0});
         post_ok(&self.agent, &self.url, "/v1/completions", &body)?;
         Ok(())
@@ -309,7 +305,7 @@ impl ChildServer {
     /// piece of text arrived. `started` hears of the first one.
     pub(super) fn stream_times(
         &self,
-        prompt: &[crate::engine::TokenId],
+        prompt: &[crate::llama::TokenId],
         max_tokens: u32,
         started: std::sync::mpsc::Sender<()>,
     ) -> Result<Vec<Instant>> {
@@ -459,17 +455,17 @@ fn stream_chat(
 fn in_process_call(
     home: &Path,
     choice: &ModelChoice,
-    engine: &EngineSettings,
+    llama: &LlamaSettings,
     ctx: u32,
     tokens: u64,
     max_tokens: u32,
 ) -> Result<Call> {
-    let mut engine = engine.clone();
-    engine.ctx_size = ctx;
+    let mut llama = llama.clone();
+    llama.ctx_size = ctx;
     let (handle, thread) = start(ServiceOptions {
         paths: Paths::under(home),
         model: choice.clone(),
-        engine,
+        llama,
         sizing: crate::service::engine::ContextSizing::Fixed,
         tiers: Default::default(),
         parallel: 1,

@@ -17,24 +17,24 @@ use super::{load_model, Env};
 use crate::chat::protocol::{EngineEvent, UserCommand};
 use crate::chat::{self, ChatOptions};
 use crate::cli::BenchSwitchArgs;
-use crate::engine::Context;
 use crate::format::human_bytes;
+use crate::llama::Context;
 use crate::models::ModelChoice;
 use crate::paths::Paths;
 use crate::session::catalog::SessionCatalog;
 use crate::settings::{
-    ContextOverflow, EngineSettings, KvType, SamplingSettings, TierSettings, DEFAULT_PAGE_TOKENS,
+    ContextOverflow, KvType, LlamaSettings, SamplingSettings, TierSettings, DEFAULT_PAGE_TOKENS,
 };
 
 pub fn run(env: &Env, args: BenchSwitchArgs) -> Result<ExitCode> {
-    let mut engine = EngineSettings::resolve(&args.engine, &env.config);
+    let mut llama = LlamaSettings::resolve(&args.llama, &env.config);
     let choice = crate::models::choose(
         args.model.model.as_deref(),
         &env.config,
         &env.paths,
         crate::models::Purpose::Serve,
     );
-    let (model, _) = load_model(&choice, engine.gpu_layers)?;
+    let (model, _) = load_model(&choice, llama.gpu_layers)?;
     let n = args.sessions.max(2) as usize;
     let t = args.tokens as usize;
     if t + 512 > model.facts().n_ctx_train as usize {
@@ -43,8 +43,8 @@ pub fn run(env: &Env, args: BenchSwitchArgs) -> Result<ExitCode> {
     let work = tempfile::Builder::new().prefix("kvrun-bench-").tempdir()?;
     let mut kv_rows = Vec::new();
     for kv_type in [KvType::F16, KvType::Q8_0] {
-        engine.kv_type = kv_type;
-        engine.ctx_size = (t + 512) as u32;
+        llama.kv_type = kv_type;
+        llama.ctx_size = (t + 512) as u32;
         let home = work.path().join(kv_type.as_str());
         let paths = Paths::under(&home);
         let catalog = SessionCatalog::open(&paths)?;
@@ -57,14 +57,14 @@ pub fn run(env: &Env, args: BenchSwitchArgs) -> Result<ExitCode> {
             // A distinct first page per session, so no two share pages.
             let mut tokens = model.tokenize_prompt(&format!("Sub-agent {i} notes.\n"));
             tokens.extend(bench_tokens(&model, t - tokens.len()));
-            let mut ctx = Context::new(&model, &engine, DEFAULT_PAGE_TOKENS, SESSION_SEQS)?;
+            let mut ctx = Context::new(&model, &llama, DEFAULT_PAGE_TOKENS, SESSION_SEQS)?;
             let (s, _) = prefill_session(
                 &model,
                 &choice.path,
                 &mut ctx,
                 &catalog,
                 &format!("agent{i}"),
-                &engine,
+                &llama,
                 &tokens,
             )?;
             prefill_s.push(s);
@@ -73,7 +73,7 @@ pub fn run(env: &Env, args: BenchSwitchArgs) -> Result<ExitCode> {
         let check = child_json(
             &home,
             &["session", "restore", "agent0", "--check", "--json"],
-            &engine,
+            &llama,
         )?;
         kv_rows.push((
             kv_type,
@@ -91,7 +91,7 @@ pub fn run(env: &Env, args: BenchSwitchArgs) -> Result<ExitCode> {
             };
             env.ui.note("switching ...");
             // The hot tier is the context's cell pool: size it for a third of the sessions.
-            let mut hot_engine = engine.clone();
+            let mut hot_engine = llama.clone();
             hot_engine.ctx_size =
                 (third * (t + 256) + 512).min(model.facts().n_ctx_train as usize) as u32;
             let stats = switch_rounds(&paths, &choice, &hot_engine, tiers, n, args.rounds)?;
@@ -110,7 +110,7 @@ pub fn run(env: &Env, args: BenchSwitchArgs) -> Result<ExitCode> {
                 human_bytes(stats.cold_bytes),
             );
             println!();
-            let (cold_ms, prefetched_ms) = prefetch_effect(&paths, &choice, &engine)?;
+            let (cold_ms, prefetched_ms) = prefetch_effect(&paths, &choice, &llama)?;
             println!("| cold restore of one session | without prefetch ms | prefetched while the model loads ms |");
             println!("|---|---:|---:|");
             println!("| {t} tokens | {cold_ms:.0} | {prefetched_ms:.0} |");
@@ -135,14 +135,14 @@ struct SwitchStats {
 fn options(
     paths: &Paths,
     choice: &ModelChoice,
-    engine: &EngineSettings,
+    llama: &LlamaSettings,
     tiers: TierSettings,
     session: Option<String>,
 ) -> ChatOptions {
     ChatOptions {
         paths: paths.clone(),
         model: ModelChoice::argument(choice.path.clone()),
-        engine: engine.clone(),
+        llama: llama.clone(),
         sampling: SamplingSettings::greedy(),
         session,
         system: None,
@@ -179,14 +179,14 @@ fn until<T>(
 fn switch_rounds(
     paths: &Paths,
     choice: &ModelChoice,
-    engine: &EngineSettings,
+    llama: &LlamaSettings,
     tiers: TierSettings,
     n: usize,
     rounds: u32,
 ) -> Result<SwitchStats> {
     let (tx, events) = std::sync::mpsc::channel();
     let (commands, handle) = chat::spawn(
-        options(paths, choice, engine, tiers, None),
+        options(paths, choice, llama, tiers, None),
         tx,
         crate::interrupt::Interrupt::new(),
     )?;
@@ -226,14 +226,14 @@ fn switch_rounds(
 fn prefetch_effect(
     paths: &Paths,
     choice: &ModelChoice,
-    engine: &EngineSettings,
+    llama: &LlamaSettings,
 ) -> Result<(f64, f64)> {
     let measure = |start_in: Option<String>| -> Result<f64> {
         drop_page_cache();
         let (tx, events) = std::sync::mpsc::channel();
         let tiers = TierSettings::default();
         let (commands, handle) = chat::spawn(
-            options(paths, choice, engine, tiers, start_in.clone()),
+            options(paths, choice, llama, tiers, start_in.clone()),
             tx,
             crate::interrupt::Interrupt::new(),
         )?;

@@ -15,16 +15,16 @@ use std::time::Instant;
 
 use anyhow::{bail, Context as _, Result};
 
-use crate::engine::{Context, Model, TokenId};
 use crate::kv::blob::{BlobFrame, FrameSection};
 use crate::kv::layout::{BASE, SWA};
 use crate::kv::KvLayout;
+use crate::llama::{Context, Model, TokenId};
 use crate::sequence::{NoObserver, Sequence, SyncObserver};
 use crate::session::capture::{self, RestorePhases, Slot};
 use crate::session::catalog::SessionCatalog;
 use crate::session::live::{ConversationState, SaveReport, SessionObserver};
 use crate::session::SessionBinding;
-use crate::settings::{EngineSettings, SamplingSettings, DEFAULT_PAGE_TOKENS};
+use crate::settings::{LlamaSettings, SamplingSettings, DEFAULT_PAGE_TOKENS};
 
 /// A raw-text session with no chat messages, as the benchmarks save them.
 pub(super) const RAW_SESSION: ConversationState<'static> = ConversationState {
@@ -49,7 +49,7 @@ pub(super) fn synthetic_session(
     ctx: &mut Context<'_>,
     catalog: &SessionCatalog,
     name: &str,
-    engine: &EngineSettings,
+    llama: &LlamaSettings,
     tokens: &[TokenId],
 ) -> Result<SyntheticSession> {
     let started = Instant::now();
@@ -57,7 +57,7 @@ pub(super) fn synthetic_session(
         bail!("a synthetic session needs tokens");
     };
     let lock = catalog.lock(name)?;
-    let sessions = SessionBinding::new(catalog, model_path, model, ctx, engine.clone())?;
+    let sessions = SessionBinding::new(catalog, model_path, model, ctx, llama.clone())?;
     let mut live = sessions.open(name, lock, None, SamplingSettings::greedy());
     let slot = live.slot();
     let n_swa = model.facts().n_swa;

@@ -24,7 +24,7 @@ use crate::interrupt::{signal_exit_code, signal_name, Interrupt};
 use crate::models::ModelChoice;
 use crate::service::engine::ContextSizing;
 use crate::session::catalog::SessionCatalog;
-use crate::settings::{ContextOverflow, CtxSize, EngineSettings, SamplingSettings, TierSettings};
+use crate::settings::{ContextOverflow, CtxSize, LlamaSettings, SamplingSettings, TierSettings};
 
 /// After a signal, how long the engine may take to stop and save before the process ends
 /// anyway (saves are atomic: an unfinished one leaves the previous snapshot).
@@ -242,13 +242,13 @@ fn options(env: &Env, args: &ChatArgs) -> Result<ChatOptions> {
                 &catalog,
                 name,
                 args.model.model.as_deref(),
-                &args.engine,
+                &args.llama,
                 Some(&args.sampling),
             )?;
-            (prepared.engine, prepared.sampling, prepared.choice)
+            (prepared.llama, prepared.sampling, prepared.choice)
         }
         None => (
-            EngineSettings::resolve(&args.engine, &env.config),
+            LlamaSettings::resolve(&args.llama, &env.config),
             SamplingSettings::resolve(&args.sampling, &env.config),
             crate::models::choose(
                 args.model.model.as_deref(),
@@ -261,7 +261,7 @@ fn options(env: &Env, args: &ChatArgs) -> Result<ChatOptions> {
     Ok(ChatOptions {
         paths: env.paths.clone(),
         model,
-        engine,
+        llama: engine,
         sampling,
         session: args.session.clone(),
         system: args.system.clone(),
@@ -270,7 +270,7 @@ fn options(env: &Env, args: &ChatArgs) -> Result<ChatOptions> {
         tiers,
         chat_template: super::chat_template_override(&args.model, env).map(str::to_string),
         // `-c auto`: up to the model's training context, as `kvrun serve` does.
-        sizing: if args.engine.ctx_size == Some(CtxSize::Auto) {
+        sizing: if args.llama.ctx_size == Some(CtxSize::Auto) {
             ContextSizing::Elastic { ceiling: None }
         } else {
             ContextSizing::Fixed

@@ -33,8 +33,8 @@ use anyhow::{Context as _, Result};
 
 use crate::cli::{Cli, Command};
 use crate::config::FileConfig;
-use crate::engine::Model;
 use crate::exit::usage;
+use crate::llama::Model;
 use crate::models::ModelChoice;
 use crate::paths::Paths;
 use crate::ui::Ui;

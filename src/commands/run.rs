@@ -16,11 +16,11 @@ use super::run_tools::{self, ReplyFields, ToolRequest};
 use super::{apply_chat_template, load_model, Env};
 use crate::cli::RunArgs;
 use crate::conversation::{CacheMiss, Conversation};
-use crate::engine::{Context, Model, Sampler, TokenId, TokenLogprob};
 use crate::exit::usage;
+use crate::llama::{Context, Model, Sampler, TokenId, TokenLogprob};
 use crate::sequence::{GenerateOptions, Generated, StopReason, SyncObserver};
 use crate::session::live::{RestoreDecision, RestorePhases};
-use crate::settings::{EngineSettings, SamplingSettings, DEFAULT_PAGE_TOKENS};
+use crate::settings::{LlamaSettings, SamplingSettings, DEFAULT_PAGE_TOKENS};
 use crate::tools::parse_reply;
 use crate::ui::PrefillBar;
 
@@ -80,7 +80,7 @@ pub fn run(env: &Env, args: RunArgs) -> Result<ExitCode> {
 
 fn run_plain(env: &Env, args: &RunArgs) -> Result<ExitCode> {
     let prompt = read_prompt(args)?;
-    let engine = EngineSettings::resolve(&args.engine, &env.config);
+    let llama = LlamaSettings::resolve(&args.llama, &env.config);
     let sampling = SamplingSettings::resolve(&args.sampling, &env.config);
     let choice = crate::models::choose(
         args.model.model.as_deref(),
@@ -88,9 +88,9 @@ fn run_plain(env: &Env, args: &RunArgs) -> Result<ExitCode> {
         &env.paths,
         crate::models::Purpose::Chat,
     );
-    let (mut model, load_ms) = load_model(&choice, engine.gpu_layers)?;
+    let (mut model, load_ms) = load_model(&choice, llama.gpu_layers)?;
     apply_chat_template(&mut model, &args.model, env)?;
-    let mut ctx = Context::new(&model, &engine, DEFAULT_PAGE_TOKENS, 1)?;
+    let mut ctx = Context::new(&model, &llama, DEFAULT_PAGE_TOKENS, 1)?;
 
     let mut conversation = Conversation::new(&model, args.raw, args.system.as_deref());
     check_text_may_fit(&prompt, 0, ctx.info().n_ctx as usize, &model)?;

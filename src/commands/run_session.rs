@@ -22,9 +22,9 @@ use super::run_tools::{self, ToolRequest};
 use super::{session_setup, Env};
 use crate::cli::RunArgs;
 use crate::conversation::Conversation;
-use crate::engine::{Model, TokenLogprob};
 use crate::exit::usage;
 use crate::interrupt::{signal_exit_code, Interrupt};
+use crate::llama::{Model, TokenLogprob};
 use crate::sequence::{Generated, Sequence, StopReason, SyncObserver};
 use crate::service::engine::{ContextSizing, ServiceOptions};
 use crate::service::handle::{OpenSession, Opened, ServiceHandle, ServiceInfo};
@@ -45,7 +45,7 @@ pub fn run_session(env: &Env, args: &RunArgs, name: &str) -> Result<ExitCode> {
         &catalog,
         name,
         args.model.model.as_deref(),
-        &args.engine,
+        &args.llama,
         Some(&args.sampling),
     )?;
     let prompt = if args.continue_ {
@@ -60,7 +60,7 @@ pub fn run_session(env: &Env, args: &RunArgs, name: &str) -> Result<ExitCode> {
     let options = ServiceOptions {
         paths: env.paths.clone(),
         model: prepared.choice.clone(),
-        engine: prepared.engine.clone(),
+        llama: prepared.llama.clone(),
         tiers,
         parallel: 1,
         max_queue: 1,

@@ -9,8 +9,8 @@ use serde::Serialize;
 use serde_json::Value;
 
 use crate::cli::RunArgs;
-use crate::engine::{Model, Sampler};
 use crate::exit::usage;
+use crate::llama::{Model, Sampler};
 use crate::tools::{schema_grammar, tool_call_grammar, ParsedReply, ToolFormat};
 
 /// A tools or schema file larger than this is refused.

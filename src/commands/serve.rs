@@ -16,7 +16,7 @@ use crate::server::listen::ConnectionLimits;
 use crate::server::{AppState, Guard};
 use crate::service::engine::ContextSizing;
 use crate::service::{start, EngineThread, ServiceHandle, ServiceOptions};
-use crate::settings::{CtxSize, EngineSettings, SamplingSettings, TierSettings};
+use crate::settings::{CtxSize, LlamaSettings, SamplingSettings, TierSettings};
 use crate::tiers::{parse_bytes, parse_duration};
 
 const DEFAULT_PORT: u16 = 8080;
@@ -142,7 +142,7 @@ fn settle(env: &Env, args: &ServeArgs) -> Result<ServeSettings> {
                 &env.paths,
                 crate::models::Purpose::Serve,
             ),
-            engine: EngineSettings::resolve(&args.engine, config),
+            llama: LlamaSettings::resolve(&args.llama, config),
             sizing,
             tiers,
             parallel: parallel as usize,
@@ -159,7 +159,7 @@ fn settle(env: &Env, args: &ServeArgs) -> Result<ServeSettings> {
 
 /// `--ctx-size auto` (the default here) unless a size is given by flag or config file.
 fn context_sizing(args: &ServeArgs, config: &crate::config::FileConfig) -> Result<ContextSizing> {
-    let fixed = match args.engine.ctx_size {
+    let fixed = match args.llama.ctx_size {
         Some(size) => size != CtxSize::Auto,
         None => config.ctx_size.is_some(),
     };

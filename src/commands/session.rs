@@ -14,9 +14,9 @@ use crate::cli::{
     ChatArgs, SessionCommand, SessionExportArgs, SessionForkArgs, SessionImportArgs, SessionLsArgs,
     SessionNameArg, SessionRestoreArgs, SessionSaveArgs, SessionShowArgs,
 };
-use crate::engine::{Context, Sampler};
 use crate::exit::usage;
 use crate::format::human_bytes;
+use crate::llama::{Context, Sampler};
 use crate::sequence::NoObserver;
 use crate::session::catalog::SessionCatalog;
 use crate::session::export;
@@ -65,10 +65,10 @@ fn save(env: &Env, args: SessionSaveArgs) -> Result<ExitCode> {
         &catalog,
         &args.name,
         args.model.model.as_deref(),
-        &args.engine,
+        &args.llama,
         None,
     )?;
-    let engine = prepared.engine.clone();
+    let engine = prepared.llama.clone();
     let (model, _) = load_model(&prepared.choice, engine.gpu_layers)?;
     let mut ctx = Context::new(&model, &engine, DEFAULT_PAGE_TOKENS, SESSION_SEQS)?;
     let mut live = session_setup::start(&catalog, prepared, &model, &ctx)?;
@@ -156,7 +156,7 @@ fn restore(env: &Env, args: SessionRestoreArgs) -> Result<ExitCode> {
             system: None,
             max_tokens: None,
             context_overflow: None,
-            engine: args.engine,
+            llama: args.llama,
             sampling: args.sampling,
             tiers: Default::default(),
         };
@@ -168,7 +168,7 @@ fn restore(env: &Env, args: SessionRestoreArgs) -> Result<ExitCode> {
         &catalog,
         &args.name,
         args.model.model.as_deref(),
-        &args.engine,
+        &args.llama,
         Some(&args.sampling),
     )?;
     if prepared.manifest.is_none() {
@@ -177,7 +177,7 @@ fn restore(env: &Env, args: SessionRestoreArgs) -> Result<ExitCode> {
             args.name
         );
     }
-    let (engine, sampling) = (prepared.engine.clone(), prepared.sampling.clone());
+    let (engine, sampling) = (prepared.llama.clone(), prepared.sampling.clone());
     let started = Instant::now();
     let (model, _) = load_model(&prepared.choice, engine.gpu_layers)?;
     let mut ctx = Context::new(&model, &engine, DEFAULT_PAGE_TOKENS, SESSION_SEQS)?;

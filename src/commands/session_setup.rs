@@ -5,16 +5,16 @@
 use anyhow::Result;
 
 use super::Env;
-use crate::cli::{EngineArgs, SamplingArgs};
+use crate::cli::{LlamaArgs, SamplingArgs};
 use crate::conversation::Conversation;
-use crate::engine::{Context, Model};
 use crate::exit::usage;
+use crate::llama::{Context, Model};
 use crate::models::ModelChoice;
 use crate::session::catalog::SessionCatalog;
 use crate::session::error::{Incompatibility, SessionError};
 use crate::session::live::{LiveSession, RestoreReport};
 use crate::session::{SessionBinding, SessionManifest};
-use crate::settings::{CtxSize, EngineSettings, SamplingSettings};
+use crate::settings::{CtxSize, LlamaSettings, SamplingSettings};
 use crate::store::SessionLock;
 
 /// A locked session and the settings to open it with.
@@ -22,7 +22,7 @@ pub struct Prepared {
     pub name: String,
     pub manifest: Option<SessionManifest>,
     pub lock: SessionLock,
-    pub engine: EngineSettings,
+    pub llama: LlamaSettings,
     pub sampling: SamplingSettings,
     pub choice: ModelChoice,
 }
@@ -54,7 +54,7 @@ pub fn prepare(
     catalog: &SessionCatalog,
     name: &str,
     model_arg: Option<&str>,
-    engine_args: &EngineArgs,
+    engine_args: &LlamaArgs,
     sampling_args: Option<&SamplingArgs>,
 ) -> Result<Prepared> {
     crate::session::catalog::validate_name(name).map_err(|e| usage(e.to_string()))?;
@@ -63,11 +63,11 @@ pub fn prepare(
     let sampling_args = sampling_args.unwrap_or(&default_sampling);
     let (mut engine, sampling) = match &manifest {
         Some(m) => (
-            EngineSettings::resolve_over(engine_args, &m.engine),
+            LlamaSettings::resolve_over(engine_args, &m.llama),
             SamplingSettings::resolve_over(sampling_args, &m.sampling),
         ),
         None => (
-            EngineSettings::resolve(engine_args, &env.config),
+            LlamaSettings::resolve(engine_args, &env.config),
             SamplingSettings::resolve(sampling_args, &env.config),
         ),
     };
@@ -115,7 +115,7 @@ pub fn prepare(
         name: name.to_string(),
         manifest,
         lock,
-        engine,
+        llama: engine,
         sampling,
         choice,
     })
@@ -128,8 +128,7 @@ pub fn start<'c>(
     model: &Model,
     ctx: &Context<'_>,
 ) -> Result<LiveSession<'c>> {
-    let sessions =
-        SessionBinding::new(catalog, &prepared.choice.path, model, ctx, prepared.engine)?;
+    let sessions = SessionBinding::new(catalog, &prepared.choice.path, model, ctx, prepared.llama)?;
     Ok(sessions.open(
         &prepared.name,
         prepared.lock,

@@ -10,9 +10,9 @@ use serde::Serialize;
 
 use super::Env;
 use crate::cli::StatsArgs;
-use crate::engine::{gpu_devices, GpuDevice};
 use crate::exit::usage;
 use crate::format::human_bytes;
+use crate::llama::{gpu_devices, GpuDevice};
 use crate::session::catalog::SessionCatalog;
 use crate::settings::TierSettings;
 use crate::tiers::{Devices, SystemMemory};

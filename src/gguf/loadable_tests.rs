@@ -5,6 +5,7 @@ use std::time::{Duration, Instant};
 
 use super::reader::read_header_bytes;
 use super::*;
+use crate::synth::*;
 
 /// A small tiny model (fast to write and mutate in memory).
 fn small_spec() -> TinyLlamaSpec {

@@ -5,6 +5,7 @@
 use std::path::{Path, PathBuf};
 
 use super::*;
+use crate::synth::*;
 
 fn tmp() -> tempfile::TempDir {
     tempfile::tempdir().expect("temp dir")

@@ -12,7 +12,7 @@ use tokio::sync::mpsc::{unbounded_channel, UnboundedReceiver};
 use super::errors::ApiError;
 use super::request_log::RequestLog;
 use super::state::{AppState, ServerCounters};
-use crate::engine::TokenId;
+use crate::llama::TokenId;
 use crate::service::protocol::{
     CancelToken, ConversationKey, FinishReason, Reply, Request, RequestId, Started, TokenPiece,
     Usage,

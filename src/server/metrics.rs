@@ -398,7 +398,7 @@ mod tests {
             ..Default::default()
         };
         let devices = Devices {
-            gpus: vec![crate::engine::GpuDevice {
+            gpus: vec![crate::llama::GpuDevice {
                 name: "llvmpipe".into(),
                 total_bytes: 8,
                 free_bytes: 5,

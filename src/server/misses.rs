@@ -13,7 +13,7 @@ use crate::session::family::member_index;
 use std::collections::{HashMap, VecDeque};
 use std::sync::Mutex;
 
-use crate::engine::{Model, TokenId};
+use crate::llama::{Model, TokenId};
 
 use super::state::ServerCounters;
 

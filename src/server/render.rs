@@ -7,7 +7,7 @@
 //! every prefix match), and Claude Code's volatile billing block ([`is_billing_block`]).
 
 use crate::conversation::describe_tools;
-use crate::engine::{EngineError, Model, TokenId};
+use crate::llama::{LlamaError, Model, TokenId};
 use crate::template::{Content, Message, TemplateIdentity};
 use crate::tools::{parse_reply, ParsedReply, ReplyParser, ToolFormat};
 
@@ -123,7 +123,7 @@ pub fn render(
                 .map_err(|_| first)
         })
         .map_err(|e| match e {
-            EngineError::NoChatTemplate => ApiError::bad_request(
+            LlamaError::NoChatTemplate => ApiError::bad_request(
                 "the model has no chat template; use /v1/completions for plain text",
             ),
             other => ApiError::bad_request(other.to_string()).param("messages"),

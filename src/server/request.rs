@@ -6,7 +6,7 @@ use serde::Deserialize;
 
 use super::errors::ApiError;
 use super::state::AppState;
-use crate::engine::Model;
+use crate::llama::Model;
 use crate::service::ServiceInfo;
 use crate::settings::{
     Range, SamplingSettings, FREQUENCY_PENALTY, MIN_P, PRESENCE_PENALTY, TEMP, TOP_K, TOP_P,

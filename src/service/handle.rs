@@ -8,7 +8,7 @@ use serde::Serialize;
 use tokio::sync::oneshot;
 
 use super::protocol::{CachedTokens, Request, ServiceError, Transcript};
-use crate::engine::{Model, TokenId};
+use crate::llama::{Model, TokenId};
 use crate::template::TemplateIdentity;
 
 /// Facts about the loaded model and context, fixed once the engine is ready.

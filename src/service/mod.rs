@@ -5,7 +5,7 @@
 //! Front ends speak only [`protocol`]: a [`protocol::Request`] carries its own id, its
 //! conversation, its sampling settings, stop conditions and cancel token, and its replies
 //! stream back on its own channel. Rendering and tokenizing happen on the caller's side
-//! (the [`crate::engine::Model`] is shared read-only), so the engine thread only decodes.
+//! (the [`crate::llama::Model`] is shared read-only), so the engine thread only decodes.
 
 pub mod engine;
 pub mod handle;

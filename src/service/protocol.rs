@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 use serde::Serialize;
 use tokio::sync::mpsc::UnboundedSender;
 
-use crate::engine::{ChatMessage, TokenId, TokenLogprob};
+use crate::llama::{ChatMessage, TokenId, TokenLogprob};
 use crate::session::live::ConversationState;
 use crate::session::CacheMiss;
 use crate::settings::SamplingSettings;

@@ -14,9 +14,9 @@ use super::catalog::SessionCatalog;
 use super::identity::{kv_identity, model_identity, FingerprintError};
 use super::live::LiveSession;
 use super::manifest::{KvIdentity, ModelIdentity, SessionManifest};
-use crate::engine::{Context, Model};
 use crate::kv::MemoryKind;
-use crate::settings::{EngineSettings, SamplingSettings};
+use crate::llama::{Context, Model};
+use crate::settings::{LlamaSettings, SamplingSettings};
 use crate::store::SessionLock;
 use crate::tiers::WarmPool;
 
@@ -24,7 +24,7 @@ pub struct SessionBinding<'c> {
     catalog: &'c SessionCatalog,
     model: ModelIdentity,
     kv: KvIdentity,
-    engine: EngineSettings,
+    llama: LlamaSettings,
     memory: MemoryKind,
     warm: Option<Arc<WarmPool>>,
 }
@@ -37,7 +37,7 @@ impl<'c> SessionBinding<'c> {
         model_path: &Path,
         model: &Model,
         ctx: &Context<'_>,
-        engine: EngineSettings,
+        llama: LlamaSettings,
     ) -> Result<Self, FingerprintError> {
         let identity = model_identity(model_path, &model.facts().description)?;
         let memory = model.facts().memory;
@@ -52,7 +52,7 @@ impl<'c> SessionBinding<'c> {
             catalog,
             model: identity,
             kv: kv_identity(ctx.info()),
-            engine,
+            llama,
             memory,
             warm: None,
         })
@@ -84,7 +84,7 @@ impl<'c> SessionBinding<'c> {
             saved,
             self.model.clone(),
             self.kv.clone(),
-            self.engine.clone(),
+            self.llama.clone(),
             sampling,
             self.memory,
         );

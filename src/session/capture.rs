@@ -8,10 +8,10 @@ use std::ops::Range;
 use std::sync::Arc;
 use std::time::Instant;
 
-use crate::engine::{Context, KvCapture};
 use crate::kv::blob::{self, CellMeta, Section, SectionParts};
 use crate::kv::layout::{concat_cells, layer_widths};
 use crate::kv::KvLayout;
+use crate::llama::{Context, KvCapture};
 use crate::sequence::MAIN_SEQ;
 use crate::session::kv_error::{LiveError, LiveResult as Result};
 use crate::store::Payload;

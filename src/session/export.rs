@@ -129,7 +129,7 @@ pub fn import(
     let scanned = scan(file)?;
     let recorded = &scanned.manifest;
     recorded
-        .engine
+        .llama
         .validate()
         .and(recorded.sampling.validate())
         .map_err(|error| SessionError::BadSetting {

@@ -5,8 +5,8 @@ use std::io::{Read, Seek, SeekFrom};
 use std::path::Path;
 
 use super::manifest::{KvIdentity, KvSnapshot, ModelIdentity, SessionManifest};
-use crate::engine::ContextInfo;
 use crate::kv::PageKey;
+use crate::llama::ContextInfo;
 use crate::store::ObjectId;
 
 /// Blocks of tensor data sampled into the fingerprint, and their size. The GGUF header and
@@ -105,7 +105,7 @@ pub fn page_key_settings(kv: &KvIdentity) -> String {
         kv.kv_type.as_str(),
         kv.flash_attn.as_str(),
         kv.page_tokens,
-        crate::engine::LLAMA_CPP_SYS_VERSION
+        crate::llama::LLAMA_CPP_SYS_VERSION
     )
 }
 

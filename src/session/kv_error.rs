@@ -3,16 +3,16 @@
 //! on the variant: a store that is in use or full, a session the catalog refused, a page
 //! that does not fit the context's layout (a corrupt or foreign object), or a bug.
 
-use crate::engine::EngineError;
 use crate::kv::blob::BlobError;
 use crate::kv::KvError;
+use crate::llama::LlamaError;
 use crate::session::SessionError;
 use crate::store::StoreError;
 
 #[derive(Debug, thiserror::Error)]
 pub enum LiveError {
     #[error(transparent)]
-    Engine(#[from] EngineError),
+    Engine(#[from] LlamaError),
     #[error(transparent)]
     Store(#[from] StoreError),
     #[error(transparent)]

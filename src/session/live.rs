@@ -38,10 +38,10 @@ use super::identity::page_key;
 use super::kv_error::{LiveError, LiveResult};
 use super::manifest::{KvIdentity, ModelIdentity, SessionManifest};
 use super::CacheMiss;
-use crate::engine::{ChatMessage, Context, EngineError, TokenId};
 use crate::kv::{KvLayout, MemoryKind, PageKey};
+use crate::llama::{ChatMessage, Context, LlamaError, TokenId};
 use crate::sequence::SyncObserver;
-use crate::settings::{EngineSettings, SamplingSettings};
+use crate::settings::{LlamaSettings, SamplingSettings};
 use crate::store::{ObjectId, ObjectKind, SessionLock};
 use crate::template::TemplateIdentity;
 pub use restore_choice::{record_prefill, RestoreDecision, RestoreRates};
@@ -112,7 +112,7 @@ pub struct LiveSession<'c> {
     latest: Option<SessionManifest>,
     model: ModelIdentity,
     kv: KvIdentity,
-    engine: EngineSettings,
+    llama: LlamaSettings,
     sampling: SamplingSettings,
     key: PageKey,
     /// What the model's memory is made of: paged ([`MemoryKind::pages`], with its sliding
@@ -179,7 +179,7 @@ impl<'c> LiveSession<'c> {
         saved: Option<SessionManifest>,
         model: ModelIdentity,
         kv: KvIdentity,
-        engine: EngineSettings,
+        llama: LlamaSettings,
         sampling: SamplingSettings,
         memory: MemoryKind,
     ) -> Self {
@@ -191,7 +191,7 @@ impl<'c> LiveSession<'c> {
             _lock: lock,
             model,
             kv,
-            engine,
+            llama,
             sampling,
             key,
             memory,
@@ -458,7 +458,7 @@ impl SyncObserver for SessionObserver<'_, '_> {
         ctx: &mut Context<'_>,
         positions: Range<usize>,
         tokens: &[TokenId],
-    ) -> Result<(), EngineError> {
+    ) -> Result<(), LlamaError> {
         self.session.capture_filled_page(ctx, positions, tokens);
         Ok(())
     }

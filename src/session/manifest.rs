@@ -4,9 +4,9 @@
 use serde::{Deserialize, Serialize};
 
 use super::CacheMiss;
-use crate::engine::{ChatMessage, TokenId};
+use crate::llama::{ChatMessage, TokenId};
 use crate::sequence::BatchStarts;
-use crate::settings::{EngineSettings, SamplingSettings};
+use crate::settings::{LlamaSettings, SamplingSettings};
 use crate::store::ObjectId;
 use crate::template::TemplateIdentity;
 
@@ -23,9 +23,10 @@ pub struct SessionManifest {
     pub kv: KvIdentity,
     /// llama.cpp build that wrote the KV pages.
     pub llama_build: String,
-    /// Engine options the session was created with; later commands reuse them unless told
-    /// otherwise.
-    pub engine: EngineSettings,
+    /// llama.cpp options the session was created with; later commands reuse them unless
+    /// told otherwise. (Stored under its first name, `engine`, so older manifests read.)
+    #[serde(rename = "engine")]
+    pub llama: LlamaSettings,
     pub sampling: SamplingSettings,
     /// The token log: the truth from which the KV can always be rebuilt by prefilling.
     pub tokens: Vec<TokenId>,

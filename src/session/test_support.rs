@@ -2,10 +2,10 @@
 //! built by hand (no model needed).
 
 use super::{KvIdentity, KvSnapshot, ModelIdentity, SessionCatalog, SessionManifest};
-use crate::engine::ChatMessage;
+use crate::llama::ChatMessage;
 use crate::paths::Paths;
 use crate::session::MANIFEST_FORMAT;
-use crate::settings::{EngineSettings, FlashAttn, KvType, SamplingSettings};
+use crate::settings::{FlashAttn, KvType, LlamaSettings, SamplingSettings};
 use crate::store::{ObjectId, ObjectKind};
 
 pub(crate) fn catalog() -> (tempfile::TempDir, SessionCatalog) {
@@ -98,7 +98,7 @@ pub(crate) fn manifest(
             layout: Some("k:f16;v:f16".into()),
         },
         llama_build: "b0000-test".into(),
-        engine: EngineSettings {
+        llama: LlamaSettings {
             ctx_size: 4096,
             threads: 2,
             gpu_layers: 0,

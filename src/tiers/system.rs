@@ -48,7 +48,7 @@ impl SystemMemory {
 /// `kvrun stats --connect` to show.
 #[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Devices {
-    pub gpus: Vec<crate::engine::GpuDevice>,
+    pub gpus: Vec<crate::llama::GpuDevice>,
     #[serde(flatten)]
     pub system: SystemMemory,
 }
@@ -57,7 +57,7 @@ impl Devices {
     /// This process's view: llama.cpp's GPUs, `/proc` and the filesystem of `data_dir`.
     pub fn read(data_dir: &Path) -> Self {
         Self {
-            gpus: crate::engine::gpu_devices(),
+            gpus: crate::llama::gpu_devices(),
             system: SystemMemory::read(data_dir),
         }
     }

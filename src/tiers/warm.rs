@@ -8,6 +8,7 @@ use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
+use super::evict;
 use crate::store::{ObjectId, ObjectStore, StoreError};
 
 struct Entry {
@@ -99,13 +100,12 @@ impl WarmPool {
         if touch(&mut inner, &id).is_some() {
             return;
         }
-        while inner.used + size > self.budget {
-            let Some((_, old)) = inner.lru.pop_first() else {
-                break;
-            };
-            if let Some(e) = inner.map.remove(&old) {
-                inner.used -= e.data.len() as u64;
-            }
+        let oldest_first = inner
+            .lru
+            .values()
+            .map(|old| (*old, inner.map[old].data.len() as u64));
+        for old in evict::warm_overflow(oldest_first, inner.used, size, self.budget) {
+            remove_entry(&mut inner, &old);
         }
         inner.tick += 1;
         let tick = inner.tick;
@@ -127,31 +127,14 @@ impl WarmPool {
     /// Drops pages not used for `idle` (the warm-idle timeout). Returns bytes freed.
     pub fn evict_idle(&self, idle: Duration) -> u64 {
         let mut inner = self.lock();
-        let now = Instant::now();
-        let stale: Vec<(u64, ObjectId)> = inner
-            .map
-            .iter()
-            .filter(|(_, e)| now.duration_since(e.used_at) >= idle)
-            .map(|(id, e)| (e.tick, *id))
-            .collect();
-        let mut freed = 0;
-        for (tick, id) in stale {
-            inner.lru.remove(&tick);
-            if let Some(e) = inner.map.remove(&id) {
-                freed += e.data.len() as u64;
-            }
-        }
-        inner.used -= freed;
-        freed
+        let pages = inner.map.iter().map(|(id, e)| (*id, e.used_at));
+        let stale = evict::warm_idle(pages, idle, Instant::now());
+        stale.iter().map(|id| remove_entry(&mut inner, id)).sum()
     }
 
     /// Drops one page (a corrupt copy, say).
     pub fn remove(&self, id: &ObjectId) {
-        let mut inner = self.lock();
-        if let Some(e) = inner.map.remove(id) {
-            inner.lru.remove(&e.tick);
-            inner.used -= e.data.len() as u64;
-        }
+        remove_entry(&mut self.lock(), id);
     }
 
     pub fn stats(&self) -> WarmStats {
@@ -188,6 +171,17 @@ impl WarmPool {
             }
         })
     }
+}
+
+/// Drops a page and its place in the LRU order; returns the bytes freed.
+fn remove_entry(inner: &mut Inner, id: &ObjectId) -> u64 {
+    let Some(e) = inner.map.remove(id) else {
+        return 0;
+    };
+    inner.lru.remove(&e.tick);
+    let freed = e.data.len() as u64;
+    inner.used -= freed;
+    freed
 }
 
 /// Marks a page as just used and returns it with its checksum.

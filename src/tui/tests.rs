@@ -238,7 +238,7 @@ fn snapshot_sessions_list() {
 fn snapshot_gpu_restore_in_progress() {
     let mut app = ready_app();
     let mut memory = cpu_memory();
-    memory.gpus = vec![crate::engine::GpuDevice {
+    memory.gpus = vec![crate::llama::GpuDevice {
         name: "NVIDIA H200".into(),
         total_bytes: 140 * GIB,
         free_bytes: 131 * GIB,

@@ -5,9 +5,9 @@ use std::path::Path;
 use std::sync::atomic::AtomicBool;
 
 use kvrun::conversation::Conversation;
-use kvrun::engine::{Context, Model, Sampler};
+use kvrun::llama::{Context, Model, Sampler};
 use kvrun::sequence::{GenerateOptions, NoObserver};
-use kvrun::settings::{ContextOverflow, EngineSettings, FlashAttn, KvType, SamplingSettings};
+use kvrun::settings::{ContextOverflow, FlashAttn, KvType, LlamaSettings, SamplingSettings};
 
 /// Threads used by both the CLI runs (`-t`) and the in-process runs: flash attention splits
 /// work by thread, so the thread count is part of what makes two runs bit-identical.
@@ -44,7 +44,7 @@ pub fn uninterrupted_with(
     n: usize,
 ) -> Turns {
     let model = Model::load(model_path, 0).unwrap();
-    let engine = EngineSettings {
+    let llama = LlamaSettings {
         ctx_size,
         threads: THREADS.parse().unwrap(),
         gpu_layers: 0,
@@ -52,7 +52,7 @@ pub fn uninterrupted_with(
         kv_type,
         flash_attn,
     };
-    let mut ctx = Context::new(&model, &engine, 256, 2).unwrap();
+    let mut ctx = Context::new(&model, &llama, 256, 2).unwrap();
     let mut conversation = Conversation::new(&model, raw, None);
     let greedy = SamplingSettings::greedy();
     let cancel = AtomicBool::new(false);

@@ -48,7 +48,7 @@ pub fn tiny_model() -> PathBuf {
         let dir = std::env::temp_dir().join(format!("kvrun-tests-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
         let path = dir.join("tiny-llama.gguf");
-        kvrun::gguf::write_tiny_llama(&path, &kvrun::gguf::TinyLlamaSpec::default()).unwrap();
+        kvrun::synth::write_tiny_llama(&path, &kvrun::synth::TinyLlamaSpec::default()).unwrap();
         path
     })
     .clone()
@@ -63,7 +63,7 @@ pub fn agent_shaped_model() -> PathBuf {
         let dir = std::env::temp_dir().join(format!("kvrun-tests-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
         let path = dir.join("tiny-smollm2-vocab.gguf");
-        let spec = kvrun::gguf::TinyLlamaSpec {
+        let spec = kvrun::synth::TinyLlamaSpec {
             n_layer: 2,
             n_embd: 64,
             n_head: 4,
@@ -74,7 +74,7 @@ pub fn agent_shaped_model() -> PathBuf {
             name: "kvrun-tiny-agent".into(),
             ..Default::default()
         };
-        kvrun::gguf::write_tiny_llama(&path, &spec).unwrap();
+        kvrun::synth::write_tiny_llama(&path, &spec).unwrap();
         path
     })
     .clone()

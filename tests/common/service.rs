@@ -6,14 +6,14 @@ use std::path::Path;
 use std::time::Instant;
 
 use super::*;
-use kvrun::engine::TokenId;
+use kvrun::llama::TokenId;
 use kvrun::models::ModelChoice;
 use kvrun::service::engine::ContextSizing;
 use kvrun::service::protocol::{
     CancelToken, ConversationKey, Reply, Request, ServiceError, Started, TokenPiece, Usage,
 };
 use kvrun::service::{EngineThread, ServiceHandle, ServiceOptions};
-use kvrun::settings::{EngineSettings, FlashAttn, KvType, SamplingSettings};
+use kvrun::settings::{FlashAttn, KvType, LlamaSettings, SamplingSettings};
 
 pub const THREADS: u32 = 2;
 /// A prefix kept in the context and the rest prefilled from inside a page: the batches have
@@ -120,7 +120,7 @@ pub fn options(
     ServiceOptions {
         paths: kvrun::paths::Paths::under(home),
         model: ModelChoice::argument(model.to_path_buf()),
-        engine: EngineSettings {
+        llama: LlamaSettings {
             ctx_size,
             threads: THREADS,
             gpu_layers: 0,

@@ -11,7 +11,7 @@ use serde_json::{json, Value};
 use super::chat_parse::ChatRequest;
 use super::{chat_logprob, finish_reason, usage_object};
 use crate::clock::unix_now;
-use crate::engine::Model;
+use crate::llama::Model;
 use crate::server::errors::{body_bytes, parse_body, ApiError};
 use crate::server::generation::{response_id, start, with_session_header, Generation, Job, Step};
 use crate::server::naming::{conversation_key, NameSources};

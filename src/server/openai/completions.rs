@@ -11,7 +11,7 @@ use serde_json::{json, Value};
 
 use super::{finish_reason, token_text, usage_object};
 use crate::clock::unix_now;
-use crate::engine::{Model, TokenId};
+use crate::llama::{Model, TokenId};
 use crate::server::errors::{body_bytes, parse_body, ApiError};
 use crate::server::generation::{
     response_id, start, with_session_header, Collected, Generation, Job, Step,

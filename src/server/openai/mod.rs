@@ -17,7 +17,7 @@ use serde_json::{json, Value};
 use super::errors::ApiError;
 use super::request::ready;
 use super::state::AppState;
-use crate::engine::{Model, TokenLogprob};
+use crate::llama::{Model, TokenLogprob};
 use crate::service::protocol::{FinishReason, Usage};
 use crate::service::ServiceInfo;
 

@@ -8,7 +8,7 @@ use super::generate::Active;
 use super::prefix::{common_prefix, plan, HotCandidate, PrefixSource};
 use super::stats::restored_by_tier;
 use super::Engine;
-use crate::engine::{Context, Sampler, TokenId};
+use crate::llama::{Context, Sampler, TokenId};
 use crate::sequence::Sequence;
 use crate::service::protocol::{CachedTokens, Reply, Request, ServiceError, Started};
 use crate::session::capture::Slot;

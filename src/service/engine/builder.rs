@@ -15,13 +15,13 @@ use std::sync::mpsc::{channel, Receiver, Sender, TryRecvError};
 use std::thread::Scope;
 use std::time::{Duration, Instant};
 
-use crate::engine::{Context, EngineError, Model};
-use crate::settings::EngineSettings;
+use crate::llama::{Context, LlamaError, Model};
+use crate::settings::LlamaSettings;
 
 /// What the engine asks for.
 enum Job<'m> {
     Create {
-        settings: EngineSettings,
+        settings: LlamaSettings,
         page_tokens: u32,
         n_seq_max: u32,
     },
@@ -33,7 +33,7 @@ enum Job<'m> {
 pub(super) struct Built<'m> {
     /// The cells it was asked for.
     pub cells: u32,
-    pub context: Result<Context<'m>, EngineError>,
+    pub context: Result<Context<'m>, LlamaError>,
     /// How long creating it took on the builder thread.
     pub took: Duration,
 }
@@ -95,7 +95,7 @@ impl<'m> ContextBuilder<'m> {
     }
 
     /// Starts creating a context with `settings` unless one is in the making already.
-    pub fn request(&mut self, settings: EngineSettings, page_tokens: u32, n_seq_max: u32) {
+    pub fn request(&mut self, settings: LlamaSettings, page_tokens: u32, n_seq_max: u32) {
         if self.in_flight.is_some() {
             return;
         }
@@ -140,7 +140,7 @@ impl<'m> ContextBuilder<'m> {
         let cells = self.in_flight.take()?;
         Some(Built {
             cells,
-            context: Err(EngineError::CreateContext {
+            context: Err(LlamaError::CreateContext {
                 detail: "the context builder thread ended".into(),
             }),
             took: Duration::ZERO,

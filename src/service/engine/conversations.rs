@@ -6,7 +6,7 @@ use std::time::Instant;
 use super::prefix::common_prefix;
 use super::Engine;
 use crate::clock::unix_now;
-use crate::engine::{Context, TokenId};
+use crate::llama::{Context, TokenId};
 use crate::sequence::Sequence;
 use crate::service::protocol::{ConversationKey, ServiceError};
 use crate::session::family::{member_index, member_name, next_member};
@@ -335,14 +335,14 @@ impl<'c, 'm> Engine<'c, 'm> {
 
     /// The least recently used idle hot conversation other than `keep`.
     pub(super) fn coolest(&self, keep: usize) -> Option<usize> {
-        super::policy::coolest(&self.residency(), keep)
+        crate::tiers::evict::coolest(&self.residency(), keep)
     }
 
     /// The open conversations as the hot tier's policy sees them.
-    pub(super) fn residency(&self) -> Vec<super::policy::Residency> {
+    pub(super) fn residency(&self) -> Vec<crate::tiers::evict::Residency> {
         self.conversations
             .iter()
-            .map(|o| super::policy::Residency {
+            .map(|o| crate::tiers::evict::Residency {
                 last_used: o.last_used,
                 hot: o.hot.is_some(),
                 busy: o.busy,

@@ -21,9 +21,9 @@ use std::time::{Duration, Instant};
 
 use super::builder::Built;
 use super::Engine;
-use crate::engine::{Context, EngineError, KvCapture};
+use crate::llama::{Context, KvCapture, LlamaError};
 use crate::service::handle::ResizePhases;
-use crate::settings::EngineSettings;
+use crate::settings::LlamaSettings;
 
 /// Pages per decoding sequence an elastic context starts with (and shrinks back to).
 pub const FLOOR_PAGES_PER_SEQUENCE: u32 = 2;
@@ -41,7 +41,7 @@ pub enum ContextSizing {
 /// The context's current size against what it may grow to, and what resizing cost.
 pub(super) struct Sizing {
     /// Settings every context is created with; `ctx_size` is set per resize.
-    settings: EngineSettings,
+    settings: LlamaSettings,
     page_tokens: u32,
     n_seq_max: u32,
     elastic: bool,
@@ -62,7 +62,7 @@ impl Sizing {
     /// context with.
     pub fn new(
         sizing: ContextSizing,
-        settings: &EngineSettings,
+        settings: &LlamaSettings,
         n_ctx_train: u32,
         page_tokens: u32,
         parallel: u32,
@@ -94,8 +94,8 @@ impl Sizing {
     }
 
     /// Settings for a context of `cells` cells.
-    fn settings_for(&self, cells: u32) -> EngineSettings {
-        EngineSettings {
+    fn settings_for(&self, cells: u32) -> LlamaSettings {
+        LlamaSettings {
             ctx_size: cells,
             ..self.settings.clone()
         }
@@ -105,8 +105,8 @@ impl Sizing {
     /// what llama.cpp gave).
     pub fn create<'m>(
         &mut self,
-        model: &'m crate::engine::Model,
-    ) -> Result<Context<'m>, EngineError> {
+        model: &'m crate::llama::Model,
+    ) -> Result<Context<'m>, LlamaError> {
         let ctx = Context::new(
             model,
             &self.settings_for(self.floor),
@@ -306,7 +306,7 @@ impl<'c, 'm> Engine<'c, 'm> {
         mut new: Context<'m>,
         built: Duration,
         waited: Duration,
-    ) -> Result<(), (Context<'m>, EngineError)> {
+    ) -> Result<(), (Context<'m>, LlamaError)> {
         let started = Instant::now();
         let mut moving = Vec::new();
         for (index, open) in self.conversations.iter().enumerate() {
@@ -387,9 +387,9 @@ mod tests {
 
     #[test]
     fn an_elastic_context_starts_at_its_floor_and_a_fixed_one_at_its_size() {
-        let settings = EngineSettings {
+        let settings = LlamaSettings {
             ctx_size: 4096,
-            ..EngineSettings::defaults()
+            ..LlamaSettings::defaults()
         };
         let elastic = ContextSizing::Elastic { ceiling: None };
         let s = Sizing::new(elastic, &settings, 32768, 256, 4);

@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 use super::schedule::{plan_step, Demand};
 use super::stop::StopFilter;
 use super::Engine;
-use crate::engine::{BatchEntry, Context, Sampler, TokenId, TokenLogprob, Utf8Stream};
+use crate::llama::{BatchEntry, Context, Sampler, TokenId, TokenLogprob, Utf8Stream};
 use crate::sequence::{NoObserver, SyncObserver};
 use crate::service::protocol::{
     CachedTokens, FinishReason, Reply, Request, ServiceError, TokenPiece, Usage,

@@ -8,7 +8,7 @@ use tokio::sync::oneshot;
 
 use super::stats::restored_by_tier;
 use super::Engine;
-use crate::engine::Context;
+use crate::llama::Context;
 use crate::sequence::Sequence;
 use crate::service::handle::{Opened, Saved};
 use crate::service::protocol::{CachedTokens, ServiceError, Transcript};

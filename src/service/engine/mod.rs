@@ -16,7 +16,6 @@ mod conversations;
 mod elastic;
 mod generate;
 mod lifecycle;
-mod policy;
 mod prefix;
 mod retention;
 mod saving;
@@ -34,7 +33,7 @@ use std::time::Duration;
 use super::handle::{Command, ServiceHandle, ServiceInfo};
 use super::protocol::{Request, ServiceError};
 use crate::clock::unix_now;
-use crate::engine::{Context, Model};
+use crate::llama::{Context, Model};
 use crate::session::catalog::SessionCatalog;
 use crate::session::SessionBinding;
 use crate::settings::DEFAULT_PAGE_TOKENS;
@@ -47,7 +46,7 @@ pub use stop::StopFilter;
 pub struct ServiceOptions {
     pub paths: crate::paths::Paths,
     pub model: crate::models::ModelChoice,
-    pub engine: crate::settings::EngineSettings,
+    pub llama: crate::settings::LlamaSettings,
     /// A context of `engine.ctx_size` cells, or one that grows with the live tokens.
     pub sizing: ContextSizing,
     /// Budgets of the warm and cold tiers and the idle times; `hot_sessions` is ignored
@@ -80,10 +79,10 @@ pub enum StartError {
     Load {
         path: std::path::PathBuf,
         #[source]
-        source: crate::engine::EngineError,
+        source: crate::llama::LlamaError,
     },
     #[error(transparent)]
-    Engine(#[from] crate::engine::EngineError),
+    Engine(#[from] crate::llama::LlamaError),
     #[error(transparent)]
     Fingerprint(#[from] crate::session::identity::FingerprintError),
     #[error("starting the engine thread: {0}")]
@@ -151,7 +150,7 @@ fn run(
     }
     crate::models::validate(&options.model)?;
     let mut model =
-        Model::load(&options.model.path, options.engine.gpu_layers).map_err(|source| {
+        Model::load(&options.model.path, options.llama.gpu_layers).map_err(|source| {
             StartError::Load {
                 path: options.model.path.clone(),
                 source,
@@ -165,7 +164,7 @@ fn run(
     // One sequence per decoding request, plus the scratch sequence page captures use.
     let mut sizing = elastic::Sizing::new(
         options.sizing,
-        &options.engine,
+        &options.llama,
         model.facts().n_ctx_train,
         DEFAULT_PAGE_TOKENS,
         parallel as u32,
@@ -195,7 +194,7 @@ fn run(
         &options.model.path,
         &model,
         &ctx,
-        options.engine.clone(),
+        options.llama.clone(),
     )?
     .with_warm_pool(warm.clone());
     // The scope holds the thread that makes the elastic context's new sizes (they borrow
@@ -341,7 +340,12 @@ impl<'c, 'm> Engine<'c, 'm> {
     fn idle(&mut self, ctx: &mut Context<'m>) {
         if let Some(idle) = self.tiers.hot_idle {
             let now = std::time::Instant::now();
-            let victims = policy::idle_victims(&self.residency(), idle, now, self.keep_latest_hot);
+            let victims = crate::tiers::evict::idle_victims(
+                &self.residency(),
+                idle,
+                now,
+                self.keep_latest_hot,
+            );
             for i in victims {
                 self.cool(ctx, i);
             }

@@ -1,30 +1,10 @@
 //! Keeping the cold tier under its budget, and the session commands (remove, pin).
 
 use super::Engine;
-use crate::engine::Context;
+use crate::llama::Context;
 use crate::service::protocol::ServiceError;
 use crate::session::SessionError;
-
-/// A session as retention sees it.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Candidate<'a> {
-    pub name: &'a str,
-    pub named: bool,
-    pub pinned: bool,
-    /// A request is decoding in it.
-    pub busy: bool,
-    pub last_used_unix: u64,
-}
-
-/// The session to collect next: the least recently used unnamed one that is neither pinned
-/// nor in use. Named sessions are never collected.
-pub fn next_victim<'a>(candidates: &[Candidate<'a>]) -> Option<&'a str> {
-    candidates
-        .iter()
-        .filter(|c| !c.named && !c.pinned && !c.busy)
-        .min_by_key(|c| (c.last_used_unix, c.name))
-        .map(|c| c.name)
-}
+use crate::tiers::evict::{next_victim, Candidate};
 
 impl<'c, 'm> Engine<'c, 'm> {
     /// Past the cold budget, removes unnamed sessions, least recently used first, until the
@@ -154,43 +134,5 @@ impl<'c, 'm> Engine<'c, 'm> {
             s.pinned = pinned;
         }
         Ok(())
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn c(name: &str, named: bool, pinned: bool, busy: bool, t: u64) -> Candidate<'_> {
-        Candidate {
-            name,
-            named,
-            pinned,
-            busy,
-            last_used_unix: t,
-        }
-    }
-
-    #[test]
-    fn the_least_recently_used_unnamed_session_goes_first() {
-        let list = [
-            c("anon-b", false, false, false, 20),
-            c("anon-a", false, false, false, 10),
-            c("anon-c", false, false, false, 30),
-        ];
-        assert_eq!(next_victim(&list), Some("anon-a"));
-    }
-
-    #[test]
-    fn named_pinned_and_busy_sessions_are_never_collected() {
-        let list = [
-            c("work", true, false, false, 1),
-            c("anon-p", false, true, false, 2),
-            c("anon-busy", false, false, true, 3),
-        ];
-        assert_eq!(next_victim(&list), None);
-        let mut more = list.to_vec();
-        more.push(c("anon-old", false, false, false, 99));
-        assert_eq!(next_victim(&more), Some("anon-old"));
     }
 }

@@ -20,7 +20,7 @@ use tokio::sync::oneshot;
 
 use super::conversations::MAX_UNHEARD_WARNINGS;
 use super::Engine;
-use crate::engine::Context;
+use crate::llama::Context;
 use crate::service::handle::Saved;
 use crate::service::protocol::{ServiceError, Transcript};
 use crate::session::live::{CommitOutcome, SaveOrigin, SaveReport};

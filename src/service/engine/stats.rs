@@ -1,7 +1,7 @@
 //! The engine's counters and the [`ServiceStats`] snapshot built from them.
 
 use super::Engine;
-use crate::engine::Context;
+use crate::llama::Context;
 use crate::service::handle::{ServiceStats, SessionStatus, TierBytes};
 use crate::service::protocol::{CachedTokens, Request, Usage};
 use crate::tiers::WarmStats;

@@ -81,7 +81,7 @@ impl ChunkReader<'_> {
             for id in ids.iter().take(PREFAULT_READ_AHEAD) {
                 self.store.read_ahead(id);
             }
-            crate::engine::prefault(frame.memory());
+            crate::llama::prefault(frame.memory());
         }
         let mut areas = frame.chunk_areas();
         if plan.tail_cells > 0 {

@@ -6,7 +6,7 @@
 
 use super::commit::SaveOrigin;
 use super::{ConversationState, LiveSession};
-use crate::engine::Context;
+use crate::llama::Context;
 use crate::sequence::Sequence;
 use crate::session::kv_error::LiveResult as Result;
 

@@ -6,8 +6,8 @@ use std::time::Instant;
 use crate::session::kv_error::LiveResult as Result;
 
 use super::{LiveSession, RestoreReport};
-use crate::engine::{Context, TokenId};
 use crate::kv::PageKey;
+use crate::llama::{Context, TokenId};
 use crate::sequence::common_prefix;
 use crate::sequence::Sequence;
 use crate::session::capture;

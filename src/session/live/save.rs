@@ -14,8 +14,8 @@ use super::commit::{
 };
 use super::repair::MAX_REPAIRS;
 use super::{ConversationState, LiveSession, SaveReport};
-use crate::engine::Context;
 use crate::kv::{KvLayout, PageKey, TailRecord};
+use crate::llama::Context;
 use crate::sequence::Sequence;
 use crate::session::capture;
 use crate::session::kv_error::{LiveError, LiveResult as Result};
@@ -327,8 +327,8 @@ impl LiveSession<'_> {
             updated_unix: now,
             model: self.model.clone(),
             kv,
-            llama_build: crate::engine::llama_build_info(),
-            engine: self.engine.clone(),
+            llama_build: crate::llama::llama_build_info(),
+            llama: self.llama.clone(),
             sampling: self.sampling.clone(),
             tokens: tokens.to_vec(),
             messages: conversation.messages.to_vec(),
@@ -403,7 +403,7 @@ impl LiveSession<'_> {
         first_missing: usize,
         captured: Option<&capture::CapturedRows>,
         kv_len: usize,
-        tokens: &[crate::engine::TokenId],
+        tokens: &[crate::llama::TokenId],
     ) -> Result<(
         Vec<(usize, ObjectId)>,
         Vec<(usize, ObjectId)>,

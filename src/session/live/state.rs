@@ -8,7 +8,7 @@
 //! size of the state it loads; a refusal, a damaged object or a log that no longer matches
 //! means recompute (the token log is the truth).
 
-use crate::engine::{Context, KvCapture, TokenId};
+use crate::llama::{Context, KvCapture, TokenId};
 use crate::sequence::{common_prefix, Sequence};
 use crate::session::kv_error::LiveResult as Result;
 use crate::session::manifest::StateCheckpoint;

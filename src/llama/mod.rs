@@ -1,6 +1,6 @@
 //! The llama.cpp adapter: the only module that names `llama_cpp_2` or holds `unsafe`.
 //!
-//! Everything above it speaks in kvrun's own terms: [`TokenId`]s, [`EngineSettings`](crate::settings::EngineSettings),
+//! Everything above it speaks in kvrun's own terms: [`TokenId`]s, [`LlamaSettings`](crate::settings::LlamaSettings),
 //! byte blobs of KV state. That keeps the token log, the paged KV manager and the UI free of
 //! FFI details, and gives one place to audit when the pinned llama.cpp changes.
 
@@ -21,7 +21,7 @@ pub use sampler::{Sampler, TokenLogprob};
 pub use utf8::Utf8Stream;
 
 #[derive(Debug, thiserror::Error)]
-pub enum EngineError {
+pub enum LlamaError {
     #[error("llama.cpp backend failed to start: {0}")]
     Backend(String),
     #[error("llama.cpp could not load model {path}: {detail}")]
@@ -63,14 +63,14 @@ static BACKEND: OnceLock<Result<llama_cpp_2::llama_backend::LlamaBackend, String
 
 /// Starts llama.cpp once per process and routes its log into `tracing` (silent unless
 /// `-v` or `KVRUN_LOG` enables the `llama_cpp_2` target).
-fn backend() -> Result<&'static llama_cpp_2::llama_backend::LlamaBackend, EngineError> {
+fn backend() -> Result<&'static llama_cpp_2::llama_backend::LlamaBackend, LlamaError> {
     BACKEND
         .get_or_init(|| {
             llama_cpp_2::send_logs_to_tracing(llama_cpp_2::LogOptions::default());
             llama_cpp_2::llama_backend::LlamaBackend::init().map_err(|e| e.to_string())
         })
         .as_ref()
-        .map_err(|e| EngineError::Backend(e.clone()))
+        .map_err(|e| LlamaError::Backend(e.clone()))
 }
 
 /// A short identification of the llama.cpp build, recorded in session manifests.

@@ -6,7 +6,7 @@ use llama_cpp_2::model::params::LlamaModelParams;
 use llama_cpp_2::model::LlamaModel;
 use llama_cpp_2::token::LlamaToken;
 
-use super::{backend, EngineError, TokenId};
+use super::{backend, LlamaError, TokenId};
 use crate::template::{self, ChatTemplate, Message, RenderInput, Rendered, SpecialFinder};
 use crate::tools::ToolFormat;
 
@@ -48,11 +48,11 @@ pub struct Model {
 impl Model {
     /// Loads a model file. The caller validates the GGUF structure first: llama.cpp aborts
     /// the process on some malformed files instead of returning an error.
-    pub fn load(path: &Path, gpu_layers: u32) -> Result<Self, EngineError> {
+    pub fn load(path: &Path, gpu_layers: u32) -> Result<Self, LlamaError> {
         let backend = backend()?;
         let params = LlamaModelParams::default().with_n_gpu_layers(gpu_layers);
         let inner = LlamaModel::load_from_file(backend, path, &params).map_err(|e| {
-            EngineError::LoadModel {
+            LlamaError::LoadModel {
                 path: path.display().to_string(),
                 detail: e.to_string(),
             }
@@ -233,21 +233,21 @@ impl Model {
     }
 
     /// Replaces the chat template by a file (a path that exists) or a shipped name.
-    pub fn set_chat_template(&mut self, spec: &str) -> Result<(), EngineError> {
+    pub fn set_chat_template(&mut self, spec: &str) -> Result<(), LlamaError> {
         let path = Path::new(spec);
         let template = if let Some(source) = template::builtin_named(spec) {
             ChatTemplate::new(spec, source)
         } else if path.is_file() {
             let source = read_template_file(path)
-                .map_err(|e| EngineError::ChatTemplate(format!("reading {spec}: {e}")))?;
+                .map_err(|e| LlamaError::ChatTemplate(format!("reading {spec}: {e}")))?;
             ChatTemplate::new(&path.display().to_string(), &source)
         } else {
-            return Err(EngineError::ChatTemplate(format!(
+            return Err(LlamaError::ChatTemplate(format!(
                 "'{spec}' is neither a template file nor a shipped template ({})",
                 template::BUILTIN_NAMES.join(", ")
             )));
         };
-        self.template = Some(template.map_err(|e| EngineError::ChatTemplate(e.to_string()))?);
+        self.template = Some(template.map_err(|e| LlamaError::ChatTemplate(e.to_string()))?);
         // An explicit template serves conversations with tools too.
         self.tool_template = None;
         self.facts.has_chat_template = true;
@@ -262,10 +262,10 @@ impl Model {
         messages: &[Message],
         tools: Option<&minijinja::Value>,
         add_generation_prompt: bool,
-    ) -> Result<Rendered, EngineError> {
+    ) -> Result<Rendered, LlamaError> {
         let template = self
             .chat_template_for(tools.is_some())
-            .ok_or(EngineError::NoChatTemplate)?;
+            .ok_or(LlamaError::NoChatTemplate)?;
         let piece = |token: LlamaToken| {
             let mut out = Vec::new();
             self.inner
@@ -287,7 +287,7 @@ impl Model {
         };
         template
             .render_guarded(&input, self)
-            .map_err(|e| EngineError::ChatTemplate(e.to_string()))
+            .map_err(|e| LlamaError::ChatTemplate(e.to_string()))
     }
 
     /// Tokenizes `rendered.text[from..]`: the template's markup with special tokens parsed,
@@ -376,7 +376,7 @@ fn read_template_file(path: &Path) -> std::io::Result<String> {
 fn gguf_template(
     inner: &LlamaModel,
     architecture: &str,
-) -> Result<Option<ChatTemplate>, EngineError> {
+) -> Result<Option<ChatTemplate>, LlamaError> {
     let from_gguf = inner
         .chat_template(None)
         .ok()
@@ -390,5 +390,5 @@ fn gguf_template(
     };
     compiled
         .map(Some)
-        .map_err(|e| EngineError::ChatTemplate(e.to_string()))
+        .map_err(|e| LlamaError::ChatTemplate(e.to_string()))
 }

@@ -11,6 +11,7 @@ use std::io;
 use std::path::Path;
 
 use super::q4_0;
+pub(crate) use super::rng::SplitMix64;
 use super::writer::GgufWriter;
 
 /// Shape of the tiny model. Defaults: 4 layers, 256 wide, 8 query heads sharing 2 KV
@@ -212,38 +213,10 @@ pub(crate) fn add_tiny_tokenizer(
         .add_str("tokenizer.chat_template", chat_template);
 }
 
-/// splitmix64: tiny, seedable and good enough for random weights.
-#[derive(Clone, Copy)]
-pub(crate) struct SplitMix64(pub u64);
-
-impl SplitMix64 {
-    pub fn next_u64(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
-
-    /// Uniform in [-1, 1).
-    pub(crate) fn uniform(&mut self) -> f32 {
-        (self.next_u64() >> 40) as f32 / (1u64 << 23) as f32 - 1.0
-    }
-
-    /// `ne0 * ne1` weights, uniform in ±1/sqrt(ne0). ggml matrices are [in, out] with the
-    /// input dimension contiguous, so ne0 is the fan-in and activations keep a sane scale.
-    pub(crate) fn matrix(&mut self, ne0: u32, ne1: u32) -> Vec<f32> {
-        let scale = 1.0 / (ne0 as f32).sqrt();
-        (0..u64::from(ne0) * u64::from(ne1))
-            .map(|_| self.uniform() * scale)
-            .collect()
-    }
-}
-
 /// Every `tokenizer.*` key of the GGUF at `path`, and its vocabulary's size.
-fn borrowed_tokenizer(path: &Path) -> io::Result<(Vec<(String, super::GgufValue)>, u32)> {
-    let file = super::read_header(path).map_err(io::Error::other)?;
-    let keys: Vec<(String, super::GgufValue)> = file
+fn borrowed_tokenizer(path: &Path) -> io::Result<(Vec<(String, crate::gguf::GgufValue)>, u32)> {
+    let file = crate::gguf::read_header(path).map_err(io::Error::other)?;
+    let keys: Vec<(String, crate::gguf::GgufValue)> = file
         .metadata()
         .filter(|(key, _)| key.starts_with("tokenizer."))
         .map(|(key, value)| (key.to_string(), value.clone()))

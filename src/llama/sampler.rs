@@ -4,7 +4,7 @@ use llama_cpp_2::context::LlamaContext;
 use llama_cpp_2::sampling::LlamaSampler;
 use llama_cpp_2::token::LlamaToken;
 
-use super::{EngineError, TokenId};
+use super::{LlamaError, TokenId};
 use crate::settings::SamplingSettings;
 
 /// How many recent tokens the repeat penalty looks at (llama.cpp's default).
@@ -61,7 +61,7 @@ impl Sampler {
 
     /// Restricts sampling to text the GBNF `grammar` (root rule `root`) accepts; once it
     /// is complete only end-of-generation tokens remain.
-    pub fn constrain(&mut self, model: &super::Model, grammar: &str) -> Result<(), EngineError> {
+    pub fn constrain(&mut self, model: &super::Model, grammar: &str) -> Result<(), LlamaError> {
         let sampler = LlamaSampler::grammar(model.llama(), grammar, "root");
         self.set_grammar(model, sampler)
     }
@@ -74,7 +74,7 @@ impl Sampler {
         model: &super::Model,
         grammar: &str,
         opening: &str,
-    ) -> Result<(), EngineError> {
+    ) -> Result<(), LlamaError> {
         // llama.cpp feeds the grammar the reply from the pattern's first group on.
         let pattern = format!("({})", regex_escape(opening));
         let sampler =
@@ -86,9 +86,9 @@ impl Sampler {
         &mut self,
         model: &super::Model,
         sampler: Result<LlamaSampler, llama_cpp_2::GrammarError>,
-    ) -> Result<(), EngineError> {
+    ) -> Result<(), LlamaError> {
         let sampler = sampler
-            .map_err(|e| EngineError::Unsupported(format!("llama.cpp refused the grammar: {e}")))?;
+            .map_err(|e| LlamaError::Unsupported(format!("llama.cpp refused the grammar: {e}")))?;
         self.grammar = Some((sampler, model.llama().vocab().eos()));
         Ok(())
     }

@@ -10,8 +10,8 @@ use llama_cpp_2::llama_batch::LlamaBatch;
 use llama_cpp_2::token::LlamaToken;
 use llama_cpp_2::LlamaStateSeqFlags;
 
-use super::{backend, EngineError, Model, TokenId};
-use crate::settings::{EngineSettings, FlashAttn, KvType};
+use super::{backend, LlamaError, Model, TokenId};
+use crate::settings::{FlashAttn, KvType, LlamaSettings};
 
 /// What the context was created with, after capping to the model.
 #[derive(Debug, Clone, PartialEq)]
@@ -76,12 +76,12 @@ pub struct Context<'m> {
 impl<'m> Context<'m> {
     pub fn new(
         model: &'m Model,
-        settings: &EngineSettings,
+        settings: &LlamaSettings,
         page_tokens: u32,
         n_seq_max: u32,
-    ) -> Result<Self, EngineError> {
+    ) -> Result<Self, LlamaError> {
         if settings.kv_type != KvType::F16 && settings.flash_attn == FlashAttn::Off {
-            return Err(EngineError::Unsupported(format!(
+            return Err(LlamaError::Unsupported(format!(
                 "--kv-type {} quantizes the V cache, which llama.cpp supports only with flash \
                  attention; use --flash-attn on or auto",
                 settings.kv_type.as_str()
@@ -129,7 +129,7 @@ impl<'m> Context<'m> {
             .with_type_v(kv)
             .with_flash_attention_policy(flash);
         let ctx = model.llama().new_context(backend()?, params).map_err(|e| {
-            EngineError::CreateContext {
+            LlamaError::CreateContext {
                 detail: e.to_string(),
             }
         })?;
@@ -174,17 +174,17 @@ impl<'m> Context<'m> {
         start_pos: usize,
         logits_last: bool,
         mut after_batch: impl FnMut(usize) -> ControlFlow<()>,
-    ) -> Result<usize, EngineError> {
+    ) -> Result<usize, LlamaError> {
         self.pristine = false;
         let n_ctx = self.info.n_ctx as usize;
         if start_pos + tokens.len() > n_ctx {
-            return Err(EngineError::ContextFull {
+            return Err(LlamaError::ContextFull {
                 needed: start_pos + tokens.len(),
                 n_ctx,
             });
         }
         if let Some(&bad) = tokens.iter().find(|&&t| !self.model.is_valid_token(t)) {
-            return Err(EngineError::BadToken(bad));
+            return Err(LlamaError::BadToken(bad));
         }
         let page = self.info.page_tokens as usize;
         let cap = self.info.n_batch as usize;
@@ -202,14 +202,14 @@ impl<'m> Context<'m> {
                 let logits = logits_last && p + 1 == end;
                 self.batch
                     .add(LlamaToken(token), p as i32, &[seq], logits)
-                    .map_err(|e| EngineError::Decode {
+                    .map_err(|e| LlamaError::Decode {
                         pos: p,
                         detail: e.to_string(),
                     })?;
             }
             self.ctx
                 .decode(&mut self.batch)
-                .map_err(|e| EngineError::Decode {
+                .map_err(|e| LlamaError::Decode {
                     pos,
                     detail: e.to_string(),
                 })?;
@@ -232,13 +232,13 @@ impl<'m> Context<'m> {
     pub fn decode_many(
         &mut self,
         entries: &[BatchEntry<'_>],
-    ) -> Result<Vec<Option<i32>>, EngineError> {
+    ) -> Result<Vec<Option<i32>>, LlamaError> {
         self.pristine = false;
         let n_ctx = self.info.n_ctx as usize;
         let total: usize = entries.iter().map(|e| e.tokens.len()).sum();
         let first_pos = entries.first().map_or(0, |e| e.start_pos);
         if total == 0 || total > self.info.n_batch as usize {
-            return Err(EngineError::Decode {
+            return Err(LlamaError::Decode {
                 pos: first_pos,
                 detail: format!(
                     "a batch of {total} tokens (it must hold 1 to {})",
@@ -248,13 +248,13 @@ impl<'m> Context<'m> {
         }
         for e in entries {
             if e.start_pos + e.tokens.len() > n_ctx {
-                return Err(EngineError::ContextFull {
+                return Err(LlamaError::ContextFull {
                     needed: e.start_pos + e.tokens.len(),
                     n_ctx,
                 });
             }
             if let Some(&bad) = e.tokens.iter().find(|&&t| !self.model.is_valid_token(t)) {
-                return Err(EngineError::BadToken(bad));
+                return Err(LlamaError::BadToken(bad));
             }
         }
         self.batch.clear();
@@ -265,7 +265,7 @@ impl<'m> Context<'m> {
                 let logits = e.logits && i + 1 == e.tokens.len();
                 self.batch
                     .add(LlamaToken(token), p as i32, &[e.seq], logits)
-                    .map_err(|err| EngineError::Decode {
+                    .map_err(|err| LlamaError::Decode {
                         pos: p,
                         detail: err.to_string(),
                     })?;
@@ -275,7 +275,7 @@ impl<'m> Context<'m> {
         self.logits_index = None;
         self.ctx
             .decode(&mut self.batch)
-            .map_err(|err| EngineError::Decode {
+            .map_err(|err| LlamaError::Decode {
                 pos: first_pos,
                 detail: err.to_string(),
             })?;
@@ -373,11 +373,11 @@ impl<'m> Context<'m> {
         path: &std::path::Path,
         seq: i32,
         tokens: &[TokenId],
-    ) -> Result<usize, EngineError> {
+    ) -> Result<usize, LlamaError> {
         let tokens: Vec<LlamaToken> = tokens.iter().map(|&t| LlamaToken(t)).collect();
         self.ctx
             .state_seq_save_file(path, seq, &tokens)
-            .map_err(|e| EngineError::StateGet(e.to_string()))
+            .map_err(|e| LlamaError::StateGet(e.to_string()))
     }
 
     /// llama.cpp's own one-file sequence load (baseline for the restore benchmark).
@@ -386,23 +386,23 @@ impl<'m> Context<'m> {
         path: &std::path::Path,
         seq: i32,
         max_tokens: usize,
-    ) -> Result<Vec<TokenId>, EngineError> {
+    ) -> Result<Vec<TokenId>, LlamaError> {
         self.logits_index = None;
         self.pristine = false;
         let (tokens, _) = self
             .ctx
             .state_seq_load_file(path, seq, max_tokens)
-            .map_err(|e| EngineError::StateGet(e.to_string()))?;
+            .map_err(|e| LlamaError::StateGet(e.to_string()))?;
         Ok(tokens.into_iter().map(|t| t.0).collect())
     }
 
     /// llama.cpp asserts (aborting the process) on a sequence id outside the context.
-    fn check_seq(&self, seq: i32) -> Result<(), EngineError> {
+    fn check_seq(&self, seq: i32) -> Result<(), LlamaError> {
         let n_seq_max = self.info.n_seq_max;
         if u32::try_from(seq).is_ok_and(|s| s < n_seq_max) {
             Ok(())
         } else {
-            Err(EngineError::NoSuchSequence { seq, n_seq_max })
+            Err(LlamaError::NoSuchSequence { seq, n_seq_max })
         }
     }
 
@@ -416,12 +416,12 @@ impl<'m> Context<'m> {
     }
 
     /// Reads sequence `seq`'s KV state blob (llama.cpp's serialization; see `kv::blob`).
-    pub fn state_get(&self, seq: i32, what: KvCapture) -> Result<Vec<u8>, EngineError> {
+    pub fn state_get(&self, seq: i32, what: KvCapture) -> Result<Vec<u8>, LlamaError> {
         self.check_seq(seq)?;
         let flags = what.flags();
         let size = self.ctx.state_seq_get_size_ext(seq, flags);
         if size == 0 {
-            return Err(EngineError::StateGet("llama.cpp reported no state".into()));
+            return Err(LlamaError::StateGet("llama.cpp reported no state".into()));
         }
         let mut bytes = vec![0u8; size];
         // SAFETY: `bytes` holds exactly the size llama.cpp just reported for this sequence
@@ -431,7 +431,7 @@ impl<'m> Context<'m> {
                 .state_seq_get_data_ext(bytes.as_mut_ptr(), seq, flags)
         };
         if written != size {
-            return Err(EngineError::StateGet(format!(
+            return Err(LlamaError::StateGet(format!(
                 "llama.cpp wrote {written} bytes, expected {size}"
             )));
         }
@@ -441,7 +441,7 @@ impl<'m> Context<'m> {
     /// Loads a KV state blob into sequence `seq`. Callers hand over bytes they assembled
     /// and validated against this context's layout (`kv::blob`), but any bytes are safe:
     /// a blob llama.cpp cannot use is an error, and the sequence is left empty.
-    pub fn state_set(&mut self, seq: i32, blob: &[u8], what: KvCapture) -> Result<(), EngineError> {
+    pub fn state_set(&mut self, seq: i32, blob: &[u8], what: KvCapture) -> Result<(), LlamaError> {
         self.check_seq(seq)?;
         self.logits_index = None;
         self.pristine = false;
@@ -456,7 +456,7 @@ impl<'m> Context<'m> {
         if ok {
             Ok(())
         } else {
-            Err(EngineError::StateSet { size: blob.len() })
+            Err(LlamaError::StateSet { size: blob.len() })
         }
     }
 }

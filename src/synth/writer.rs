@@ -8,8 +8,8 @@ use std::fs::File;
 use std::io::{self, BufWriter, Write};
 use std::path::Path;
 
-use super::reader::{DEFAULT_ALIGNMENT, GGUF_MAGIC, MAX_DIMS, MAX_TENSOR_NAME};
-use super::types::{GgmlType, GgufArray, GgufValue, StringArray};
+use crate::gguf::{GgmlType, GgufArray, GgufValue, StringArray};
+use crate::gguf::{DEFAULT_ALIGNMENT, GGUF_MAGIC, MAX_DIMS, MAX_TENSOR_NAME};
 
 struct PendingTensor {
     name: String,

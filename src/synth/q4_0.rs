@@ -7,9 +7,9 @@
 
 use std::io::{self, Write};
 
-use super::tiny::SplitMix64;
-use super::types::GgmlType;
+use super::rng::SplitMix64;
 use super::writer::GgufWriter;
+use crate::gguf::GgmlType;
 
 /// Weights per block.
 pub const BLOCK: u32 = 32;

@@ -17,7 +17,8 @@
 use std::io;
 use std::path::Path;
 
-use super::tiny::{add_tiny_tokenizer, tiny_vocab, SplitMix64, CHATML_TEMPLATE};
+use super::rng::SplitMix64;
+use super::tiny::{add_tiny_tokenizer, tiny_vocab, CHATML_TEMPLATE};
 use super::writer::GgufWriter;
 
 /// Which memory the tiny model's layers have.
