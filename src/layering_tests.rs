@@ -99,3 +99,43 @@ fn no_module_names_a_floor_above_it() {
         arrows.join("\n")
     );
 }
+
+#[test]
+fn no_two_files_need_each_other() {
+    let graph = crate::file_graph_tests::FileGraph::new(&crate::file_graph_tests::crate_files(
+        is_test_file,
+    ));
+    let tangles = graph.tangles();
+    let loops = graph.loops();
+    let shown: Vec<String> = tangles.iter().map(|group| group.join(" ")).collect();
+    let arrows = graph.arrows();
+    // Each step of a loop with the paths that make it.
+    let why = |from: &str, to: &str| -> String {
+        let mut paths: Vec<&str> = arrows
+            .iter()
+            .filter(|(f, t, _)| *f == from && *t == Some(to))
+            .map(|(_, _, p)| p.as_str())
+            .collect();
+        paths.sort();
+        paths.dedup();
+        paths.join(", ")
+    };
+    let rings: Vec<String> = loops
+        .iter()
+        .map(|ring| {
+            let steps: Vec<String> = ring
+                .windows(2)
+                .map(|w| format!("  {} -> {} ({})", w[0], w[1], why(&w[0], &w[1])))
+                .collect();
+            steps.join("\n")
+        })
+        .collect();
+    assert!(
+        tangles.is_empty(),
+        "{} groups of files need each other (move the piece both need into a file of its \
+         own):\n{}\nthe loops:\n{}",
+        tangles.len(),
+        shown.join("\n"),
+        rings.join("\n")
+    );
+}

@@ -64,4 +64,6 @@ pub mod tui;
 pub mod ui;
 
 #[cfg(test)]
+mod file_graph_tests;
+#[cfg(test)]
 mod layering_tests;

@@ -9,8 +9,8 @@ use std::time::Duration;
 
 use anyhow::{Context as _, Result};
 
-use super::Env;
 use crate::cli::ServeArgs;
+use crate::commands::env::Env;
 use crate::exit::usage;
 use crate::server::listen::ConnectionLimits;
 use crate::server::{AppState, Guard};
@@ -147,7 +147,8 @@ fn settle(env: &Env, args: &ServeArgs) -> Result<ServeSettings> {
             tiers,
             parallel: parallel as usize,
             max_queue: max_queue as usize,
-            chat_template: super::chat_template_override(&args.model, env).map(str::to_string),
+            chat_template: crate::commands::env::chat_template_override(&args.model, env)
+                .map(str::to_string),
             alias: args.alias.clone().or_else(|| config.alias.clone()),
             prefetch: None,
             keep_latest_hot: false,

@@ -10,21 +10,20 @@
 
 use std::io::Read;
 use std::path::{Path, PathBuf};
-use std::process::{Command, ExitCode};
+use std::process::ExitCode;
 use std::time::Instant;
 
 use anyhow::{bail, Context as _, Result};
 
-use super::bench::bench_tokens;
-use super::bench_synthetic::synthetic_session;
-use super::run::SESSION_SEQS;
-use super::{load_model, Env};
+use super::harness::{bench_tokens, child_json, drop_page_cache, prefill_session};
 use crate::cli::{BenchRestoreArgs, BenchShape};
+use crate::commands::bench::synthetic::synthetic_session;
+use crate::commands::env::SESSION_SEQS;
+use crate::commands::env::{load_model, Env};
 use crate::llama::{Context, Model, TokenId};
 use crate::paths::Paths;
-use crate::sequence::{NoObserver, Sequence};
 use crate::session::catalog::SessionCatalog;
-use crate::session::live::{SavePhases, SaveReport, SessionObserver};
+use crate::session::live::SavePhases;
 use crate::session::SessionBinding;
 use crate::settings::{LlamaSettings, SamplingSettings, DEFAULT_PAGE_TOKENS};
 use crate::synth::TinyLlamaSpec;
@@ -330,37 +329,6 @@ fn print_save_table(rows: &[Row]) {
     }
 }
 
-/// Prefills `tokens` into a new raw session under `home` and saves it; returns the
-/// prefill's seconds and the save's report.
-pub(super) fn prefill_session(
-    model: &Model,
-    model_path: &Path,
-    ctx: &mut Context<'_>,
-    catalog: &SessionCatalog,
-    name: &str,
-    llama: &LlamaSettings,
-    tokens: &[TokenId],
-) -> Result<(f64, SaveReport)> {
-    let lock = catalog.lock(name)?;
-    let sessions = SessionBinding::new(catalog, model_path, model, ctx, llama.clone())?;
-    let mut live = sessions.open(name, lock, None, SamplingSettings::greedy());
-    let mut seq = Sequence::new();
-    seq.append(tokens);
-    let mut restore = live.reuse_prefix(ctx, &mut seq)?;
-    restore.warnings.clear();
-    let started = Instant::now();
-    {
-        let mut observer = SessionObserver {
-            session: &mut live,
-            inner: &mut NoObserver,
-        };
-        seq.sync(ctx, false, &mut observer)?;
-    }
-    let prefill_s = started.elapsed().as_secs_f64();
-    let saved = live.save(ctx, &seq, super::bench_synthetic::RAW_SESSION)?;
-    Ok((prefill_s, saved))
-}
-
 fn measure_length(
     env: &Env,
     model: &Model,
@@ -513,13 +481,6 @@ fn restore_in_process(
     Ok((report.restore_ms, report.phases.read_ms))
 }
 
-/// Empties the OS page cache (Linux, root only). Returns whether it worked.
-pub(super) fn drop_page_cache() -> bool {
-    // Flush dirty pages first (std has no sync(2)), then drop the clean ones.
-    let _ = Command::new("sync").status();
-    std::fs::write("/proc/sys/vm/drop_caches", "3").is_ok()
-}
-
 /// Sequential read speed of the snapshot's files, the `dd` figure for the same bytes.
 fn read_speed(files: &[PathBuf]) -> Result<f64> {
     let mut buf = vec![0u8; 1 << 20];
@@ -536,30 +497,6 @@ fn read_speed(files: &[PathBuf]) -> Result<f64> {
         }
     }
     Ok(total as f64 / 1e6 / started.elapsed().as_secs_f64().max(1e-9))
-}
-
-/// Runs kvrun in a fresh process against `home` and parses its `--json` output.
-pub(super) fn child_json(
-    home: &Path,
-    args: &[&str],
-    llama: &LlamaSettings,
-) -> Result<serde_json::Value> {
-    let exe = std::env::current_exe().context("locating the kvrun binary")?;
-    let out = Command::new(&exe)
-        .env("KVRUN_HOME", home)
-        .args(args)
-        .args(["-t", &llama.threads.to_string()])
-        .output()
-        // A rebuild during the run replaces the binary: the message names it.
-        .with_context(|| format!("running {} for a child restore", exe.display()))?;
-    if !out.status.success() {
-        bail!(
-            "kvrun {} failed: {}",
-            args.join(" "),
-            String::from_utf8_lossy(&out.stderr).trim()
-        );
-    }
-    Ok(serde_json::from_slice(&out.stdout)?)
 }
 
 /// Bytes on disk for one session with the prefix, and for all of them.

@@ -1,5 +1,8 @@
 //! `kvrun session save|restore|ls|show|rm|fork|export|import`.
 
+pub(super) mod gc;
+pub(super) mod setup;
+
 use std::io::Write;
 use std::process::ExitCode;
 use std::sync::atomic::AtomicBool;
@@ -8,12 +11,14 @@ use std::time::Instant;
 use anyhow::{bail, Context as _, Result};
 use serde::Serialize;
 
-use super::run::{check_text_may_fit, read_stdin, read_text_file, SESSION_SEQS};
-use super::{load_model, session_setup, Env};
 use crate::cli::{
     ChatArgs, SessionCommand, SessionExportArgs, SessionForkArgs, SessionImportArgs, SessionLsArgs,
     SessionNameArg, SessionRestoreArgs, SessionSaveArgs, SessionShowArgs,
 };
+use crate::commands::env::SESSION_SEQS;
+use crate::commands::env::{load_model, Env};
+use crate::commands::input::{check_text_may_fit, read_stdin, read_text_file};
+use crate::commands::session::setup as session_setup;
 use crate::exit::usage;
 use crate::format::human_bytes;
 use crate::llama::{Context, Sampler};
@@ -160,7 +165,7 @@ fn restore(env: &Env, args: SessionRestoreArgs) -> Result<ExitCode> {
             sampling: args.sampling,
             tiers: Default::default(),
         };
-        return super::chat::run(env, chat);
+        return crate::commands::chat::run(env, chat);
     }
     let catalog = SessionCatalog::open(&env.paths)?;
     let prepared = session_setup::prepare(
@@ -239,7 +244,11 @@ fn restore(env: &Env, args: SessionRestoreArgs) -> Result<ExitCode> {
 
 fn list(env: &Env, args: SessionLsArgs) -> Result<ExitCode> {
     if let Some(url) = &args.connect.connect {
-        return super::remote::list_sessions(url, args.connect.api_key.as_deref(), args.json);
+        return crate::commands::monitor::remote::list_sessions(
+            url,
+            args.connect.api_key.as_deref(),
+            args.json,
+        );
     }
     let catalog = SessionCatalog::open(&env.paths)?;
     let sessions = catalog.list()?;

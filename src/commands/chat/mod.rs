@@ -5,32 +5,27 @@
 //! ways out: each stops a reply under way within a token (through [`Interrupt`]), lets the
 //! chat save its session, and only then exits.
 
+mod leaving;
+mod line;
+
 use std::io::IsTerminal;
 use std::process::ExitCode;
-use std::sync::atomic::{AtomicI32, Ordering};
 use std::sync::mpsc::Receiver;
-use std::sync::{Arc, Mutex};
-use std::thread::JoinHandle;
-use std::time::{Duration, Instant};
 
 use anyhow::{Context as _, Result};
 
-use super::{chat_line, session_setup, Env};
+use self::leaving::{Leaving, Outcome};
 use crate::chat::protocol::{EngineEvent, UserCommand};
 use crate::chat::{self, ChatOptions};
 use crate::cli::ChatArgs;
+use crate::commands::env::Env;
+use crate::commands::session::setup as session_setup;
 use crate::exit::usage;
-use crate::interrupt::{signal_exit_code, signal_name, Interrupt};
+use crate::interrupt::{signal_exit_code, Interrupt};
 use crate::models::ModelChoice;
 use crate::service::engine::ContextSizing;
 use crate::session::catalog::SessionCatalog;
 use crate::settings::{ContextOverflow, CtxSize, LlamaSettings, SamplingSettings, TierSettings};
-
-/// After a signal, how long the engine may take to stop and save before the process ends
-/// anyway (saves are atomic: an unfinished one leaves the previous snapshot).
-const SAVE_DEADLINE: Duration = Duration::from_secs(30);
-/// Once the engine is done, how long the front end has to restore the terminal and return.
-const FRONT_END_GRACE: Duration = Duration::from_secs(1);
 
 pub fn run(env: &Env, mut args: ChatArgs) -> Result<ExitCode> {
     if let Some(spec) = &args.session {
@@ -67,7 +62,7 @@ pub fn run(env: &Env, mut args: ChatArgs) -> Result<ExitCode> {
             &leaving,
         )
     } else {
-        chat_line::run(env, &events, &commands, &interrupt, &leaving)
+        line::run(env, &events, &commands, &interrupt, &leaving)
     };
     // Whatever ended the front end, the engine stops the reply, saves and exits.
     interrupt.quit();
@@ -95,13 +90,6 @@ pub fn run(env: &Env, mut args: ChatArgs) -> Result<ExitCode> {
     } else {
         outcome.code
     })
-}
-
-/// How a front end ended.
-pub(super) struct Outcome {
-    pub code: ExitCode,
-    /// Engine errors it saw while quitting (a failed final save), for stderr.
-    pub errors: Vec<String>,
 }
 
 /// The engine's remaining events until it exits; returns the errors among them.
@@ -167,65 +155,6 @@ fn run_tui(
     })
 }
 
-/// A way out by signal: the exit code to leave with, and a watchdog that ends the process
-/// if the front end cannot return (a vanished terminal can leave it blocked) once the
-/// engine has saved.
-#[derive(Clone)]
-pub(super) struct Leaving {
-    interrupt: Interrupt,
-    signal: Arc<AtomicI32>,
-    engine: Arc<Mutex<Option<JoinHandle<()>>>>,
-}
-
-impl Leaving {
-    fn new(interrupt: Interrupt, engine: JoinHandle<()>) -> Self {
-        Self {
-            interrupt,
-            signal: Arc::new(AtomicI32::new(0)),
-            engine: Arc::new(Mutex::new(Some(engine))),
-        }
-    }
-
-    /// A signal asked to leave: stop the reply now and make sure the process ends.
-    pub(super) fn signalled(&self, signal: i32) {
-        self.interrupt.quit();
-        if self.signal.swap(signal, Ordering::SeqCst) != 0 {
-            return;
-        }
-        tracing::info!("{}: stopping, saving and leaving", signal_name(signal));
-        let engine = self.engine.clone();
-        std::thread::spawn(move || {
-            let started = Instant::now();
-            let engine_done = || {
-                engine
-                    .lock()
-                    .map(|h| h.as_ref().is_none_or(JoinHandle::is_finished))
-                    .unwrap_or(true)
-            };
-            while !engine_done() && started.elapsed() < SAVE_DEADLINE {
-                std::thread::sleep(Duration::from_millis(20));
-            }
-            std::thread::sleep(FRONT_END_GRACE);
-            tracing::warn!(
-                "the front end did not return after {}; leaving",
-                signal_name(signal)
-            );
-            std::process::exit(i32::from(128u8.saturating_add(signal as u8)));
-        });
-    }
-
-    fn signal(&self) -> Option<i32> {
-        Some(self.signal.load(Ordering::SeqCst)).filter(|s| *s != 0)
-    }
-
-    fn join_engine(&self) {
-        let handle = self.engine.lock().ok().and_then(|mut h| h.take());
-        if let Some(handle) = handle {
-            let _ = handle.join();
-        }
-    }
-}
-
 /// Settles the model, settings and tiers. A named session's recorded settings win over the
 /// config file; flags given now win over both.
 fn options(env: &Env, args: &ChatArgs) -> Result<ChatOptions> {
@@ -268,7 +197,8 @@ fn options(env: &Env, args: &ChatArgs) -> Result<ChatOptions> {
         overflow,
         max_tokens: args.max_tokens,
         tiers,
-        chat_template: super::chat_template_override(&args.model, env).map(str::to_string),
+        chat_template: crate::commands::env::chat_template_override(&args.model, env)
+            .map(str::to_string),
         // `-c auto`: up to the model's training context, as `kvrun serve` does.
         sizing: if args.llama.ctx_size == Some(CtxSize::Auto) {
             ContextSizing::Elastic { ceiling: None }
@@ -285,7 +215,7 @@ fn pull_default_if_missing(env: &Env, choice: &ModelChoice) -> Result<()> {
             "{} is not downloaded yet; pulling it now.",
             known.title
         ));
-        super::pull::pull_known(env, &known)?;
+        crate::commands::models::pull::pull_known(env, &known)?;
     }
     Ok(())
 }

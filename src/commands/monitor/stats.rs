@@ -8,8 +8,9 @@ use std::process::ExitCode;
 use anyhow::Result;
 use serde::Serialize;
 
-use super::Env;
+use super::devices::{hot_device, print_devices};
 use crate::cli::StatsArgs;
+use crate::commands::env::Env;
 use crate::exit::usage;
 use crate::format::human_bytes;
 use crate::llama::{gpu_devices, GpuDevice};
@@ -49,7 +50,11 @@ struct SessionTier {
 
 pub fn run(env: &Env, args: StatsArgs) -> Result<ExitCode> {
     if let Some(url) = &args.connect.connect {
-        return super::remote::stats(url, args.connect.api_key.as_deref(), args.json);
+        return crate::commands::monitor::remote::stats(
+            url,
+            args.connect.api_key.as_deref(),
+            args.json,
+        );
     }
     let tiers = TierSettings::resolve(&args.tiers, &env.config).map_err(usage)?;
     let catalog = SessionCatalog::open(&env.paths)?;
@@ -119,48 +124,4 @@ pub fn run(env: &Env, args: StatsArgs) -> Result<ExitCode> {
         );
     }
     Ok(ExitCode::SUCCESS)
-}
-
-/// Where the hot tier lives: the GPUs' VRAM, or RAM without one.
-pub(super) fn hot_device(gpus: &[GpuDevice]) -> &'static str {
-    if gpus.is_empty() {
-        "RAM (no GPU)"
-    } else {
-        "VRAM"
-    }
-}
-
-/// The three devices, one line each: VRAM per GPU (or "no GPU"), RAM (with `process`'s
-/// share when it is a server's), NVMe (the store's filesystem).
-pub(super) fn print_devices(devices: &Devices, with_process: bool) {
-    let system = &devices.system;
-    if devices.gpus.is_empty() {
-        println!("VRAM  no GPU: the hot tier lives in RAM");
-    }
-    for g in &devices.gpus {
-        println!(
-            "VRAM  {}: {} used of {} ({} free)",
-            g.name,
-            human_bytes(g.total_bytes.saturating_sub(g.free_bytes)),
-            human_bytes(g.total_bytes),
-            human_bytes(g.free_bytes)
-        );
-    }
-    let kvrun = if with_process {
-        format!("kvrun {} · ", human_bytes(system.process_rss))
-    } else {
-        String::new()
-    };
-    println!(
-        "RAM   {kvrun}system {} used of {} ({} available)",
-        human_bytes(system.ram_total.saturating_sub(system.ram_available)),
-        human_bytes(system.ram_total),
-        human_bytes(system.ram_available)
-    );
-    println!(
-        "NVMe  {} used of {} ({} free)",
-        human_bytes(system.disk_total.saturating_sub(system.disk_free)),
-        human_bytes(system.disk_total),
-        human_bytes(system.disk_free)
-    );
 }

@@ -186,14 +186,14 @@ pub fn stats(url: &str, key: Option<&str>, json: bool) -> Result<ExitCode> {
     let budget = |b: Option<u64>| b.map_or("no budget".into(), human_bytes);
     let gpus = match &remote.devices {
         Some(devices) => {
-            super::stats::print_devices(devices, true);
+            crate::commands::monitor::devices::print_devices(devices, true);
             devices.gpus.as_slice()
         }
         None => &[],
     };
     println!(
         "hot     in {}: {} of {} cells in use, {}",
-        super::stats::hot_device(gpus),
+        crate::commands::monitor::devices::hot_device(gpus),
         s.hot_cells_used,
         s.hot_cells,
         human_bytes(s.hot.used)

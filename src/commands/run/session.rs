@@ -17,10 +17,12 @@ use std::time::Instant;
 
 use anyhow::{Context as _, Result};
 
-use super::run::{self, check_text_may_fit, read_prompt, SessionFields};
-use super::run_tools::{self, ToolRequest};
-use super::{session_setup, Env};
+use super::report::{self as run, SessionFields};
+use super::tools::{self, ToolRequest};
 use crate::cli::RunArgs;
+use crate::commands::env::Env;
+use crate::commands::input::{check_text_may_fit, read_prompt};
+use crate::commands::session::setup as session_setup;
 use crate::conversation::Conversation;
 use crate::exit::usage;
 use crate::interrupt::{signal_exit_code, Interrupt};
@@ -54,7 +56,7 @@ pub fn run_session(env: &Env, args: &RunArgs, name: &str) -> Result<ExitCode> {
         Some(read_prompt(args)?)
     };
     let tools = ToolRequest::load(args)?;
-    let schema = run_tools::schema_file_grammar(args)?;
+    let schema = tools::schema_file_grammar(args)?;
     let sampling = prepared.sampling.clone();
     let tiers = TierSettings::resolve(&Default::default(), &env.config).map_err(usage)?;
     let options = ServiceOptions {
@@ -64,7 +66,8 @@ pub fn run_session(env: &Env, args: &RunArgs, name: &str) -> Result<ExitCode> {
         tiers,
         parallel: 1,
         max_queue: 1,
-        chat_template: super::chat_template_override(&args.model, env).map(str::to_string),
+        chat_template: crate::commands::env::chat_template_override(&args.model, env)
+            .map(str::to_string),
         alias: None,
         // The session's pages are read while the model loads.
         prefetch: Some(name.to_string()),
@@ -114,7 +117,7 @@ impl Turn<'_> {
         &self,
         prompt: Option<&str>,
         tools: Option<&ToolRequest>,
-        schema: Option<run_tools::Constraint>,
+        schema: Option<tools::Constraint>,
         load_ms: f64,
     ) -> Result<ExitCode> {
         let (env, args, name) = (self.env, self.args, self.name);

@@ -4,8 +4,8 @@ use std::process::ExitCode;
 
 use anyhow::Result;
 
-use super::Env;
 use crate::cli::GcArgs;
+use crate::commands::env::Env;
 use crate::format::human_bytes;
 use crate::session::catalog::SessionCatalog;
 

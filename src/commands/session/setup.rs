@@ -4,8 +4,8 @@
 
 use anyhow::Result;
 
-use super::Env;
 use crate::cli::{LlamaArgs, SamplingArgs};
+use crate::commands::env::Env;
 use crate::conversation::Conversation;
 use crate::exit::usage;
 use crate::llama::{Context, Model};

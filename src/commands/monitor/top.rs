@@ -11,12 +11,12 @@ use std::time::Duration;
 
 use anyhow::{bail, Result};
 
-use super::remote::{fetch_stats, RemoteStats, TierView};
-use super::Env;
 use crate::chat::protocol::{
     EngineEvent, MemorySnapshot, SessionRow, ShownMessage, Tier, TierUsage, UserCommand,
 };
 use crate::cli::TopArgs;
+use crate::commands::env::Env;
+use crate::commands::monitor::remote::{fetch_stats, RemoteStats, TierView};
 use crate::tiers::{Devices, SystemMemory};
 
 /// How often the server is asked (the panel's own refresh rate is about this).
@@ -122,7 +122,7 @@ fn poll(
 fn conversation(url: &str, key: Option<&str>, name: &str) -> Result<Vec<ShownMessage>> {
     // Session names are [A-Za-z0-9._-]: a path segment as they are.
     let path = format!("/v1/kvrun/sessions/{name}");
-    let session: serde_json::Value = super::remote::get_json(url, &path, key)?;
+    let session: serde_json::Value = crate::commands::monitor::remote::get_json(url, &path, key)?;
     Ok(shown_messages(&session))
 }
 

@@ -1,12 +1,14 @@
 //! `kvrun models`: the GGUF files in the models folder, read from their headers.
 
+pub(super) mod pull;
+
 use std::process::ExitCode;
 
 use anyhow::Result;
 use serde::Serialize;
 
-use super::Env;
 use crate::cli::ModelsArgs;
+use crate::commands::env::Env;
 use crate::format::human_bytes;
 use crate::gguf;
 use crate::models::Purpose;

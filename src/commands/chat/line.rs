@@ -19,10 +19,10 @@ use std::sync::Arc;
 
 use anyhow::{bail, Result};
 
-use super::chat::{Leaving, Outcome};
-use super::Env;
 use crate::chat::protocol::{EngineEvent, MemorySnapshot, UserCommand};
 use crate::chat::slash::{self, Slash};
+use crate::commands::chat::leaving::{Leaving, Outcome};
+use crate::commands::env::Env;
 use crate::format::human_bytes;
 use crate::interrupt::{signal_exit_code, Interrupt};
 

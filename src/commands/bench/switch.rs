@@ -10,13 +10,13 @@ use std::time::{Duration, Instant};
 
 use anyhow::{bail, Result};
 
-use super::bench::bench_tokens;
-use super::bench_restore::{child_json, drop_page_cache, prefill_session};
-use super::run::SESSION_SEQS;
-use super::{load_model, Env};
 use crate::chat::protocol::{EngineEvent, UserCommand};
 use crate::chat::{self, ChatOptions};
 use crate::cli::BenchSwitchArgs;
+use crate::commands::bench::harness::bench_tokens;
+use crate::commands::bench::harness::{child_json, drop_page_cache, prefill_session};
+use crate::commands::env::SESSION_SEQS;
+use crate::commands::env::{load_model, Env};
 use crate::format::human_bytes;
 use crate::llama::Context;
 use crate::models::ModelChoice;

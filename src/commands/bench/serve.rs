@@ -5,43 +5,21 @@
 //! engine in this process gives the server's own overhead; streams side by side give the
 //! aggregate decode rate.
 
-use std::io::{BufRead, BufReader};
 use std::path::Path;
-use std::process::{Child, ExitCode, Stdio};
+use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
 use anyhow::{anyhow, bail, Context as _, Result};
 use serde_json::{json, Value};
 
-use super::Env;
+use super::harness::{Call, ChildServer, READY_DEADLINE};
 use crate::cli::BenchServeArgs;
+use crate::commands::env::Env;
 use crate::models::ModelChoice;
 use crate::paths::Paths;
 use crate::service::protocol::{CancelToken, ConversationKey, Reply, Request};
 use crate::service::{start, ServiceOptions};
 use crate::settings::{LlamaSettings, SamplingSettings};
-
-const READY_DEADLINE: Duration = Duration::from_secs(600);
-
-/// One call's figures, as the client measured them.
-struct Call {
-    prompt_tokens: u64,
-    cached_tokens: u64,
-    ttft: Duration,
-    generated: u64,
-    /// From the first token to the last.
-    decode: Duration,
-}
-
-impl Call {
-    fn per_token_ms(&self) -> f64 {
-        if self.generated > 1 {
-            self.decode.as_secs_f64() * 1e3 / (self.generated - 1) as f64
-        } else {
-            f64::NAN
-        }
-    }
-}
 
 pub fn run(env: &Env, args: BenchServeArgs) -> Result<ExitCode> {
     let choice = crate::models::choose(
@@ -58,7 +36,7 @@ pub fn run(env: &Env, args: BenchServeArgs) -> Result<ExitCode> {
     let target = args.prompt_tokens.max(64) as usize;
     let ctx = (target + 2048).next_multiple_of(256) as u32;
     // Loaded here only to size the prompt with the model's own tokenizer.
-    let (model, _) = super::load_model(&choice, 0)?;
+    let (model, _) = crate::commands::env::load_model(&choice, 0)?;
     if ctx > model.facts().n_ctx_train {
         bail!(
             "--prompt-tokens {target} does not fit the model's context ({}) with room for replies",
@@ -213,242 +191,6 @@ fn agent_messages(system: &str, turns: usize) -> Value {
         json!({"role": "user", "content": format!("Task {turns}: summarise the repository.")}),
     );
     Value::Array(messages)
-}
-
-/// `kvrun serve` as a child of this process, on a free port, in its own home.
-pub(super) struct ChildServer {
-    child: Child,
-    url: String,
-    agent: ureq::Agent,
-}
-
-impl ChildServer {
-    fn start(
-        home: &Path,
-        choice: &ModelChoice,
-        llama: &LlamaSettings,
-        ctx: u32,
-        parallel: u32,
-    ) -> Result<Self> {
-        let (ctx, parallel) = (ctx.to_string(), parallel.to_string());
-        Self::spawn(home, choice, llama, &["-c", &ctx, "--parallel", &parallel])
-    }
-
-    /// `kvrun serve` with `args` added (the context's size and the parallel sequences).
-    pub(super) fn spawn(
-        home: &Path,
-        choice: &ModelChoice,
-        llama: &LlamaSettings,
-        args: &[&str],
-    ) -> Result<Self> {
-        let exe = std::env::current_exe().context("finding the kvrun binary")?;
-        let mut child = std::process::Command::new(exe)
-            .env("KVRUN_HOME", home)
-            .env_remove("KVRUN_API_KEY")
-            .args(["serve", "--port", "0", "--temp", "0"])
-            .arg(&choice.path)
-            .args(["-t", &llama.threads.to_string(), "--request-timeout", "0"])
-            .args(args)
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped())
-            .spawn()
-            .context("starting kvrun serve")?;
-        let stderr = child.stderr.take().context("the server's stderr")?;
-        let (tx, rx) = std::sync::mpsc::channel();
-        std::thread::spawn(move || {
-            for line in BufReader::new(stderr).lines().map_while(Result::ok) {
-                if let Some(url) = line.strip_prefix("listening on ") {
-                    let _ = tx.send(Ok(url.to_string()));
-                } else if line.starts_with("error:") {
-                    let _ = tx.send(Err(line));
-                }
-            }
-        });
-        let url = match rx.recv_timeout(READY_DEADLINE) {
-            Ok(Ok(url)) => url,
-            Ok(Err(line)) => bail!("kvrun serve failed: {line}"),
-            Err(_) => bail!("kvrun serve was not ready within {READY_DEADLINE:?}"),
-        };
-        let agent = ureq::Agent::config_builder()
-            .http_status_as_error(false)
-            .build()
-            .into();
-        Ok(Self { child, url, agent })
-    }
-
-    pub(super) fn pid(&self) -> u32 {
-        self.child.id()
-    }
-
-    /// GET `path`, as JSON.
-    pub(super) fn get_json(&self, path: &str) -> Result<Value> {
-        let mut response = self
-            .agent
-            .get(format!("{}{path}", self.url))
-            .call()
-            .map_err(|e| anyhow!("GET {path}: {e}"))?;
-        response
-            .body_mut()
-            .read_json()
-            .map_err(|e| anyhow!("GET {path}: {e}"))
-    }
-
-    /// A greedy completion of `prompt` (token ids), `max_tokens` long.
-    pub(super) fn complete(&self, prompt: &[crate::llama::TokenId], max_tokens: u32) -> Result<()> {
-        let body = json!({"prompt": prompt, "max_tokens": max_tokens, "temperature": 0});
-        post_ok(&self.agent, &self.url, "/v1/completions", &body)?;
-        Ok(())
-    }
-
-    /// A greedy streamed completion of `prompt` (token ids), `max_tokens` long: when each
-    /// piece of text arrived. `started` hears of the first one.
-    pub(super) fn stream_times(
-        &self,
-        prompt: &[crate::llama::TokenId],
-        max_tokens: u32,
-        started: std::sync::mpsc::Sender<()>,
-    ) -> Result<Vec<Instant>> {
-        let body = json!({"prompt": prompt, "max_tokens": max_tokens, "temperature": 0,
-            "stream": true});
-        let mut response = post_ok(&self.agent, &self.url, "/v1/completions", &body)?;
-        let mut times = Vec::new();
-        for chunk in sse_events(&mut response) {
-            if chunk?["choices"][0]["text"]
-                .as_str()
-                .is_some_and(|t| !t.is_empty())
-            {
-                if times.is_empty() {
-                    let _ = started.send(());
-                }
-                times.push(Instant::now());
-            }
-        }
-        Ok(times)
-    }
-
-    /// One streamed chat completion, timed at the client.
-    fn stream(&self, messages: &Value, tools: &Value, max_tokens: u32) -> Result<Call> {
-        stream_chat(&self.agent, &self.url, messages, tools, max_tokens)
-    }
-
-    /// `n` streams at once; the tokens they generated and the wall time.
-    fn concurrent(&self, n: usize, max_tokens: u32) -> Result<(u64, Duration)> {
-        let started = Instant::now();
-        let calls: Vec<_> = (0..n)
-            .map(|i| {
-                let (agent, url) = (self.agent.clone(), self.url.clone());
-                std::thread::spawn(move || {
-                    let messages = json!([{"role": "user", "content": format!("Stream {i}: tell a long story about the sea.")}]);
-                    stream_chat(&agent, &url, &messages, &Value::Null, max_tokens)
-                })
-            })
-            .collect();
-        let mut tokens = 0;
-        for call in calls {
-            tokens += call
-                .join()
-                .map_err(|_| anyhow!("a stream thread panicked"))??
-                .generated;
-        }
-        Ok((tokens, started.elapsed()))
-    }
-
-    /// SIGTERM and wait: the server saves every conversation before it exits.
-    pub(super) fn stop(mut self) -> Result<()> {
-        use rustix::process::{kill_process, Pid, Signal};
-        kill_process(Pid::from_child(&self.child), Signal::TERM)?;
-        let status = self.child.wait()?;
-        if !status.success() {
-            bail!("kvrun serve exited with {status}");
-        }
-        Ok(())
-    }
-}
-
-impl Drop for ChildServer {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-/// POST `body` to `url` + `path`; an answer other than 200 is an error with its text.
-fn post_ok(
-    agent: &ureq::Agent,
-    url: &str,
-    path: &str,
-    body: &Value,
-) -> Result<ureq::http::Response<ureq::Body>> {
-    let mut response = agent
-        .post(format!("{url}{path}"))
-        .send_json(body)
-        .map_err(|e| anyhow!("POST {path}: {e}"))?;
-    if response.status() != 200 {
-        let text = response.body_mut().read_to_string().unwrap_or_default();
-        bail!("the server answered {}: {text}", response.status());
-    }
-    Ok(response)
-}
-
-/// The JSON events of a server-sent event stream, up to `[DONE]`.
-fn sse_events(
-    response: &mut ureq::http::Response<ureq::Body>,
-) -> impl Iterator<Item = Result<Value>> + '_ {
-    BufReader::new(response.body_mut().as_reader())
-        .lines()
-        .map_while(|line| match line {
-            Err(e) => Some(Err(e.into())),
-            Ok(line) => match line.strip_prefix("data: ") {
-                Some("[DONE]") => None,
-                Some(data) => Some(serde_json::from_str(data).map_err(Into::into)),
-                None => Some(Ok(Value::Null)),
-            },
-        })
-}
-
-fn stream_chat(
-    agent: &ureq::Agent,
-    url: &str,
-    messages: &Value,
-    tools: &Value,
-    max_tokens: u32,
-) -> Result<Call> {
-    let mut body = json!({
-        "model": "bench", "messages": messages, "max_tokens": max_tokens, "temperature": 0,
-        "stream": true, "stream_options": {"include_usage": true},
-    });
-    if tools.is_array() {
-        body["tools"] = tools.clone();
-    }
-    let sent = Instant::now();
-    let mut response = post_ok(agent, url, "/v1/chat/completions", &body)?;
-    let mut first = None;
-    let mut last = sent;
-    let mut usage = Value::Null;
-    for chunk in sse_events(&mut response) {
-        let chunk = chunk?;
-        let delta = &chunk["choices"][0]["delta"];
-        if delta["content"].as_str().is_some_and(|t| !t.is_empty())
-            || delta["tool_calls"].is_array()
-        {
-            first.get_or_insert_with(Instant::now);
-            last = Instant::now();
-        }
-        if chunk["usage"].is_object() {
-            usage = chunk["usage"].clone();
-        }
-    }
-    let first = first.unwrap_or(last);
-    Ok(Call {
-        prompt_tokens: usage["prompt_tokens"].as_u64().unwrap_or(0),
-        cached_tokens: usage["prompt_tokens_details"]["cached_tokens"]
-            .as_u64()
-            .unwrap_or(0),
-        ttft: first - sent,
-        generated: usage["completion_tokens"].as_u64().unwrap_or(0),
-        decode: last - first,
-    })
 }
 
 /// The engine without HTTP: a prompt of `tokens` tokens in a fresh home.

@@ -8,13 +8,13 @@ use std::time::Instant;
 
 use anyhow::{bail, Result};
 
-use super::{load_model, Env};
+use super::harness::bench_tokens;
 use crate::cli::BenchArgs;
+use crate::commands::env::{load_model, Env};
 use crate::llama::{Context, Model, Sampler, TokenId};
 use crate::sequence::{GenerateOptions, NoObserver, Sequence};
 use crate::settings::{LlamaSettings, SamplingSettings, DEFAULT_PAGE_TOKENS};
 
-const BENCH_TEXT: &str = include_str!("../../assets/bench-prompt.txt");
 /// llama.cpp's default micro-batch, the baseline schedule.
 const LLAMA_DEFAULT_UBATCH: u32 = 512;
 
@@ -128,15 +128,4 @@ fn measure(
         decode_tokens: generated.tokens.len().saturating_sub(1),
         decode_s: generated.decode_time.as_secs_f64(),
     })
-}
-
-/// `n` tokens of English prose (the bench text, repeated).
-pub(super) fn bench_tokens(model: &Model, n: usize) -> Vec<TokenId> {
-    let mut tokens = model.tokenize_prompt(BENCH_TEXT);
-    let body = model.tokenize(BENCH_TEXT, false);
-    while tokens.len() < n {
-        tokens.extend_from_slice(&body);
-    }
-    tokens.truncate(n);
-    tokens
 }
