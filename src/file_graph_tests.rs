@@ -21,6 +21,8 @@ struct Module {
 /// One name a `use` brings in: the path it names, and the name it binds (`None` for a glob).
 struct UseItem {
     path: Vec<String>,
+    /// The name it binds here (the last segment, or the `as` alias).
+    name: Option<String>,
     glob: bool,
     /// `pub use` (any visibility): a re-export.
     public: bool,
@@ -30,6 +32,8 @@ pub struct FileGraph {
     modules: BTreeMap<ModPath, Module>,
     /// Per module: name → absolute path it re-exports.
     reexports: HashMap<ModPath, Vec<(String, ModPath)>>,
+    /// Per module: the modules it re-exports whole (`pub use x::*`).
+    glob_reexports: HashMap<ModPath, Vec<ModPath>>,
 }
 
 fn is_ident_char(c: char) -> bool {
@@ -99,6 +103,26 @@ fn matching_brace(text: &str, open: usize) -> usize {
     text.len()
 }
 
+/// Whether the code defines an item called `name` (a type, function, constant or macro).
+fn defines(code: &str, name: &str) -> bool {
+    let toks = tokens(code);
+    toks.windows(2).any(|w| {
+        w[1] == name
+            && matches!(
+                w[0].as_str(),
+                "struct"
+                    | "enum"
+                    | "fn"
+                    | "const"
+                    | "static"
+                    | "type"
+                    | "trait"
+                    | "union"
+                    | "macro_rules"
+            )
+    })
+}
+
 fn tokens(text: &str) -> Vec<String> {
     let mut out = Vec::new();
     let mut chars = text.chars().peekable();
@@ -146,6 +170,7 @@ fn parse_tree(
             "*" => {
                 out.push(UseItem {
                     path,
+                    name: None,
                     glob: true,
                     public,
                 });
@@ -160,11 +185,14 @@ fn parse_tree(
                     continue;
                 }
                 // `as alias` binds another name to the same item.
+                let mut name = path.last().cloned();
                 if toks.get(*i).is_some_and(|t| t == "as") {
+                    name = toks.get(*i + 1).cloned();
                     *i += 2;
                 }
                 out.push(UseItem {
                     path,
+                    name,
                     glob: false,
                     public,
                 });
@@ -177,6 +205,34 @@ fn parse_tree(
 /// Every `use` statement of a file's code, expanded.
 fn uses(code: &str) -> Vec<UseItem> {
     let mut out = Vec::new();
+    for (at, end) in use_statements(code) {
+        let public = code[..at]
+            .trim_end_matches([' ', '\t'])
+            .rsplit('\n')
+            .next()
+            .unwrap_or("")
+            .trim()
+            .starts_with("pub");
+        let toks = tokens(&code[at + 4..end]);
+        let mut i = 0;
+        parse_tree(&toks, &mut i, Vec::new(), public, &mut out);
+    }
+    out
+}
+
+/// The code with its `use` statements blanked out (they are read by [`uses`]).
+fn without_uses(code: &str) -> String {
+    let mut out = code.to_string();
+    for (at, end) in use_statements(code) {
+        out.replace_range(at..end, &" ".repeat(end - at));
+    }
+    out
+}
+
+/// (start, end) of each `use` statement: `use` at the start of a line or after `pub…`, up
+/// to its `;`.
+fn use_statements(code: &str) -> Vec<(usize, usize)> {
+    let mut out = Vec::new();
     for (at, _) in code.match_indices("use ") {
         let before = code[..at].trim_end_matches([' ', '\t']);
         let line_start = before.rfind('\n').map_or(0, |i| i + 1);
@@ -187,12 +243,9 @@ fn uses(code: &str) -> Vec<UseItem> {
         {
             continue;
         }
-        let Some(end) = code[at..].find(';') else {
-            continue;
-        };
-        let toks = tokens(&code[at + 4..at + end]);
-        let mut i = 0;
-        parse_tree(&toks, &mut i, Vec::new(), public, &mut out);
+        if let Some(end) = code[at..].find(';') {
+            out.push((at, at + end));
+        }
     }
     out
 }
@@ -241,20 +294,26 @@ impl FileGraph {
         let mut graph = Self {
             modules,
             reexports: HashMap::new(),
+            glob_reexports: HashMap::new(),
         };
         let mut reexports = HashMap::new();
+        let mut globs = HashMap::new();
         for (path, module) in &graph.modules {
+            let list: Vec<ModPath> = uses(&module.code)
+                .into_iter()
+                .filter(|u| u.public && u.glob)
+                .filter_map(|u| graph.absolute(path, &u.path))
+                .collect();
+            globs.insert(path.clone(), list);
             let list: Vec<(String, ModPath)> = uses(&module.code)
                 .into_iter()
                 .filter(|u| u.public && !u.glob)
-                .filter_map(|u| {
-                    let name = u.path.last()?.clone();
-                    Some((name, graph.absolute(path, &u.path)?))
-                })
+                .filter_map(|u| Some((u.name.clone()?, graph.absolute(path, &u.path)?)))
                 .collect();
             reexports.insert(path.clone(), list);
         }
         graph.reexports = reexports;
+        graph.glob_reexports = globs;
         graph
     }
 
@@ -304,8 +363,26 @@ impl FileGraph {
                     .find(|(name, _)| name == seg)
                     .map(|(_, target)| target)
             });
-            if let Some(target) = target.filter(|_| depth < 16) {
-                let mut full = target.clone();
+            // Not named: defined here, or in a module this one re-exports whole.
+            let glob = || {
+                let defined_here = self
+                    .modules
+                    .get(&module)
+                    .is_some_and(|m| defines(&m.code, seg));
+                let sources = self.glob_reexports.get(&module).into_iter().flatten();
+                sources
+                    .clone()
+                    .find(|src| {
+                        !defined_here
+                            && self
+                                .modules
+                                .get(*src)
+                                .is_some_and(|m| defines(&m.code, seg))
+                    })
+                    .map(|src| [src.as_slice(), std::slice::from_ref(seg)].concat())
+            };
+            if let Some(target) = target.cloned().or_else(glob).filter(|_| depth < 16) {
+                let mut full = target;
                 full.extend(path[i + 1..].iter().cloned());
                 return self.defining_file(&full, depth + 1);
             }
@@ -329,11 +406,15 @@ impl FileGraph {
         for (here, module) in &self.modules {
             out.push((module.file.as_str(), None, String::new()));
             let children = self.children(here);
+            let code = without_uses(&module.code);
+            // A re-export is the module's table of contents; it counts only where the module's
+            // own code uses the name too.
+            let words: BTreeSet<String> = tokens(&code).into_iter().collect();
             let used = uses(&module.code)
                 .into_iter()
-                .filter(|u| !u.public)
+                .filter(|u| !u.public || u.name.as_ref().is_some_and(|n| words.contains(n)))
                 .map(|u| u.path);
-            let written = inline_paths(&module.code, &children);
+            let written = inline_paths(&code, &children);
             for path in used.chain(written) {
                 let Some(abs) = self.absolute(here, &path) else {
                     continue;
@@ -403,6 +484,23 @@ impl FileGraph {
     }
 }
 
+/// `use …::*` of this crate's modules (enum variants aside): the names a glob brings in are
+/// invisible to this check, so the crate's code names what it imports.
+pub fn crate_globs(files: &[(String, String)]) -> Vec<String> {
+    let mut out = Vec::new();
+    for (rel, text) in files {
+        for u in uses(&code_of(text)).into_iter().filter(|u| u.glob) {
+            let head = u.path.first().map(String::as_str);
+            if matches!(head, Some("crate" | "super" | "self"))
+                || u.path.len() == 1 && !u.path[0].starts_with(char::is_uppercase)
+            {
+                out.push(format!("src/{rel}: use {}::*", u.path.join("::")));
+            }
+        }
+    }
+    out
+}
+
 /// Breadth-first: the files from `from` to `to`, both included.
 fn shortest_path<'a>(
     edges: &BTreeMap<&'a str, BTreeSet<&'a str>>,
@@ -470,7 +568,7 @@ fn the_checker_finds_a_loop_through_a_reexport_and_not_a_tree() {
     ]);
     assert_eq!(
         looped.loops(),
-        [vec!["src/a/inner.rs", "src/b.rs", "src/a/inner.rs"]]
+        [vec!["src/b.rs", "src/a/inner.rs", "src/b.rs"]]
     );
 
     let tree = FileGraph::new(&[

@@ -139,3 +139,14 @@ fn no_two_files_need_each_other() {
         rings.join("\n")
     );
 }
+
+#[test]
+fn no_glob_imports_of_the_crates_own_modules() {
+    let globs =
+        crate::file_graph_tests::crate_globs(&crate::file_graph_tests::crate_files(is_test_file));
+    assert!(
+        globs.is_empty(),
+        "name what you import:\n{}",
+        globs.join("\n")
+    );
+}

@@ -308,7 +308,7 @@ impl<'m> Chat<'m, '_> {
     /// or cold tier (or created). The session left stays open in the engine, hot until
     /// another needs its cells.
     fn switch(&mut self, name: &str) -> Result<(), String> {
-        crate::session::catalog::validate_name(name).map_err(|e| e.to_string())?;
+        crate::session::name::validate_name(name).map_err(|e| e.to_string())?;
         let opened = self
             .service
             .open_blocking(OpenSession {
@@ -467,7 +467,7 @@ impl<'m> Chat<'m, '_> {
 
     /// Copies the active session to a new one (their pages are shared) and continues there.
     fn fork(&mut self, name: &str) -> Result<(), String> {
-        crate::session::catalog::validate_name(name).map_err(|e| e.to_string())?;
+        crate::session::name::validate_name(name).map_err(|e| e.to_string())?;
         self.save()?;
         self.service
             .fork_blocking(&self.active.name, name)

@@ -3,7 +3,6 @@
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
-use super::error::GgufError;
 use super::types::{GgmlType, GgufArray, GgufValue};
 
 /// One entry of the tensor table.
@@ -129,13 +128,5 @@ impl GgufFile {
     /// blake3 (hex) of bytes `0..tensor_table_end` followed by the file size as u64 LE.
     pub fn fingerprint(&self) -> &str {
         &self.fingerprint
-    }
-
-    /// Checks what llama.cpp asserts on (aborting the process) rather than reports: the
-    /// architecture's hyperparameters and the vocabulary. [`super::read_header`] has already
-    /// checked the file's structure.
-    pub fn check_loadable(&self) -> Result<(), GgufError> {
-        super::hparams::check(self)?;
-        super::vocab::check(self)
     }
 }

@@ -16,6 +16,7 @@ mod file;
 mod hparams;
 mod info;
 mod input;
+mod loadable;
 mod reader;
 mod types;
 mod vocab;

@@ -9,9 +9,10 @@ use std::time::Instant;
 
 use tokio::sync::mpsc::{unbounded_channel, UnboundedReceiver};
 
+use super::counters::ServerCounters;
 use super::errors::ApiError;
 use super::request_log::RequestLog;
-use super::state::{AppState, ServerCounters};
+use super::state::AppState;
 use crate::llama::TokenId;
 use crate::service::protocol::{
     CancelToken, ConversationKey, FinishReason, Reply, Request, RequestId, Started, TokenPiece,

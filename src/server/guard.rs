@@ -14,8 +14,8 @@ use axum::response::{IntoResponse, Response};
 use futures_util::StreamExt as _;
 use subtle::ConstantTimeEq as _;
 
+use super::counters::ServerCounters;
 use super::errors::{ApiError, Shape};
-use super::metrics::ServerCounters;
 use super::request_log::RequestLog;
 
 /// The server's limits and access rules, from `kvrun serve`'s flags.

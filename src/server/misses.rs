@@ -15,7 +15,7 @@ use std::sync::Mutex;
 
 use crate::llama::{Model, TokenId};
 
-use super::state::ServerCounters;
+use super::counters::ServerCounters;
 
 /// Conversations whose previous prompt is remembered; the least recent is forgotten.
 const REMEMBERED: usize = 64;

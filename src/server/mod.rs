@@ -12,6 +12,7 @@
 //! (a line per request at `-v`), `metrics` and `sessions` (kvrun's own endpoints).
 
 pub mod anthropic;
+mod counters;
 pub mod errors;
 pub mod generation;
 pub mod guard;
@@ -35,8 +36,9 @@ use axum::response::IntoResponse;
 use axum::routing::get;
 use axum::{Json, Router};
 
+pub use counters::ServerCounters;
 pub use guard::Guard;
-pub use state::{AppState, ServerCounters};
+pub use state::AppState;
 
 /// Every route of the server. Each API module contributes its own `routes()`.
 pub fn router(state: AppState) -> Router {

@@ -5,8 +5,8 @@
 use axum::http::HeaderMap;
 
 use crate::service::protocol::ConversationKey;
-use crate::session::catalog::{validate_name, MAX_NAME_LEN};
 use crate::session::family::MAX_FAMILY_LEN;
+use crate::session::name::{validate_name, MAX_NAME_LEN};
 
 /// Session-id headers, most specific first.
 const SESSION_HEADERS: [&str; 3] = ["x-session-id", "x-claude-code-session-id", "session-id"];

@@ -14,7 +14,8 @@ use super::errors::ApiError;
 use super::AppState;
 use crate::service::handle::SessionStatus;
 use crate::service::protocol::ServiceError;
-use crate::session::catalog::{validate_name, SessionCatalog, SessionSummary};
+use crate::session::catalog::{SessionCatalog, SessionSummary};
+use crate::session::name::validate_name;
 use crate::session::SessionError;
 
 /// How much of a messageless session's log `GET /v1/kvrun/sessions/{name}` shows as text.

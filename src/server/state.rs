@@ -6,7 +6,7 @@ use crate::paths::Paths;
 use crate::service::ServiceHandle;
 use crate::settings::SamplingSettings;
 
-pub use super::metrics::ServerCounters;
+use super::counters::ServerCounters;
 use super::misses::PromptHistory;
 
 #[derive(Clone)]

@@ -60,6 +60,7 @@ use std::path::{Path, PathBuf};
 use super::error::SessionError;
 use super::manifest::{SessionManifest, MANIFEST_FORMAT};
 use super::manifest_file::{decode_manifest, encode_manifest, MAX_MANIFEST_BYTES};
+use super::name::validate_name;
 use crate::paths::Paths;
 use crate::store::fsutil::read_bounded;
 use crate::store::lock::{LockHolder, HOLDER_MAX_BYTES};
@@ -72,7 +73,6 @@ use crate::store::{
 pub const MANIFEST_FILE: &str = "session.kvrun";
 /// Folder of lock files inside the sessions folder (its leading dot keeps it out of listings).
 const LOCK_DIR: &str = ".locks";
-pub const MAX_NAME_LEN: usize = 64;
 
 type Result<T, E = SessionError> = std::result::Result<T, E>;
 
@@ -99,30 +99,6 @@ fn open_lock_dir(sessions: &Path) -> Result<()> {
         .into());
     }
     Ok(())
-}
-
-/// Checks a session name: 1 to 64 of `[A-Za-z0-9._-]`, not starting with `.` or `-`. Names
-/// become folder names and command-line arguments, so nothing that could walk out of the
-/// sessions folder, hide in a listing, or read as a flag.
-pub fn validate_name(name: &str) -> Result<()> {
-    let reason = if name.is_empty() {
-        "it is empty".to_string()
-    } else if let Some(c) = name
-        .chars()
-        .find(|c| !(c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-')))
-    {
-        format!("it contains {c:?}")
-    } else if name.len() > MAX_NAME_LEN {
-        format!("it is {} characters long", name.len())
-    } else if name.starts_with(['.', '-']) {
-        "it starts with '.' or '-'".to_string()
-    } else {
-        return Ok(());
-    };
-    Err(SessionError::InvalidName {
-        name: name.chars().take(80).collect(),
-        reason,
-    })
 }
 
 /// One row of `kvrun session ls`.

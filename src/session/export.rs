@@ -27,11 +27,12 @@ use std::fs::File;
 use std::io::{self, BufReader, Read, Seek, SeekFrom, Write};
 use std::path::Path;
 
-use super::catalog::{distinct_objects, validate_name, SessionCatalog};
+use super::catalog::{distinct_objects, SessionCatalog};
 use super::error::SessionError;
 use super::identity::{bind_snapshot, find_model};
 use super::manifest::SessionManifest;
 use super::manifest_file::{decode_manifest, ManifestFileError, MAX_MANIFEST_BYTES};
+use super::name::validate_name;
 use crate::store::fsutil::open_given_regular;
 use crate::store::{write_atomic_with, ObjectId, ObjectKind};
 

@@ -6,7 +6,7 @@
 //! log its prompt extends; one that extends none starts a new member, so nothing is
 //! overwritten by a request that does not continue it.
 
-use super::catalog::MAX_NAME_LEN;
+use super::name::MAX_NAME_LEN;
 
 /// The longest family name: room is left for a member's `.N` suffix.
 pub const MAX_FAMILY_LEN: usize = MAX_NAME_LEN - 8;

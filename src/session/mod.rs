@@ -20,13 +20,15 @@ pub mod kv_error;
 pub mod live;
 pub mod manifest;
 mod manifest_file;
+pub mod name;
 #[cfg(test)]
 mod test_support;
 
 pub use binding::SessionBinding;
 pub use cache_miss::{CacheMiss, MissReason};
-pub use catalog::{validate_name, RemoveReport, SessionCatalog, SessionSummary};
+pub use catalog::{RemoveReport, SessionCatalog, SessionSummary};
 pub use error::SessionError;
 pub use export::{export, import, ExportReport};
 pub use kv_error::LiveError;
 pub use manifest::{KvIdentity, KvSnapshot, ModelIdentity, SessionManifest, MANIFEST_FORMAT};
+pub use name::validate_name;

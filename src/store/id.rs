@@ -3,7 +3,12 @@
 use std::fmt;
 use std::str::FromStr;
 
-use super::{Result, StoreError};
+/// A string that is not an object id.
+#[derive(Debug, thiserror::Error)]
+#[error("invalid object id {input:?}: expected 64 hex characters")]
+pub struct InvalidId {
+    pub input: String,
+}
 
 /// Identity of one stored object. Ids are part of the on-disk contract: a change in how they
 /// are derived orphans every cached page (they are then collected by gc, not misread).
@@ -39,9 +44,9 @@ impl ObjectId {
     }
 
     /// Parses 64 hex characters (either case).
-    pub fn from_hex(text: &str) -> Result<Self> {
+    pub fn from_hex(text: &str) -> Result<Self, InvalidId> {
         let mut out = [0u8; 32];
-        hex::decode_to_slice(text, &mut out).map_err(|_| StoreError::InvalidId {
+        hex::decode_to_slice(text, &mut out).map_err(|_| InvalidId {
             input: text.chars().take(80).collect(),
         })?;
         Ok(Self(out))
@@ -80,8 +85,8 @@ impl<'de> serde::Deserialize<'de> for ObjectId {
 }
 
 impl FromStr for ObjectId {
-    type Err = StoreError;
-    fn from_str(s: &str) -> Result<Self> {
+    type Err = InvalidId;
+    fn from_str(s: &str) -> Result<Self, InvalidId> {
         Self::from_hex(s)
     }
 }
@@ -159,7 +164,8 @@ mod tests {
     fn bad_hex_is_rejected() {
         for bad in ["", "abc", &"g".repeat(64), &"a".repeat(66)] {
             let err = ObjectId::from_hex(bad).unwrap_err();
-            assert!(matches!(err, StoreError::InvalidId { .. }), "{bad}");
+            assert_eq!(err.input, bad);
+            assert!(err.to_string().contains("expected 64 hex characters"));
         }
     }
 

@@ -52,6 +52,7 @@
 
 pub mod atomic;
 mod batch;
+mod error;
 pub mod fsutil;
 pub mod id;
 pub mod lease;
@@ -60,47 +61,12 @@ pub mod object;
 mod payload;
 mod walk;
 
-use std::io;
-use std::path::PathBuf;
-
 pub use self::atomic::{write_atomic, write_atomic_with, TEMP_PREFIX};
 pub use self::batch::{BatchTimings, Payload, PutJob};
+pub use self::error::{Result, StoreError};
 pub use self::fsutil::{create_private_dir_all, fsync_dir, private_file_options};
 pub use self::id::{IdChain, ObjectId};
 pub use self::lease::Lease;
 pub use self::lock::{LockMode, SessionLock, StoreLock};
 pub use self::object::{GcReport, ObjectKind, ObjectStore, PutOutcome, UnverifiedPayload};
 pub use self::payload::{PayloadPart, PayloadReader};
-
-/// Errors from the store. Every message is one line and names the path or object involved.
-#[derive(Debug, thiserror::Error)]
-pub enum StoreError {
-    /// Any I/O failure other than a full disk. The message includes the OS error text, so a
-    /// plain `{}` is informative on its own.
-    #[error("I/O error on {}: {source}", path.display())]
-    Io {
-        path: PathBuf,
-        #[source]
-        source: io::Error,
-    },
-
-    /// ENOSPC (or a quota limit) while writing; the previous file content, if any, is intact.
-    #[error("disk full while writing {}", path.display())]
-    DiskFull { path: PathBuf },
-
-    /// The object exists but fails validation (truncated, bit flip, unknown format).
-    #[error("object {id} is corrupt: {detail}")]
-    Corrupt { id: ObjectId, detail: String },
-
-    #[error("object {id} is missing")]
-    Missing { id: ObjectId },
-
-    /// A non-blocking lock is held by another process or handle.
-    #[error("{what} is in use by another kvrun process")]
-    InUse { what: String },
-
-    #[error("invalid object id {input:?}: expected 64 hex characters")]
-    InvalidId { input: String },
-}
-
-pub type Result<T, E = StoreError> = std::result::Result<T, E>;

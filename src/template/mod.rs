@@ -7,6 +7,7 @@
 //! environment is jinja2's `trim_blocks` + `lstrip_blocks` with loop controls, like HF's.
 
 mod builtin;
+mod error;
 mod guard;
 mod json;
 mod message;
@@ -18,6 +19,7 @@ use std::collections::BTreeMap;
 use minijinja::{Environment, ErrorKind, Value};
 
 pub use builtin::{builtin_for_architecture, builtin_named, BUILTIN_NAMES};
+pub use error::TemplateError;
 pub use guard::{Rendered, SpecialFinder};
 pub use json::to_python_json;
 pub use message::{Content, ContentPart, FunctionCall, Message, ToolCall};
@@ -27,21 +29,6 @@ pub use message::{Content, ContentPart, FunctionCall, Message, ToolCall};
 const FUEL: u64 = 50_000_000;
 const RECURSION_LIMIT: usize = 64;
 const MAX_OUTPUT_BYTES: usize = 64 << 20;
-
-#[derive(Debug, thiserror::Error)]
-pub enum TemplateError {
-    #[error("chat template '{name}' does not compile: {detail}")]
-    Syntax { name: String, detail: String },
-    #[error("chat template '{name}' failed to render: {detail}")]
-    Render { name: String, detail: String },
-    #[error("message {index}: {detail}")]
-    BadMessage { index: usize, detail: String },
-    #[error(
-        "message content contains special-token text ({text}) that chat template '{name}' \
-         treats differently from plain text; remove it or use --raw"
-    )]
-    Injection { name: String, text: String },
-}
 
 /// What a rendering needs besides the template.
 #[derive(Debug, Clone, Default)]

@@ -387,7 +387,7 @@ fn remove(env: &Env, args: SessionNameArg) -> Result<ExitCode> {
 
 fn fork(env: &Env, args: SessionForkArgs) -> Result<ExitCode> {
     let catalog = SessionCatalog::open(&env.paths)?;
-    crate::session::catalog::validate_name(&args.dst).map_err(|e| usage(e.to_string()))?;
+    crate::session::name::validate_name(&args.dst).map_err(|e| usage(e.to_string()))?;
     catalog.fork(&args.src, &args.dst)?;
     env.ui
         .note(format!("forked '{}' into '{}'", args.src, args.dst));
@@ -410,7 +410,7 @@ fn export_session(env: &Env, args: SessionExportArgs) -> Result<ExitCode> {
 fn import_session(env: &Env, args: SessionImportArgs) -> Result<ExitCode> {
     let catalog = SessionCatalog::open(&env.paths)?;
     if let Some(name) = &args.name {
-        crate::session::catalog::validate_name(name).map_err(|e| usage(e.to_string()))?;
+        crate::session::name::validate_name(name).map_err(|e| usage(e.to_string()))?;
     }
     let name = export::import(
         &catalog,

@@ -57,7 +57,7 @@ pub fn prepare(
     engine_args: &LlamaArgs,
     sampling_args: Option<&SamplingArgs>,
 ) -> Result<Prepared> {
-    crate::session::catalog::validate_name(name).map_err(|e| usage(e.to_string()))?;
+    crate::session::name::validate_name(name).map_err(|e| usage(e.to_string()))?;
     let (lock, manifest) = catalog.lock_and_read(name)?;
     let default_sampling = SamplingArgs::default();
     let sampling_args = sampling_args.unwrap_or(&default_sampling);

@@ -2,6 +2,7 @@
 //! `POST /v1/messages/count_tokens`. Errors in Anthropic's shape.
 
 mod parse;
+mod shape;
 mod stream;
 
 use axum::body::Bytes;
@@ -11,9 +12,10 @@ use axum::http::HeaderMap;
 use axum::response::{IntoResponse, Response};
 use axum::routing::post;
 use axum::{Json, Router};
-use serde_json::{json, Value};
+use serde_json::json;
 
 use parse::MessagesRequest;
+use shape::{Shape, TOOL_USE_ID_PREFIX};
 
 use super::errors::{body_bytes, parse_body, ApiError};
 use super::generation::{response_id, start, with_session_header, Job};
@@ -22,23 +24,11 @@ use super::render::{max_reply_tokens, render_off_thread, Prompt, ReplyReader};
 use super::request::{ready, stop_strings, StopField};
 use super::sse;
 use super::state::AppState;
-use crate::service::protocol::{CachedTokens, FinishReason, Usage};
-use crate::tools::ParsedReply;
-
-/// Anthropic's tool_use ids start so.
-const TOOL_USE_ID_PREFIX: &str = "toolu_";
 
 pub fn routes() -> Router<AppState> {
     Router::new()
         .route("/v1/messages", post(messages))
         .route("/v1/messages/count_tokens", post(count_tokens))
-}
-
-/// What shaping the reply needs.
-struct Shape {
-    id: String,
-    model_name: String,
-    reader: ReplyReader,
 }
 
 async fn messages(
@@ -141,56 +131,10 @@ async fn render_request(
     Ok((prompt, tools))
 }
 
-/// Anthropic's usage. `input_tokens` counts only the prompt tokens not read from the
-/// cache (Anthropic's sense; OpenAI's `prompt_tokens` counts them all), and
-/// `cache_read_input_tokens` those served from any tier. `cache_creation_input_tokens` is
-/// always 0: the prefilled tokens kvrun then saves as pages are already in
-/// `input_tokens`, and Anthropic's total input is the sum of the three.
-fn usage_object(prompt_tokens: usize, cached: &CachedTokens, output_tokens: usize) -> Value {
-    json!({
-        "input_tokens": prompt_tokens.saturating_sub(cached.total()),
-        "output_tokens": output_tokens,
-        "cache_read_input_tokens": cached.total(),
-        "cache_creation_input_tokens": 0,
-    })
-}
-
-impl Shape {
-    /// `stop_reason` and `stop_sequence`.
-    fn stop(usage: &Usage, called_tools: bool) -> (&'static str, Option<String>) {
-        match usage.finish {
-            _ if called_tools => ("tool_use", None),
-            FinishReason::MaxTokens | FinishReason::ContextFull => ("max_tokens", None),
-            FinishReason::StopString => ("stop_sequence", usage.stop_sequence.clone()),
-            FinishReason::EndOfGeneration | FinishReason::Cancelled => ("end_turn", None),
-        }
-    }
-
-    fn message(&self, reply: &ParsedReply, usage: &Usage) -> Value {
-        let mut content = reply.to_anthropic();
-        for block in content.as_array_mut().into_iter().flatten() {
-            if block["type"] == "thinking" {
-                // The SDKs expect a signature; kvrun's reasoning is not signed.
-                block["signature"] = json!("");
-            }
-        }
-        let (stop_reason, stop_sequence) = Self::stop(usage, !reply.tool_calls.is_empty());
-        json!({
-            "id": self.id,
-            "type": "message",
-            "role": "assistant",
-            "model": self.model_name,
-            "content": content,
-            "stop_reason": stop_reason,
-            "stop_sequence": stop_sequence,
-            "usage": usage_object(usage.prompt_tokens, &usage.cached, usage.generated),
-        })
-    }
-}
-
 #[cfg(test)]
 mod tests {
-    use super::*;
+    use super::shape::usage_object;
+    use crate::service::protocol::CachedTokens;
 
     #[test]
     fn input_tokens_exclude_the_cached_part() {

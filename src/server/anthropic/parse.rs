@@ -7,12 +7,12 @@ use std::sync::atomic::Ordering;
 use serde::Deserialize;
 use serde_json::Value;
 
+use crate::server::counters::ServerCounters;
 use crate::server::errors::ApiError;
 use crate::server::render::{
     is_billing_block, is_media, media_refused, text_message, Conversation,
 };
 use crate::server::request::SamplingFields;
-use crate::server::state::ServerCounters;
 use crate::server::tool_choice::{function_tool, ToolChoice, ToolSet};
 use crate::template::{FunctionCall, Message, ToolCall};
 

@@ -5,7 +5,7 @@
 
 use serde_json::{json, Value};
 
-use super::{usage_object, Shape, TOOL_USE_ID_PREFIX};
+use super::shape::{usage_object, Shape, TOOL_USE_ID_PREFIX};
 use crate::server::generation::response_id;
 use crate::server::generation::{Generation, Step};
 use crate::server::sse::{Disconnected, EventSink};

@@ -9,7 +9,7 @@ use axum::Json;
 use serde_json::{json, Value};
 
 use super::chat_parse::ChatRequest;
-use super::{chat_logprob, finish_reason, usage_object};
+use super::fields::{chat_logprob, finish_reason, usage_object};
 use crate::clock::unix_now;
 use crate::llama::Model;
 use crate::server::errors::{body_bytes, parse_body, ApiError};

@@ -9,7 +9,7 @@ use axum::Json;
 use serde::Deserialize;
 use serde_json::{json, Value};
 
-use super::{finish_reason, token_text, usage_object};
+use super::fields::{finish_reason, token_text, usage_object};
 use crate::clock::unix_now;
 use crate::llama::{Model, TokenId};
 use crate::server::errors::{body_bytes, parse_body, ApiError};

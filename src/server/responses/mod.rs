@@ -4,6 +4,7 @@
 
 mod input;
 mod output;
+mod reply;
 mod store;
 mod stream;
 
@@ -27,10 +28,9 @@ use super::sse;
 use super::state::AppState;
 use super::tool_choice::{function_tool, openai_choice, ToolSet};
 use crate::clock::unix_now;
-use crate::template::{FunctionCall, Message, ToolCall};
 use crate::tools::ParsedReply;
 use output::Header;
-use store::StoredResponse;
+use reply::Reply;
 
 pub fn routes() -> Router<AppState> {
     Router::new()
@@ -99,15 +99,6 @@ impl ResponsesRequest {
         };
         json_format_grammar(format, format.get("schema"), "text.format")
     }
-}
-
-/// What shaping and storing the reply needs.
-struct Reply {
-    header: Header,
-    reader: ReplyReader,
-    /// The conversation so far, without `instructions` (stored for the next request).
-    history: Vec<Message>,
-    paths: std::sync::Arc<crate::paths::Paths>,
 }
 
 async fn create(
@@ -240,34 +231,6 @@ fn whole_output(parsed: &ParsedReply) -> Vec<Value> {
         items.push(output::call_item(&item_id, call, &arguments, "completed"));
     }
     items
-}
-
-impl Reply {
-    /// Stores the response with its conversation (when `store` is on), so a later
-    /// `previous_response_id` can continue it, after a restart too.
-    fn store(&self, object: &Value, parsed: &ParsedReply, session: &str) -> Result<(), ApiError> {
-        if !self.header.store {
-            return Ok(());
-        }
-        let mut assistant = text_message("assistant", parsed.content.clone());
-        assistant.reasoning_content = parsed.reasoning.clone();
-        assistant.tool_calls = parsed
-            .tool_calls
-            .iter()
-            .map(|c| ToolCall {
-                id: Some(c.id.clone()),
-                kind: "function".into(),
-                function: FunctionCall {
-                    name: c.name.clone(),
-                    arguments: minijinja::Value::from(c.arguments.to_string()),
-                },
-            })
-            .collect();
-        let mut messages = self.history.clone();
-        messages.push(assistant);
-        let stored = StoredResponse::new(object.clone(), session.to_string(), messages);
-        store::save(&self.paths, &self.header.id, &stored)
-    }
 }
 
 async fn retrieve(

@@ -7,7 +7,7 @@
 use serde_json::{json, Value};
 
 use super::output::{self, call_item, message_item, output_text_part, reasoning_item};
-use super::Reply;
+use super::reply::Reply;
 use crate::server::generation::{response_id, Generation, Step};
 use crate::server::sse::{Disconnected, EventSink};
 use crate::tools::{ParsedReply, ReplyEvent};

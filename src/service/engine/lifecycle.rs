@@ -167,7 +167,7 @@ impl<'c, 'm> Engine<'c, 'm> {
             }
             other => ServiceError::Internal(other.to_string()),
         };
-        crate::session::catalog::validate_name(to)
+        crate::session::name::validate_name(to)
             .map_err(|e| ServiceError::Refused(e.to_string()))?;
         let index = self.open_index(from)?;
         // The copy names what is on disk: the commits in flight land first.
