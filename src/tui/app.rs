@@ -3,13 +3,9 @@
 
 use std::time::{Duration, Instant};
 
-use crossterm::event::Event;
-
 use super::action::{Action, Effect};
 use super::input::InputEditor;
-use super::keys;
-use super::view;
-use super::TuiOptions;
+use super::options::TuiOptions;
 use crate::chat::protocol::{
     EngineEvent, MemorySnapshot, ProgressKind, SessionRow, ShownMessage, Tier, UserCommand,
 };
@@ -106,11 +102,28 @@ pub struct App {
     pub(crate) now_unix: u64,
     /// A monitor: nothing is typed, so focus never rests on the (absent) input box.
     pub(crate) read_only: bool,
+    /// Asks the view what scrolling needs to know about the screen.
+    geometry: Geometry,
 }
 
+/// What scrolling needs to know about the screen: the rows the conversation shows, the rows
+/// it has in all, and how far the help overlay can scroll.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Viewport {
+    pub conversation_rows: usize,
+    pub conversation_total: usize,
+    pub help_max_scroll: u16,
+}
+
+/// The view's measure of the screen for an app ([`crate::tui::new_app`] passes the real one).
+/// App asks through this function instead of naming the view, so that the view can read App
+/// and data still flows one way.
+pub type Geometry = fn(&App) -> Viewport;
+
 impl App {
-    pub fn new(options: TuiOptions) -> Self {
+    pub fn new(options: TuiOptions, geometry: Geometry) -> Self {
         App {
+            geometry,
             title: options.title,
             model: None,
             gpu: None,
@@ -173,12 +186,6 @@ impl App {
     /// The loop should end now: the engine has exited, or the user insisted.
     pub fn should_exit(&self) -> bool {
         self.exited || self.exit_now
-    }
-
-    /// A terminal event, through the key map and into `update`.
-    pub fn handle_event(&mut self, event: Event, now: Instant) -> Option<Effect> {
-        let action = keys::map_event(self, event, now)?;
-        self.update(action)
     }
 
     /// The only place state changes.
@@ -537,7 +544,7 @@ impl App {
 
     /// Rows of conversation the screen shows now, for paging.
     fn page_rows(&self) -> usize {
-        let (rows, _) = view::conversation_viewport(self);
+        let rows = (self.geometry)(self).conversation_rows;
         rows.saturating_sub(2).max(1)
     }
 
@@ -548,12 +555,13 @@ impl App {
 
     /// Scrolls the help overlay while it is open, else the conversation.
     fn scroll_by(&mut self, delta: isize) {
+        let viewport = (self.geometry)(self);
         if self.help {
-            let max = view::help_max_scroll(self);
+            let max = viewport.help_max_scroll;
             self.help_scroll = (self.help_scroll as isize + delta).clamp(0, max as isize) as u16;
             return;
         }
-        let (height, total) = view::conversation_viewport(self);
+        let (height, total) = (viewport.conversation_rows, viewport.conversation_total);
         let bottom = total.saturating_sub(height);
         let top = self.scroll.unwrap_or(bottom).min(bottom);
         let new_top = top.saturating_add_signed(delta).min(bottom);

@@ -5,13 +5,19 @@ use std::time::Instant;
 
 use crossterm::event::{Event, KeyCode, KeyEvent, KeyEventKind, KeyModifiers, MouseEventKind};
 
-use super::action::Action;
+use super::action::{Action, Effect};
 use super::app::{App, Focus};
 
 /// Lines one mouse-wheel notch scrolls.
 const WHEEL_LINES: usize = 3;
 
 /// The action for one terminal event, if it means anything here. `now` stamps Ctrl-C.
+/// A terminal event, through the key map and into [`App::update`].
+pub fn handle_event(app: &mut App, event: Event, now: Instant) -> Option<Effect> {
+    let action = map_event(app, event, now)?;
+    app.update(action)
+}
+
 pub fn map_event(app: &App, event: Event, now: Instant) -> Option<Action> {
     match event {
         Event::Key(key) => map_key(app, key, now),

@@ -13,6 +13,7 @@ mod action;
 mod app;
 mod input;
 mod keys;
+mod options;
 mod terminal;
 mod view;
 
@@ -30,6 +31,7 @@ use crate::chat::protocol::{EngineEvent, UserCommand};
 
 pub use action::{Action, Effect};
 pub use app::{App, Focus};
+pub use options::TuiOptions;
 pub use terminal::run_terminal;
 pub use view::draw;
 
@@ -40,16 +42,9 @@ const MAX_IDLE: Duration = Duration::from_secs(1);
 /// After Quit, how long to wait for the engine's Exited (it saves the session first).
 const QUIT_TIMEOUT: Duration = Duration::from_secs(5);
 
-/// What the TUI starts with, before the engine says more.
-#[derive(Debug, Clone, Default)]
-pub struct TuiOptions {
-    /// Shown in the status line until the engine's Ready names the model.
-    pub title: String,
-    /// The session being opened, if any.
-    pub session: Option<String>,
-    /// A monitor (`kvrun top`): no input box, and keys that would edit a message do not
-    /// exist; Enter on a session shows its conversation.
-    pub read_only: bool,
+/// A new app whose scrolling measures the screen with the real view.
+pub fn new_app(options: TuiOptions) -> App {
+    App::new(options, view::viewport)
 }
 
 /// One thing from outside the TUI other than the engine.
@@ -140,7 +135,7 @@ pub fn run_loop<B: Backend>(
         // the reply finished means "quit", not "stop").
         drain_engine(app, events);
         let effect = match input {
-            Input::Terminal(event) => app.handle_event(event, Instant::now()),
+            Input::Terminal(event) => keys::handle_event(app, event, Instant::now()),
             Input::Terminate => app.update(Action::Terminate),
         };
         dirty = true;

@@ -21,7 +21,7 @@ use crossterm::{cursor, execute};
 use ratatui::backend::CrosstermBackend;
 use ratatui::Terminal;
 
-use super::{run_loop, App, Input, InputSource, TuiOptions};
+use super::{run_loop, Input, InputSource, TuiOptions};
 use crate::chat::protocol::{EngineEvent, UserCommand};
 
 /// The terminal is in TUI mode (raw, alternate screen); whoever restores it first clears this.
@@ -50,7 +50,7 @@ pub fn run_terminal(
         let mut terminal = Terminal::new(CrosstermBackend::new(io::stdout()))
             .context("starting the terminal UI")?;
         terminal.clear()?;
-        let mut app = App::new(options);
+        let mut app = super::new_app(options);
         let mut inputs = CrosstermInput { terminate };
         run_loop(&mut terminal, &mut app, &mut inputs, events, &commands)?;
         Ok(app.errors_while_quitting().to_vec())

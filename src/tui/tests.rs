@@ -35,7 +35,7 @@ fn ctrl_c() -> Event {
 }
 
 fn new_app() -> App {
-    let mut app = App::new(TuiOptions {
+    let mut app = super::new_app(TuiOptions {
         title: "kvrun".into(),
         session: Some("refactor-agent".into()),
         read_only: false,
@@ -48,10 +48,12 @@ fn new_app() -> App {
 fn press(app: &mut App, events: impl IntoIterator<Item = Event>) -> Vec<UserCommand> {
     events
         .into_iter()
-        .filter_map(|e| match app.handle_event(e, Instant::now()) {
-            Some(Effect::Command(c)) => Some(c),
-            _ => None,
-        })
+        .filter_map(
+            |e| match super::keys::handle_event(app, e, Instant::now()) {
+                Some(Effect::Command(c)) => Some(c),
+                _ => None,
+            },
+        )
         .collect()
 }
 
@@ -264,7 +266,7 @@ fn snapshot_gpu_restore_in_progress() {
 /// and typing goes nowhere.
 #[test]
 fn snapshot_monitor() {
-    let mut app = App::new(TuiOptions {
+    let mut app = super::new_app(TuiOptions {
         title: "kvrun top http://127.0.0.1:8080".into(),
         session: None,
         read_only: true,
@@ -430,7 +432,7 @@ fn ctrl_c_after_the_reply_finished_quits() {
 fn paste_is_accepted_whole() {
     let mut app = ready_app();
     let big: String = (0..2_000).map(|i| format!("fn f{i}() {{}}\r\n")).collect();
-    app.handle_event(Event::Paste(big.clone()), Instant::now());
+    super::keys::handle_event(&mut app, Event::Paste(big.clone()), Instant::now());
     assert_eq!(app.input.text(), big.replace("\r\n", "\n"));
     // Enter right after a paste sends it all, newlines included.
     let sent = press(&mut app, [key(KeyCode::Enter)]);

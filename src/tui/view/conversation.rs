@@ -10,7 +10,7 @@ use ratatui::Frame;
 use unicode_width::{UnicodeWidthChar, UnicodeWidthStr};
 
 use super::super::app::{App, Message, Role};
-use super::sanitize;
+use super::widgets::{sanitize, wrap};
 
 /// Message text is indented under its role label.
 const INDENT: &str = "  ";
@@ -154,42 +154,9 @@ fn code_row(line: &str, avail: usize, style: Style) -> Line<'static> {
     ])
 }
 
-/// Word-wraps one line of prose to `width` columns. Continuation rows keep the line's own
-/// indentation, so list items stay readable; words longer than a row are split.
-pub(crate) fn wrap(line: &str, width: usize) -> Vec<String> {
-    let width = width.max(1);
-    let indent_len = line.len() - line.trim_start_matches(' ').len();
-    let indent = " ".repeat(indent_len.min(width / 2));
-    let mut rows = Vec::new();
-    let mut row = String::new();
-    let mut row_w = 0;
-    for word in line.split_inclusive(' ') {
-        let word_w = word.trim_end_matches(' ').width();
-        if row_w + word_w > width && row.trim() != "" {
-            rows.push(row.trim_end().to_string());
-            row = indent.clone();
-            row_w = indent.len();
-        }
-        for c in word.chars() {
-            let cw = c.width().unwrap_or(0);
-            if row_w + cw > width {
-                if c == ' ' {
-                    continue; // a space at the end of a full row is not drawn
-                }
-                rows.push(row.trim_end().to_string());
-                row = indent.clone();
-                row_w = indent.len();
-            }
-            row.push(c);
-            row_w += cw;
-        }
-    }
-    rows.push(row.trim_end().to_string());
-    rows
-}
-
 #[cfg(test)]
 mod tests {
+    use super::super::widgets::wrap;
     use super::*;
 
     #[test]

@@ -6,7 +6,7 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Clear, Padding, Paragraph};
 use ratatui::Frame;
 
-use super::conversation::wrap;
+use super::widgets::wrap;
 use crate::chat::slash::COMMANDS;
 
 const KEYS: &[(&str, &str)] = &[

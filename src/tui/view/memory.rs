@@ -10,7 +10,7 @@ use ratatui::widgets::{Block, Paragraph};
 use ratatui::Frame;
 
 use super::super::app::App;
-use super::compact_count;
+use super::widgets::compact_count;
 use crate::chat::protocol::{MemorySnapshot, TierUsage};
 use crate::format::{human_bytes, thousands};
 
@@ -136,7 +136,7 @@ fn lines(app: &App, width: u16) -> Vec<Line<'static>> {
         // The last move is the panel's story ("18,432 tokens promoted cold→hot in 412 ms"):
         // wrap it rather than clip it.
         let avail = (width as usize).saturating_sub(6).max(8);
-        for (i, row) in super::conversation::wrap(&super::sanitize(last), avail)
+        for (i, row) in super::widgets::wrap(&super::widgets::sanitize(last), avail)
             .into_iter()
             .enumerate()
         {

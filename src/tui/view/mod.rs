@@ -6,13 +6,14 @@ mod help;
 mod memory;
 mod sessions;
 mod status;
+mod widgets;
 
 use ratatui::layout::{Constraint, Layout, Rect};
-use ratatui::style::{Color, Modifier, Style};
-use ratatui::widgets::{Block, Borders};
+use ratatui::widgets::Block;
 use ratatui::Frame;
 
-use super::app::{App, Focus};
+use super::app::{App, Focus, Viewport};
+use widgets::pane_block;
 
 /// Below this the memory panel and the sessions list no longer fit beside the conversation:
 /// the memory panel collapses to one summary line and the sessions list takes the
@@ -103,18 +104,16 @@ pub(crate) fn layout(area: Rect, app: &App) -> Areas {
     }
 }
 
-/// How far the help overlay can scroll on the current screen.
-pub(crate) fn help_max_scroll(app: &App) -> u16 {
-    help::max_scroll(Rect::new(0, 0, app.size.0, app.size.1))
-}
-
-/// The conversation's inner rows on the current screen, and how many rows it has in all.
-pub(crate) fn conversation_viewport(app: &App) -> (usize, usize) {
+/// What scrolling needs to know about the current screen (the app's geometry).
+pub(crate) fn viewport(app: &App) -> Viewport {
     let (w, h) = app.size;
     let areas = layout(Rect::new(0, 0, w, h), app);
     let inner = conversation_inner(areas.main, areas.compact);
-    let total = conversation::rows(app, inner.width as usize).len();
-    (inner.height as usize, total)
+    Viewport {
+        conversation_rows: inner.height as usize,
+        conversation_total: conversation::rows(app, inner.width as usize).len(),
+        help_max_scroll: help::max_scroll(Rect::new(0, 0, w, h)),
+    }
 }
 
 fn conversation_inner(main: Rect, compact: bool) -> Rect {
@@ -157,58 +156,9 @@ pub fn draw(frame: &mut Frame, app: &App) {
     }
 }
 
-/// A bordered pane whose border lights up when it has focus.
-fn pane_block(title: String, focused: bool) -> Block<'static> {
-    let style = if focused {
-        Style::new().fg(Color::Yellow).add_modifier(Modifier::BOLD)
-    } else {
-        Style::new().fg(Color::DarkGray)
-    };
-    Block::new()
-        .borders(Borders::ALL)
-        .border_style(style)
-        .title(title)
-}
-
-/// Model text may hold tabs or terminal escapes; a cell must hold neither (a raw ESC would
-/// reach the terminal and redraw it from under us).
-pub(crate) fn sanitize(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    for c in text.chars() {
-        match c {
-            '\t' => out.push_str("    "),
-            '\n' => out.push('\n'),
-            c if c.is_control() => {}
-            c => out.push(c),
-        }
-    }
-    out
-}
-
-/// "18.4k", "2.1M": counts where a column is narrow.
-pub(crate) fn compact_count(n: u64) -> String {
-    match n {
-        0..1_000 => n.to_string(),
-        1_000..1_000_000 => format!("{:.1}k", n as f64 / 1e3),
-        _ => format!("{:.1}M", n as f64 / 1e6),
-    }
-}
-
-/// "3m ago", relative to the injected clock.
-pub(crate) fn ago(then_unix: u64, now_unix: u64) -> String {
-    let s = now_unix.saturating_sub(then_unix);
-    match s {
-        0..10 => "now".to_string(),
-        10..60 => format!("{s}s ago"),
-        60..3_600 => format!("{}m ago", s / 60),
-        3_600..86_400 => format!("{}h ago", s / 3_600),
-        _ => format!("{}d ago", s / 86_400),
-    }
-}
-
 #[cfg(test)]
 mod tests {
-    use super::*;
+    use super::widgets::{ago, compact_count, sanitize};
 
     #[test]
     fn small_formats() {

@@ -7,7 +7,7 @@ use ratatui::widgets::{Paragraph, Row, Table, TableState};
 use ratatui::Frame;
 
 use super::super::app::{App, Focus};
-use super::{ago, compact_count, pane_block};
+use super::widgets::{ago, compact_count, pane_block};
 use crate::chat::protocol::Tier;
 
 /// Draws the list in `area`. `alone` is the small-screen case where it replaces the

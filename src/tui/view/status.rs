@@ -9,7 +9,7 @@ use ratatui::Frame;
 use unicode_width::UnicodeWidthStr;
 
 use super::super::app::{App, Focus, Progress};
-use super::pane_block;
+use super::widgets::pane_block;
 use crate::chat::protocol::ProgressKind;
 use crate::format::{human_bytes, thousands};
 
@@ -157,7 +157,7 @@ pub(super) fn draw_input(frame: &mut Frame, area: Rect, app: &App, compact: bool
         .into_iter()
         .skip(top)
         .take(height)
-        .map(|row| Line::from(super::sanitize(&row)))
+        .map(|row| Line::from(super::widgets::sanitize(&row)))
         .collect();
     frame.render_widget(Paragraph::new(lines), inner);
     if focused && inner.height > 0 {
