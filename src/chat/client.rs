@@ -10,6 +10,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::Result;
 
+mod live;
 mod reports;
 
 use super::memory::TierBook;
@@ -356,7 +357,13 @@ impl<'m> Chat<'m, '_> {
             self.resync();
             return Err(describe(&e));
         }
-        let mut live = reports::LiveFigures::new(self, prompt_len);
+        let hot = self
+            .service
+            .stats_blocking()
+            .ok()
+            .map(|s| (s.hot_cells_used, s.hot.used));
+        let own = self.active.conversation.seq.kv_len() as u64;
+        let mut live = live::LiveFigures::new(hot, own, prompt_len, self.page_tokens);
         let mut text = String::new();
         let mut started_at = Instant::now();
         let usage = loop {
@@ -376,7 +383,9 @@ impl<'m> Chat<'m, '_> {
                         text.push_str(&piece.text);
                         self.send(EngineEvent::Token(piece.text));
                     }
-                    live.token(self);
+                    if let Some(event) = live.token() {
+                        self.send(event);
+                    }
                 }
                 Some(Reply::Done(usage)) => break usage,
                 Some(Reply::Failed(e)) => {

@@ -18,8 +18,10 @@ use std::ops::{ControlFlow, Range};
 
 mod chunk_read;
 mod commit;
+mod early;
 mod page_read;
 mod repair;
+mod report;
 mod restore;
 mod restore_choice;
 mod restore_plan;
@@ -29,7 +31,7 @@ mod state;
 mod writer;
 
 pub use self::commit::{CommitNotice, CommitOutcome, SaveOrigin};
-pub use self::save::SavePhases;
+pub use self::report::{RestoreReport, SavePhases, SaveReport};
 pub use super::capture::RestorePhases;
 use super::capture::{self};
 use super::catalog::SessionCatalog;
@@ -49,45 +51,6 @@ pub use restore_choice::{record_prefill, RestoreDecision, RestoreRates};
 /// The most sliding-window rows held in RAM between saves (they are written at the next
 /// save). A 256-token page of the default model's window rows is about 4 MB.
 const SWA_RING_MAX_BYTES: usize = 512 << 20;
-
-/// What a restore did.
-#[derive(Debug, Clone, Default)]
-pub struct RestoreReport {
-    /// Tokens whose KV came back from pages.
-    pub restored_tokens: usize,
-    /// Of those, tokens taken from pages another session stored (prefix reuse).
-    pub reused_tokens: usize,
-    pub restore_ms: f64,
-    /// Where `restore_ms` went.
-    pub phases: RestorePhases,
-    /// Problems that made kvrun fall back to prefilling part of the log.
-    pub warnings: Vec<String>,
-    /// Whether loading or prefilling the snapshot was estimated faster (`None`: nothing
-    /// to restore); serializable for `--json`.
-    pub decision: Option<RestoreDecision>,
-}
-
-/// What a save did.
-#[derive(Debug, Clone, Default)]
-pub struct SaveReport {
-    pub objects_written: usize,
-    pub bytes_written: u64,
-    pub save_ms: f64,
-    /// Where `save_ms` went.
-    pub phases: SavePhases,
-    /// Objects (and their bytes) the background writer stored since the last save, while
-    /// the prefill ran, and the time it spent on them (not part of `save_ms`).
-    pub early_objects: usize,
-    pub early_bytes: u64,
-    pub early_ms: f64,
-    /// Objects the manifest names that were missing from the store when it landed (a gc
-    /// took them before it named them): the log is saved, those pages are recomputed on
-    /// restore until a save writes them again.
-    pub missing_objects: usize,
-    /// For the user: once per open session, its KV type's precision warning
-    /// ([`crate::settings::KvType::precision_warning`]) when the session outgrew it.
-    pub warnings: Vec<String>,
-}
 
 /// The conversation state the manifest records besides tokens.
 #[derive(Clone)]

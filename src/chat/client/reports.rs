@@ -1,15 +1,8 @@
 //! What the chat tells its front ends about the state of things: the active conversation,
-//! its context use, the sessions list, the memory tiers, and live figures while a reply
-//! streams.
-
-use std::time::{Duration, Instant};
+//! its context use, the sessions list and the memory tiers.
 
 use super::Chat;
 use crate::chat::protocol::{EngineEvent, SessionRow, ShownMessage, Tier};
-
-/// The live figures at most this often while a reply streams (the panel promises at least
-/// once a second).
-const LIVE_EVERY: Duration = Duration::from_millis(500);
 
 impl Chat<'_, '_> {
     pub(super) fn send_switched(&self) {
@@ -76,53 +69,5 @@ impl Chat<'_, '_> {
             self.page_tokens as u64,
         );
         self.send(EngineEvent::Memory(Box::new(snapshot)));
-    }
-}
-
-/// The context's figures while a reply streams, from the engine's figures at the start of
-/// the turn and the tokens since (asking the engine on every token would cost a round trip).
-pub(super) struct LiveFigures {
-    /// Cells other sequences hold, and bytes per cell.
-    other_cells: u64,
-    bytes_per_cell: f64,
-    used: usize,
-    last: Instant,
-    page_tokens: u64,
-}
-
-impl LiveFigures {
-    pub(super) fn new(chat: &Chat<'_, '_>, prompt_len: usize) -> Self {
-        let own = chat.active.conversation.seq.kv_len() as u64;
-        let (cells, bytes) = chat
-            .service
-            .stats_blocking()
-            .map_or((0, 0), |s| (s.hot_cells_used, s.hot.used));
-        Self {
-            other_cells: cells.saturating_sub(own),
-            bytes_per_cell: if cells > 0 {
-                bytes as f64 / cells as f64
-            } else {
-                0.0
-            },
-            used: prompt_len,
-            last: Instant::now(),
-            page_tokens: chat.page_tokens.max(1) as u64,
-        }
-    }
-
-    /// One more token in the log.
-    pub(super) fn token(&mut self, chat: &Chat<'_, '_>) {
-        self.used += 1;
-        if self.last.elapsed() < LIVE_EVERY {
-            return;
-        }
-        self.last = Instant::now();
-        let cells = self.other_cells + self.used as u64;
-        chat.send(EngineEvent::Live {
-            used: self.used,
-            hot_cells: cells,
-            hot_bytes: (cells as f64 * self.bytes_per_cell) as u64,
-            hot_pages: cells / self.page_tokens,
-        });
     }
 }

@@ -14,7 +14,7 @@ use std::collections::HashSet;
 use std::sync::Arc;
 use std::time::Instant;
 
-use super::writer::{EarlyStats, PendingLease};
+use super::early::{EarlyStats, PendingLease};
 use super::SaveReport;
 use crate::session::catalog::SessionCatalog;
 use crate::session::kv_error::{LiveError, LiveResult};

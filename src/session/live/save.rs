@@ -22,40 +22,6 @@ use crate::session::kv_error::{LiveError, LiveResult as Result};
 use crate::session::manifest::{KvSnapshot, SessionManifest, MANIFEST_FORMAT};
 use crate::store::{ObjectId, ObjectKind, Payload, PutJob};
 
-/// The stages of a save, in milliseconds. Objects are hashed, written and fsynced on a few
-/// writer threads, so `hash_ms`, `write_ms` and `fsync_ms` are summed over those threads;
-/// `objects_ms` is their wall time.
-#[derive(Debug, Clone, Copy, Default, PartialEq, serde::Serialize)]
-pub struct SavePhases {
-    /// The engine thread's whole part (what other conversations' decoding waited for):
-    /// the checks, the capture and the slicing.
-    pub plan_ms: f64,
-    /// The commit waiting behind the session's earlier writes (pages queued during the
-    /// prefill, a previous commit).
-    pub queue_ms: f64,
-    /// llama.cpp's `state_seq_get_data` of the positions to store.
-    pub capture_ms: f64,
-    /// Parsing that state and copying its rows into position order.
-    pub parse_ms: f64,
-    /// Slicing page payloads out of the capture.
-    pub slice_ms: f64,
-    /// Slicing waiting for a writer thread (the writers were the bottleneck).
-    pub queue_wait_ms: f64,
-    pub hash_ms: f64,
-    /// Creating, writing and renaming the objects' files.
-    pub write_ms: f64,
-    /// The objects' own fsyncs.
-    pub fsync_ms: f64,
-    /// Wall time of the objects' stage: hashing, writing and fsyncs together.
-    pub objects_ms: f64,
-    /// The fan-out directories' fsyncs after the renames.
-    pub dir_fsync_ms: f64,
-    /// Writing the manifest (atomically, with its fsyncs).
-    pub manifest_ms: f64,
-    /// Deleting objects the new manifest no longer names.
-    pub cleanup_ms: f64,
-}
-
 impl LiveSession<'_> {
     /// Writes what the store lacks (new pages, the tail), then the manifest, and returns
     /// once it is durable. O(new tokens).
