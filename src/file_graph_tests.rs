@@ -57,7 +57,7 @@ fn module_path(rel: &str) -> Option<ModPath> {
 }
 
 /// Removes comments and `#[cfg(test)]` items with a body (test modules and test helpers).
-fn code_of(text: &str) -> String {
+pub fn code_of(text: &str) -> String {
     let mut out = String::with_capacity(text.len());
     for line in text.lines() {
         let trimmed = line.trim_start();

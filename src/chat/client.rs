@@ -67,7 +67,7 @@ pub fn spawn(
         .name("kvrun-chat".into())
         .spawn(move || {
             if let Err(e) = run(options, rx, &events, &interrupt) {
-                let _ = events.send(EngineEvent::Error(crate::exit::one_line(&e)));
+                let _ = events.send(EngineEvent::Error(crate::format::one_line_of(e.as_ref())));
             }
             let _ = events.send(EngineEvent::Exited);
         })?;

@@ -4,7 +4,8 @@ use std::path::PathBuf;
 
 use clap::{Args, Subcommand};
 
-use super::*;
+use super::shared::{in_range, LlamaArgs, ModelArg};
+use crate::settings::{self, KvType};
 
 #[derive(Debug, Subcommand)]
 pub enum BenchCommand {

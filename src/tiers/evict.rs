@@ -209,7 +209,8 @@ mod tests {
     #[test]
     fn warm_pages_leave_oldest_first_until_the_newcomer_fits() {
         // (sizes oldest first, used, incoming, budget) -> pages that leave
-        let cases: &[(&[u64], u64, u64, u64, &[usize])] = &[
+        type Case = (&'static [u64], u64, u64, u64, &'static [usize]);
+        let cases: &[Case] = &[
             (&[10, 20, 30], 60, 10, 100, &[]),
             (&[10, 20, 30], 60, 50, 100, &[0]),
             (&[10, 20, 30], 60, 60, 100, &[0, 1]),

@@ -2,7 +2,10 @@
 //! ranges, per-range tensor reads, transposed V reads at `(range.first + j * kv_size) * el_size`)
 //! line for line, so the codec is tested against what llama.cpp would emit, not against itself.
 
-use super::*;
+use std::ops::Range;
+
+use super::rows::{assemble_blob, write_blob_header, SectionParts};
+use super::{BlobShape, SeqState, CELL_EXT_BYTES};
 
 /// splitmix64: deterministic, dependency-free randomness (also drives the parsers'
 /// property tests in `store` and `session`).

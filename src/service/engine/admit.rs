@@ -3,8 +3,8 @@
 
 use std::time::Instant;
 
-use super::conversations::Target;
-use super::generate::Active;
+use super::active::Active;
+use super::open::Target;
 use super::prefix::{common_prefix, plan, HotCandidate, PrefixSource};
 use super::stats::restored_by_tier;
 use super::Engine;

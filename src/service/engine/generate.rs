@@ -1,82 +1,18 @@
 //! A request while it decodes: its sampler, stop strings and counters, and how each sampled
 //! token turns into a reply.
 
+use super::active::Active;
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
 use super::schedule::{plan_step, Demand};
-use super::stop::StopFilter;
 use super::Engine;
-use crate::llama::{BatchEntry, Context, Sampler, TokenId, TokenLogprob, Utf8Stream};
+use crate::llama::{BatchEntry, Context, TokenId, TokenLogprob};
 use crate::sequence::{NoObserver, SyncObserver};
 use crate::service::protocol::{
     CachedTokens, FinishReason, Reply, Request, ServiceError, TokenPiece, Usage,
 };
 use crate::session::live::SessionObserver;
-
-pub struct Active {
-    pub request: Request,
-    /// The conversation's session name.
-    pub conversation: String,
-    pub sampler: Sampler,
-    stop: StopFilter,
-    utf8: Utf8Stream,
-    piece: Vec<u8>,
-    cached: CachedTokens,
-    prefilled: usize,
-    /// The generated ids, as the log holds them.
-    tokens: Vec<TokenId>,
-    admitted: Instant,
-    first_token: Option<Instant>,
-    /// Set once generation has ended; the request is then finished between steps.
-    pub finish: Option<FinishReason>,
-    /// The stop string that ended it, if one did.
-    matched_stop: Option<String>,
-    /// Answered with Failed already (no Done follows).
-    failed: bool,
-}
-
-impl Active {
-    pub fn new(
-        request: Request,
-        conversation: String,
-        sampler: Sampler,
-        cached: CachedTokens,
-        admitted: Instant,
-    ) -> Self {
-        let stop = StopFilter::new(&request.stop);
-        Self {
-            request,
-            conversation,
-            sampler,
-            stop,
-            utf8: Utf8Stream::default(),
-            piece: Vec::new(),
-            cached,
-            prefilled: 0,
-            tokens: Vec::new(),
-            admitted,
-            first_token: None,
-            finish: None,
-            matched_stop: None,
-            failed: false,
-        }
-    }
-
-    /// A client that cancelled or went away.
-    pub fn cancelled(&self) -> bool {
-        self.request.cancel.is_cancelled() || self.request.replies.is_closed()
-    }
-
-    /// Reply tokens sampled so far.
-    pub fn generated(&self) -> usize {
-        self.tokens.len()
-    }
-
-    pub fn add_prefilled(&mut self, tokens: usize) {
-        self.prefilled += tokens;
-    }
-}
 
 impl<'c, 'm> Engine<'c, 'm> {
     /// One step: admit what fits, decode one batch (a token of every generating sequence

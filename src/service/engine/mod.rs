@@ -10,24 +10,29 @@
 //!   is kept under its budget by collecting the least recently used unnamed sessions
 //!   ([`retention`]).
 
+mod active;
 mod admit;
 mod builder;
 mod conversations;
+mod counters;
 mod elastic;
 mod generate;
 mod lifecycle;
+mod open;
+mod parked;
 mod prefix;
 mod retention;
 mod saving;
 mod schedule;
+mod sizing;
 mod stats;
 mod stop;
+mod thread;
 
 use std::collections::VecDeque;
 use std::sync::atomic::AtomicUsize;
 use std::sync::mpsc::{Receiver, RecvTimeoutError};
 use std::sync::{Arc, OnceLock};
-use std::thread::JoinHandle;
 use std::time::Duration;
 
 use super::handle::{Command, ServiceHandle, ServiceInfo};
@@ -39,8 +44,10 @@ use crate::session::SessionBinding;
 use crate::settings::DEFAULT_PAGE_TOKENS;
 use crate::tiers::WarmPool;
 
-pub use elastic::ContextSizing;
+pub use sizing::ContextSizing;
 pub use stop::StopFilter;
+use thread::Result;
+pub use thread::{EngineThread, StartError};
 
 /// What `kvrun serve` starts the engine with.
 pub struct ServiceOptions {
@@ -68,52 +75,8 @@ pub struct ServiceOptions {
     pub alias: Option<String>,
 }
 
-/// Why the engine could not start (or ended) before serving.
-#[derive(Debug, thiserror::Error)]
-pub enum StartError {
-    #[error(transparent)]
-    Session(#[from] crate::session::SessionError),
-    #[error(transparent)]
-    Model(#[from] crate::models::ModelError),
-    #[error("loading {}: {source}", path.display())]
-    Load {
-        path: std::path::PathBuf,
-        #[source]
-        source: crate::llama::LlamaError,
-    },
-    #[error(transparent)]
-    Engine(#[from] crate::llama::LlamaError),
-    #[error(transparent)]
-    Fingerprint(#[from] crate::session::identity::FingerprintError),
-    #[error("starting the engine thread: {0}")]
-    Thread(std::io::Error),
-    #[error("the engine thread panicked")]
-    Panicked,
-}
-
-type Result<T, E = StartError> = std::result::Result<T, E>;
-
 /// How often idle conversations and pages are looked for between requests.
 const IDLE_CHECK: Duration = Duration::from_secs(1);
-
-/// The engine's thread. It ends after [`ServiceHandle::shutdown`], when every handle is
-/// gone, or when the model fails to load (`join` returns that error).
-pub struct EngineThread {
-    thread: JoinHandle<Result<()>>,
-}
-
-impl EngineThread {
-    pub fn is_finished(&self) -> bool {
-        self.thread.is_finished()
-    }
-
-    pub fn join(self) -> Result<()> {
-        match self.thread.join() {
-            Ok(result) => result,
-            Err(_) => Err(StartError::Panicked),
-        }
-    }
-}
 
 /// Starts the engine thread and returns at once; the handle's `model()` and `info()` are
 /// set once the model is loaded and the context created.
@@ -132,7 +95,7 @@ pub fn start(options: ServiceOptions) -> Result<(ServiceHandle, EngineThread)> {
         .name("kvrun-service".into())
         .spawn(move || run(options, receiver, pending, ready))
         .map_err(StartError::Thread)?;
-    Ok((handle, EngineThread { thread }))
+    Ok((handle, EngineThread::new(thread)))
 }
 
 fn run(
@@ -162,7 +125,7 @@ fn run(
     let model = Arc::new(model);
     let parallel = options.parallel.max(1);
     // One sequence per decoding request, plus the scratch sequence page captures use.
-    let mut sizing = elastic::Sizing::new(
+    let mut sizing = sizing::Sizing::new(
         options.sizing,
         &options.llama,
         model.facts().n_ctx_train,
@@ -274,27 +237,27 @@ struct Engine<'c, 'm> {
     sessions: SessionBinding<'c>,
     warm: Arc<WarmPool>,
     tiers: crate::settings::TierSettings,
-    sizing: elastic::Sizing,
+    sizing: sizing::Sizing,
     /// Makes the elastic context's next size off this thread.
     builder: builder::ContextBuilder<'m>,
     /// See [`ServiceOptions::keep_latest_hot`].
     keep_latest_hot: bool,
     parallel: usize,
     /// Sessions this server has open (and holds the locks of), hot or not.
-    conversations: Vec<conversations::Open<'c>>,
+    conversations: Vec<open::Open<'c>>,
     /// Unnamed sessions on disk not opened yet: an anonymous prompt may continue one.
-    stored_unnamed: Vec<conversations::StoredLog>,
+    stored_unnamed: Vec<open::StoredLog>,
     /// Members of the families requests named, on disk and not opened yet.
-    stored_members: Vec<conversations::StoredLog>,
+    stored_members: Vec<open::StoredLog>,
     /// Families whose stored members are in `stored_members` (read once each).
     indexed_families: std::collections::HashSet<String>,
     queue: VecDeque<Request>,
-    active: Vec<generate::Active>,
-    counters: stats::Counters,
+    active: Vec<active::Active>,
+    counters: counters::Counters,
     pending: Arc<AtomicUsize>,
     shutting_down: bool,
     /// Client Saves waiting for their session's commit in flight (while others decode).
-    parked_saves: Vec<saving::ParkedSave>,
+    parked_saves: Vec<parked::ParkedSave>,
 }
 
 impl<'c, 'm> Engine<'c, 'm> {

@@ -14,24 +14,18 @@
 //!   still saved the log; while the conversation's KV is in the context, a repair save
 //!   writes those pages again, between batch steps and at shutdown.
 
+use super::parked::ParkedSave;
 use std::time::Instant;
 
 use tokio::sync::oneshot;
 
-use super::conversations::MAX_UNHEARD_WARNINGS;
+use super::open::MAX_UNHEARD_WARNINGS;
 use super::Engine;
 use crate::llama::Context;
 use crate::service::handle::Saved;
 use crate::service::protocol::{ServiceError, Transcript};
 use crate::session::live::{CommitOutcome, SaveOrigin, SaveReport};
 use crate::template::TemplateIdentity;
-
-/// A client's Save waiting for the session's earlier commit to land.
-pub struct ParkedSave {
-    pub name: String,
-    pub transcript: Transcript,
-    pub reply: oneshot::Sender<Result<Saved, ServiceError>>,
-}
 
 impl<'c, 'm> Engine<'c, 'm> {
     /// Queues the save that ends a reply in conversation `index` and marks it idle.

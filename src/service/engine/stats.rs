@@ -3,7 +3,7 @@
 use super::Engine;
 use crate::llama::Context;
 use crate::service::handle::{ServiceStats, SessionStatus, TierBytes};
-use crate::service::protocol::{CachedTokens, Request, Usage};
+use crate::service::protocol::CachedTokens;
 use crate::tiers::WarmStats;
 
 /// `restored` tokens read through the warm pool, split between the warm and cold tiers in
@@ -17,63 +17,6 @@ pub fn restored_by_tier(before: &WarmStats, after: &WarmStats, restored: usize) 
         hot: 0,
         warm,
         cold: restored - warm,
-    }
-}
-
-/// Cumulative counts since the engine started.
-#[derive(Debug, Default)]
-pub struct Counters {
-    requests: u64,
-    prompt_tokens: u64,
-    prefilled_tokens: u64,
-    cached: [u64; 3],
-    generated_tokens: u64,
-    /// Saves queued, and the engine thread's time in them: planning (capture, slicing)
-    /// and any wait for a commit in flight.
-    saves: u64,
-    save_engine_ms: f64,
-    /// Saves landed, and their commits' time on the writer threads.
-    saves_landed: u64,
-    save_writer_ms: f64,
-    save_failures: u64,
-}
-
-impl Counters {
-    pub fn record_save_queued(&mut self, engine_ms: f64) {
-        self.saves += 1;
-        self.save_engine_ms += engine_ms;
-    }
-
-    pub fn record_save_wait(&mut self, waited_ms: f64) {
-        self.save_engine_ms += waited_ms;
-    }
-
-    pub fn record_save_failed(&mut self) {
-        self.save_failures += 1;
-    }
-
-    pub fn record_save_landed(&mut self, writer_ms: f64) {
-        self.saves_landed += 1;
-        self.save_writer_ms += writer_ms;
-    }
-
-    pub fn record_start(&mut self, request: &Request, cached: CachedTokens) {
-        self.requests += 1;
-        self.prompt_tokens += request.prompt.len() as u64;
-        self.cached[0] += cached.hot as u64;
-        self.cached[1] += cached.warm as u64;
-        self.cached[2] += cached.cold as u64;
-    }
-
-    /// A session restored into the context without a request (a chat's switch).
-    pub fn record_restore(&mut self, cached: CachedTokens) {
-        self.cached[1] += cached.warm as u64;
-        self.cached[2] += cached.cold as u64;
-    }
-
-    pub fn record_finish(&mut self, usage: &Usage) {
-        self.prefilled_tokens += usage.prefilled as u64;
-        self.generated_tokens += usage.generated as u64;
     }
 }
 

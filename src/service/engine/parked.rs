@@ -1,0 +1,10 @@
+use crate::service::handle::Saved;
+use crate::service::protocol::{ServiceError, Transcript};
+use tokio::sync::oneshot;
+
+/// A client's Save waiting for the session's earlier commit to land.
+pub struct ParkedSave {
+    pub name: String,
+    pub transcript: Transcript,
+    pub reply: oneshot::Sender<Result<Saved, ServiceError>>,
+}
