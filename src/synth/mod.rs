@@ -14,6 +14,9 @@ mod tiny;
 mod tiny_recurrent;
 mod writer;
 
+#[cfg(test)]
+mod tests;
+
 pub use tiny::{tiny_llama_writer, write_tiny_llama, TinyLlamaSpec, WeightFormat, CHATML_TEMPLATE};
 pub use tiny_recurrent::{tiny_recurrent_writer, write_tiny_recurrent, TinyRecurrentArch};
 pub use writer::{GgufWriter, TensorSource};

@@ -5,36 +5,35 @@
 //! To accept changed snapshots: `INSTA_UPDATE=always cargo test --release --lib tui::`,
 //! then review `git diff src/tui/snapshots`.
 
-use std::sync::mpsc;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use crossterm::event::{Event, KeyCode, KeyEvent, KeyModifiers};
 use insta::assert_snapshot;
 use ratatui::backend::TestBackend;
 use ratatui::Terminal;
 
-use super::app::{Focus, Role};
+use super::app::Focus;
 use super::*;
 use crate::chat::protocol::*;
 
-const GIB: u64 = 1 << 30;
-const MIB: u64 = 1 << 20;
+pub(super) const GIB: u64 = 1 << 30;
+pub(super) const MIB: u64 = 1 << 20;
 /// The injected "now".
-const NOW: u64 = 1_800_000_000;
+pub(super) const NOW: u64 = 1_800_000_000;
 
-fn key(code: KeyCode) -> Event {
+pub(super) fn key(code: KeyCode) -> Event {
     Event::Key(KeyEvent::new(code, KeyModifiers::NONE))
 }
 
-fn chord(code: KeyCode, modifiers: KeyModifiers) -> Event {
+pub(super) fn chord(code: KeyCode, modifiers: KeyModifiers) -> Event {
     Event::Key(KeyEvent::new(code, modifiers))
 }
 
-fn ctrl_c() -> Event {
+pub(super) fn ctrl_c() -> Event {
     chord(KeyCode::Char('c'), KeyModifiers::CONTROL)
 }
 
-fn new_app() -> App {
+pub(super) fn test_app() -> App {
     let mut app = super::new_app(TuiOptions {
         title: "kvrun".into(),
         session: Some("refactor-agent".into()),
@@ -45,7 +44,7 @@ fn new_app() -> App {
 }
 
 /// Presses keys; returns the commands they produced.
-fn press(app: &mut App, events: impl IntoIterator<Item = Event>) -> Vec<UserCommand> {
+pub(super) fn press(app: &mut App, events: impl IntoIterator<Item = Event>) -> Vec<UserCommand> {
     events
         .into_iter()
         .filter_map(
@@ -57,17 +56,17 @@ fn press(app: &mut App, events: impl IntoIterator<Item = Event>) -> Vec<UserComm
         .collect()
 }
 
-fn type_text(app: &mut App, text: &str) -> Vec<UserCommand> {
+pub(super) fn type_text(app: &mut App, text: &str) -> Vec<UserCommand> {
     press(app, text.chars().map(|c| key(KeyCode::Char(c))))
 }
 
-fn engine(app: &mut App, events: impl IntoIterator<Item = EngineEvent>) {
+pub(super) fn engine(app: &mut App, events: impl IntoIterator<Item = EngineEvent>) {
     for e in events {
         app.update(Action::Engine(e));
     }
 }
 
-fn cpu_memory() -> MemorySnapshot {
+pub(super) fn cpu_memory() -> MemorySnapshot {
     MemorySnapshot {
         gpus: vec![],
         hot: TierUsage {
@@ -104,7 +103,7 @@ fn cpu_memory() -> MemorySnapshot {
     }
 }
 
-fn sessions() -> Vec<SessionRow> {
+pub(super) fn sessions() -> Vec<SessionRow> {
     let row = |name: &str, tokens, tier, ago_s: u64, active| SessionRow {
         name: name.into(),
         tokens,
@@ -120,8 +119,8 @@ fn sessions() -> Vec<SessionRow> {
 }
 
 /// A TUI that has started: the model is loaded on a machine without a GPU.
-fn ready_app() -> App {
-    let mut app = new_app();
+pub(super) fn ready_app() -> App {
+    let mut app = test_app();
     engine(
         &mut app,
         [
@@ -142,7 +141,7 @@ fn ready_app() -> App {
 }
 
 /// A question and a streamed answer with a fenced code block, token by token.
-fn streamed_app() -> App {
+pub(super) fn streamed_app() -> App {
     let mut app = ready_app();
     let sent = type_text(&mut app, "How do I read a file?");
     assert!(sent.is_empty());
@@ -183,7 +182,7 @@ fn streamed_app() -> App {
     app
 }
 
-fn render(app: &mut App, width: u16, height: u16) -> Terminal<TestBackend> {
+pub(super) fn render(app: &mut App, width: u16, height: u16) -> Terminal<TestBackend> {
     app.update(Action::Resize(width, height));
     let mut terminal = Terminal::new(TestBackend::new(width, height)).unwrap();
     terminal.draw(|f| draw(f, app)).unwrap();
@@ -314,293 +313,3 @@ fn snapshot_monitor() {
 }
 
 // Unit tests of update().
-
-#[test]
-fn enter_sends_and_alt_enter_makes_a_newline() {
-    let mut app = ready_app();
-    type_text(&mut app, "line one");
-    assert!(press(&mut app, [chord(KeyCode::Enter, KeyModifiers::ALT)]).is_empty());
-    assert!(press(&mut app, [chord(KeyCode::Enter, KeyModifiers::SHIFT)]).is_empty());
-    type_text(&mut app, "line two");
-    assert_eq!(
-        press(&mut app, [key(KeyCode::Enter)]),
-        [UserCommand::Send("line one\n\nline two".into())]
-    );
-    assert!(app.input_is_empty());
-    assert_eq!(app.messages[0].role, Role::User);
-    // Nothing to send: Enter on an empty input does nothing.
-    engine(&mut app, [turn_done(false)]);
-    assert!(press(&mut app, [key(KeyCode::Enter)]).is_empty());
-}
-
-fn turn_done(stopped: bool) -> EngineEvent {
-    EngineEvent::TurnDone {
-        prefilled: 1,
-        prefill_tokens_per_s: 1.0,
-        generated: 1,
-        decode_tokens_per_s: 1.0,
-        stopped,
-    }
-}
-
-#[test]
-fn history_walks_with_up_and_down() {
-    let mut app = ready_app();
-    for m in ["first", "second"] {
-        type_text(&mut app, m);
-        press(&mut app, [key(KeyCode::Enter)]);
-        engine(&mut app, [turn_done(false)]);
-    }
-    press(&mut app, [key(KeyCode::Up)]);
-    assert_eq!(app.input.text(), "second");
-    press(&mut app, [key(KeyCode::Up)]);
-    assert_eq!(app.input.text(), "first");
-    press(&mut app, [key(KeyCode::Down), key(KeyCode::Down)]);
-    assert_eq!(app.input.text(), "");
-}
-
-#[test]
-fn slash_commands_become_commands() {
-    let mut app = ready_app();
-    type_text(&mut app, "/fork side-quest");
-    assert_eq!(
-        press(&mut app, [key(KeyCode::Enter)]),
-        [UserCommand::Fork("side-quest".into())]
-    );
-    type_text(&mut app, "/session docs");
-    assert_eq!(
-        press(&mut app, [key(KeyCode::Enter)]),
-        [UserCommand::Switch("docs".into())]
-    );
-    type_text(&mut app, "/save");
-    assert_eq!(press(&mut app, [key(KeyCode::Enter)]), [UserCommand::Save]);
-    type_text(&mut app, "/fork");
-    assert!(press(&mut app, [key(KeyCode::Enter)]).is_empty());
-    assert!(app.note.as_ref().is_some_and(|n| n.error));
-    type_text(&mut app, "/help");
-    press(&mut app, [key(KeyCode::Enter)]);
-    assert!(app.help_open());
-}
-
-#[test]
-fn ctrl_c_stops_then_quits() {
-    let mut app = ready_app();
-    type_text(&mut app, "write a long story");
-    press(&mut app, [key(KeyCode::Enter)]);
-    engine(&mut app, [EngineEvent::Token("Once".into())]);
-    let t0 = Instant::now();
-    assert_eq!(
-        app.update(Action::Interrupt(t0)),
-        Some(Effect::Command(UserCommand::Stop))
-    );
-    // A second press soon after quits even though the reply has not stopped yet.
-    assert_eq!(
-        app.update(Action::Interrupt(t0 + Duration::from_millis(300))),
-        Some(Effect::Command(UserCommand::Quit))
-    );
-    assert!(app.quitting() && !app.should_exit());
-    // While the engine saves, typing is ignored; a third Ctrl-C leaves at once.
-    assert!(press(&mut app, [key(KeyCode::Char('x')), key(KeyCode::Enter)]).is_empty());
-    let mut impatient = app.clone();
-    impatient.update(Action::Interrupt(t0 + Duration::from_millis(600)));
-    assert!(impatient.should_exit());
-    engine(&mut app, [EngineEvent::Exited]);
-    assert!(app.should_exit());
-
-    // At rest, one press quits.
-    let mut app = ready_app();
-    assert_eq!(press(&mut app, [ctrl_c()]), [UserCommand::Quit]);
-}
-
-#[test]
-fn ctrl_c_after_the_reply_finished_quits() {
-    let mut app = ready_app();
-    type_text(&mut app, "hi");
-    press(&mut app, [key(KeyCode::Enter)]);
-    let t0 = Instant::now();
-    app.update(Action::Interrupt(t0));
-    engine(&mut app, [turn_done(true)]);
-    assert!(app.messages.last().is_some_and(|m| m.role == Role::User));
-    let later = t0 + Duration::from_secs(5);
-    assert_eq!(
-        app.update(Action::Interrupt(later)),
-        Some(Effect::Command(UserCommand::Quit))
-    );
-}
-
-#[test]
-fn paste_is_accepted_whole() {
-    let mut app = ready_app();
-    let big: String = (0..2_000).map(|i| format!("fn f{i}() {{}}\r\n")).collect();
-    super::keys::handle_event(&mut app, Event::Paste(big.clone()), Instant::now());
-    assert_eq!(app.input.text(), big.replace("\r\n", "\n"));
-    // Enter right after a paste sends it all, newlines included.
-    let sent = press(&mut app, [key(KeyCode::Enter)]);
-    assert!(matches!(&sent[..], [UserCommand::Send(t)] if t.lines().count() == 2_000));
-}
-
-#[test]
-fn tokens_stream_into_one_reply_and_errors_leave_it_usable() {
-    let mut app = streamed_app();
-    assert_eq!(app.messages.len(), 2);
-    assert!(app.messages[1].content.contains("```rust\nlet text"));
-    // An error while a reply streams goes to the footer and leaves the reply whole.
-    type_text(&mut app, "next");
-    press(&mut app, [key(KeyCode::Enter)]);
-    engine(
-        &mut app,
-        [
-            EngineEvent::Token("part one".into()),
-            EngineEvent::Error("cold tier over budget".into()),
-            EngineEvent::Token(", part two".into()),
-        ],
-    );
-    assert_eq!(app.messages.last().unwrap().content, "part one, part two");
-    assert!(app.note.as_ref().is_some_and(|n| n.error));
-    // A failed turn: Error, then the Context every command ends with. The app is usable.
-    engine(&mut app, [turn_done(false)]);
-    type_text(&mut app, "fails");
-    press(&mut app, [key(KeyCode::Enter)]);
-    engine(
-        &mut app,
-        [
-            EngineEvent::Error("decode failed".into()),
-            EngineEvent::Context {
-                used: 10,
-                n_ctx: 4096,
-            },
-        ],
-    );
-    assert_eq!(app.messages.last().unwrap().role, Role::Error);
-    assert!(!app.generating);
-    type_text(&mut app, "again");
-    assert_eq!(
-        press(&mut app, [key(KeyCode::Enter)]),
-        [UserCommand::Send("again".into())]
-    );
-}
-
-#[test]
-fn scrolling_pins_the_view_while_tokens_arrive() {
-    let mut app = streamed_app();
-    app.update(Action::Resize(100, 30));
-    for _ in 0..40 {
-        engine(&mut app, [EngineEvent::Token("more text\n".into())]);
-    }
-    app.update(Action::PageUp);
-    let pinned = app.scroll.expect("scrolled up");
-    engine(&mut app, [EngineEvent::Token("still more\n".into())]);
-    assert_eq!(
-        app.scroll,
-        Some(pinned),
-        "new tokens do not move a pinned view"
-    );
-    app.update(Action::PageDown);
-    app.update(Action::PageDown);
-    assert_eq!(
-        app.scroll, None,
-        "paging to the bottom follows the tail again"
-    );
-}
-
-/// The loop itself, on a TestBackend, against a fake engine thread.
-#[test]
-fn run_loop_talks_to_an_engine() {
-    let (input_tx, mut input_rx) = mpsc::channel::<Event>();
-    let (event_tx, event_rx) = mpsc::channel();
-    let (command_tx, command_rx) = mpsc::channel::<UserCommand>();
-    let fake_engine = std::thread::spawn(move || {
-        let mut seen = Vec::new();
-        for c in "hi".chars() {
-            input_tx.send(key(KeyCode::Char(c))).unwrap();
-        }
-        input_tx.send(key(KeyCode::Enter)).unwrap();
-        while let Ok(command) = command_rx.recv_timeout(Duration::from_secs(10)) {
-            seen.push(command.clone());
-            match command {
-                UserCommand::Send(_) => {
-                    for piece in ["Hel", "lo", " there"] {
-                        event_tx.send(EngineEvent::Token(piece.into())).unwrap();
-                    }
-                    event_tx.send(turn_done(false)).unwrap();
-                    // Sent after TurnDone: the loop must see the reply end first.
-                    input_tx.send(ctrl_c()).unwrap();
-                }
-                UserCommand::Quit => {
-                    event_tx.send(EngineEvent::Exited).unwrap();
-                    break;
-                }
-                _ => {}
-            }
-        }
-        seen
-    });
-    let mut terminal = Terminal::new(TestBackend::new(60, 16)).unwrap();
-    let mut app = new_app();
-    run_loop(
-        &mut terminal,
-        &mut app,
-        &mut input_rx,
-        &event_rx,
-        &command_tx,
-    )
-    .unwrap();
-    let seen = fake_engine.join().unwrap();
-    assert_eq!(seen, [UserCommand::Send("hi".into()), UserCommand::Quit]);
-    assert_eq!(app.messages.len(), 2);
-    assert_eq!(app.messages[1].content, "Hello there");
-    assert!(app.should_exit());
-}
-
-#[test]
-fn live_figures_move_the_status_line_and_the_hot_tier_during_a_reply() {
-    let mut app = streamed_app();
-    engine(
-        &mut app,
-        [EngineEvent::Live {
-            used: 300,
-            hot_cells: 300,
-            hot_bytes: 3 * MIB,
-            hot_pages: 1,
-        }],
-    );
-    assert_eq!(app.context, Some((300, 4096)));
-    let m = app.memory.as_ref().unwrap();
-    assert_eq!(
-        (m.hot_cells_used, m.hot.used_bytes, m.hot.pages),
-        (300, 3 * MIB, 1)
-    );
-    let screen = render(&mut app, 100, 30).backend().to_string();
-    assert!(screen.contains("ctx 300/4,096"), "{screen}");
-    assert!(screen.contains("300 of 32,768 cells"), "{screen}");
-}
-
-#[test]
-fn errors_after_quit_are_kept_for_the_caller() {
-    let mut app = ready_app();
-    engine(&mut app, [EngineEvent::Error("before quit".into())]);
-    let sent = press(&mut app, [ctrl_c()]);
-    assert_eq!(sent, [UserCommand::Quit]);
-    engine(
-        &mut app,
-        [EngineEvent::Error("saving session 'x' failed".into())],
-    );
-    assert_eq!(app.errors_while_quitting(), ["saving session 'x' failed"]);
-}
-
-#[test]
-fn an_elastic_context_shows_what_it_may_grow_to() {
-    let mut app = ready_app();
-    let mut memory = cpu_memory();
-    memory.hot_cells = 8_192;
-    memory.hot_cells_ceiling = 32_768;
-    engine(&mut app, [EngineEvent::Memory(Box::new(memory.clone()))]);
-    let screen = format!("{:?}", render(&mut app, 100, 30).backend());
-    assert!(screen.contains("6,144 of 8,192 cells"), "{screen}");
-    assert!(screen.contains("grows to 32,768"), "{screen}");
-    // A fixed context says nothing more.
-    memory.hot_cells_ceiling = memory.hot_cells;
-    engine(&mut app, [EngineEvent::Memory(Box::new(memory))]);
-    let screen = format!("{:?}", render(&mut app, 100, 30).backend());
-    assert!(!screen.contains("grows to"), "{screen}");
-}

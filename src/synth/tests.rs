@@ -1,0 +1,145 @@
+//! The writers and the tiny models they make: what they refuse, and that what they write
+//! reads back as llama.cpp expects.
+
+use super::*;
+use crate::gguf::*;
+
+fn tmp() -> tempfile::TempDir {
+    tempfile::tempdir().expect("temp dir")
+}
+
+#[test]
+fn writer_rejects_bad_input() {
+    let mut w = GgufWriter::new();
+    w.add_u32("k", 1).add_u32("k", 2);
+    assert!(w.write_to(Vec::new()).is_err());
+    let mut w = GgufWriter::new();
+    w.add_tensor_f32("t", &[3, 2], &[0.0; 5]);
+    assert!(w.write_to(Vec::new()).is_err());
+    let mut w = GgufWriter::new();
+    w.add_tensor_f32("n".repeat(64), &[1], &[0.0]);
+    assert!(w.write_to(Vec::new()).is_err());
+}
+
+#[test]
+fn tiny_llama_is_valid_and_deterministic() {
+    let dir = tmp();
+    let spec = TinyLlamaSpec::default();
+    let p = dir.path().join("tiny.gguf");
+    write_tiny_llama(&p, &spec).expect("write tiny");
+    let f = read_header(&p).expect("tiny model is valid");
+    let info = f.info();
+    assert_eq!(info.architecture, "llama");
+    assert_eq!(info.name.as_deref(), Some("kvrun-tiny-llama"));
+    assert_eq!(info.quantization, "F16");
+    assert_eq!(info.context_length, Some(4096));
+    assert!(info.has_chat_template);
+    assert_eq!(info.sliding_window, None);
+    assert!(
+        (2 << 20..8 << 20).contains(&info.file_size),
+        "{}",
+        info.file_size
+    );
+    assert_eq!(f.tensors().len(), 2 + 9 * 4 + 1);
+
+    let n_vocab = f.get_array_len("tokenizer.ggml.tokens").expect("tokens");
+    assert_eq!(f.get_u64("llama.vocab_size"), Some(n_vocab as u64));
+    assert_eq!(f.get_array_len("tokenizer.ggml.scores"), Some(n_vocab));
+    assert_eq!(f.get_array_len("tokenizer.ggml.token_type"), Some(n_vocab));
+    assert_eq!(
+        f.tensor("token_embd.weight").map(|t| t.dims.clone()),
+        Some(vec![256, n_vocab as u64])
+    );
+    assert_eq!(
+        f.tensor("blk.3.attn_k.weight").map(|t| t.dims.clone()),
+        Some(vec![256, 64])
+    );
+    assert_eq!(
+        f.tensor("blk.0.ffn_down.weight").map(|t| t.dims.clone()),
+        Some(vec![512, 256])
+    );
+    assert_eq!(
+        f.tensor("blk.0.ffn_norm.weight").map(|t| t.ggml_type),
+        Some(GgmlType::F32)
+    );
+    let params: u64 = 2 * 256 * n_vocab as u64
+        + 256
+        + 4 * (2 * 256 + 2 * 256 * 256 + 2 * 256 * 64 + 3 * 256 * 512);
+    assert_eq!(info.n_params, params);
+
+    let toks = f
+        .get_array("tokenizer.ggml.tokens")
+        .and_then(GgufArray::as_strings)
+        .expect("strings");
+    let all: Vec<&str> = toks.iter().collect();
+    let unique: std::collections::HashSet<&str> = all.iter().copied().collect();
+    assert_eq!(unique.len(), all.len(), "token texts must be unique");
+    assert_eq!(&all[..3], ["<unk>", "<s>", "</s>"]);
+    assert_eq!(all[3 + 0x0A], "<0x0A>");
+    assert_eq!(all[3 + 0xFF], "<0xFF>");
+    let eos = f.get_u64("tokenizer.ggml.eos_token_id").expect("eos") as usize;
+    assert_eq!(all[eos], "<|im_end|>");
+    // Every normal token must be reachable by pairwise merges: all its prefixes are tokens.
+    let Some(GgufArray::I32(types)) = f.get_array("tokenizer.ggml.token_type") else {
+        panic!("token types must be an i32 array");
+    };
+    assert_eq!(types[..4], [2, 3, 3, 6]);
+    assert_eq!(types[eos], 3);
+    let normal = all.iter().zip(types).filter(|(_, &ty)| ty == 1);
+    for (t, _) in normal {
+        let chars: Vec<char> = t.chars().collect();
+        for n in 1..chars.len() {
+            let prefix: String = chars[..n].iter().collect();
+            assert!(
+                unique.contains(prefix.as_str()),
+                "prefix '{prefix}' of '{t}'"
+            );
+        }
+    }
+    for t in ["▁the", "a", "▁", "system", "assistant"] {
+        assert!(all.contains(&t), "{t}");
+    }
+
+    // Same seed, same bytes; another seed, other weights but the same header shape.
+    let p2 = dir.path().join("tiny2.gguf");
+    write_tiny_llama(&p2, &spec).expect("write tiny");
+    assert_eq!(std::fs::read(&p).ok(), std::fs::read(&p2).ok());
+    let p3 = dir.path().join("tiny3.gguf");
+    write_tiny_llama(
+        &p3,
+        &TinyLlamaSpec {
+            seed: 7,
+            ..spec.clone()
+        },
+    )
+    .expect("write tiny");
+    assert_ne!(std::fs::read(&p).ok(), std::fs::read(&p3).ok());
+    assert_eq!(fingerprint(&p3).ok(), fingerprint(&p).ok());
+
+    let bad = TinyLlamaSpec { n_head: 3, ..spec };
+    assert!(write_tiny_llama(&dir.path().join("bad.gguf"), &bad).is_err());
+}
+
+#[test]
+fn q4_0_tiny_llama_streams_valid_blocks_and_passes_the_loadability_checks() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("q4.gguf");
+    let spec = TinyLlamaSpec {
+        weights: WeightFormat::Q4_0,
+        ..TinyLlamaSpec::default()
+    };
+    write_tiny_llama(&p, &spec).expect("write q4_0 tiny");
+    let f = read_header(&p).expect("header");
+    f.check_loadable().expect("loadable");
+    let q = f.tensor("blk.0.ffn_gate.weight").expect("ffn_gate");
+    assert_eq!(q.ggml_type, GgmlType::Q4_0);
+    // 256 x 512 weights in 32-weight blocks of 18 bytes.
+    assert_eq!(q.n_bytes, 256 * 512 / 32 * 18);
+    assert_eq!(
+        f.tensor("blk.0.attn_norm.weight").unwrap().ggml_type,
+        GgmlType::F32
+    );
+    // A shape whose rows are not whole blocks is refused, not written.
+    let bad = TinyLlamaSpec { n_ff: 500, ..spec };
+    assert!(write_tiny_llama(&dir.path().join("bad.gguf"), &bad).is_err());
+}
