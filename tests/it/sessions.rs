@@ -1,10 +1,9 @@
 //! Persistent sessions on the real default model (iSWA cache) and the tiny llama model
 //! (unified cache): restores compute what the uninterrupted run computed.
 
-mod common;
 
-use common::inproc::{uninterrupted, uninterrupted_with, THREADS};
-use common::*;
+use crate::common::inproc::{uninterrupted, uninterrupted_with, THREADS};
+use crate::common::*;
 use kvrun::settings::{FlashAttn, KvType};
 
 /// Tolerance on the default model. Its sliding-window layers land in other cache slots after

@@ -1,8 +1,7 @@
 //! `kvrun run` on the real default model and the tiny llama model.
 
-mod common;
 
-use common::*;
+use crate::common::*;
 
 #[test]
 fn greedy_runs_are_deterministic_on_both_models() {
@@ -249,7 +248,7 @@ fn llama_cpp_log_is_silent_by_default_and_shown_with_v() {
 
 #[test]
 fn an_interrupted_session_run_keeps_the_prompt_and_the_partial_reply() {
-    use common::ways_out::*;
+    use crate::common::ways_out::*;
 
     let home = Home::new();
     let model = default_model();

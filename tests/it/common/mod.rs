@@ -217,7 +217,7 @@ pub fn max_diff(a: &[f32], b: &[f32]) -> f32 {
 
 /// A few thousand characters of prose for long prompts.
 pub fn long_text(copies: usize) -> String {
-    let text = include_str!("../../assets/bench-prompt.txt");
+    let text = include_str!("../../../assets/bench-prompt.txt");
     text.repeat(copies)
 }
 

@@ -1,8 +1,7 @@
 //! `kvrun chat` in line mode (stdin is not a terminal).
 
-mod common;
 
-use common::*;
+use crate::common::*;
 
 #[test]
 fn line_mode_chat_keeps_the_conversation_and_answers_commands() {
@@ -75,7 +74,7 @@ fn context_overflow_error_mode_reports_and_continues() {
 /// Line mode on pipes, leaving with `signal` while the reply streams: the reply stops, the
 /// session is saved with the message, and kvrun exits with the shell's code for the signal.
 fn signal_mid_reply(signal: &str, code: i32) {
-    use common::ways_out::*;
+    use crate::common::ways_out::*;
 
     let home = Home::new();
     let model = default_model();

@@ -1,5 +1,5 @@
 //! The committed completions and man pages match what the CLI generates.
-//! Regenerate with: `KVRUN_BLESS=1 cargo test --release --test generated_files`
+//! Regenerate with: `KVRUN_BLESS=1 cargo test --release --test it generated_files::`
 
 #[test]
 fn completions_and_man_pages_are_fresh() {
@@ -20,6 +20,6 @@ fn completions_and_man_pages_are_fresh() {
     assert!(
         stale.is_empty(),
         "stale generated files {stale:?}; regenerate with \
-         `KVRUN_BLESS=1 cargo test --release --test generated_files`"
+         `KVRUN_BLESS=1 cargo test --release --test it generated_files::`"
     );
 }

@@ -1,7 +1,6 @@
 //! `kvrun run --tools` and `--json-schema`: constrained generation on the tiny random
 //! model must still produce calls and JSON valid under the schemas; bad input is refused.
 
-mod common;
 
 use serde_json::Value;
 
@@ -13,8 +12,8 @@ const TOOLS: &str = r#"[
   "parameters": {"type": "object", "properties": {"a": {"type": "number"}, "b": {"type": "number"}}}}}
 ]"#;
 
-fn run_json(home: &common::Home, extra: &[&str]) -> Value {
-    let model = common::tiny_model();
+fn run_json(home: &crate::common::Home, extra: &[&str]) -> Value {
+    let model = crate::common::tiny_model();
     let mut args = vec!["run", model.to_str().unwrap(), "-p", "weather?", "--json"];
     args.extend_from_slice(extra);
     let out = home.run(&args);
@@ -26,7 +25,7 @@ fn run_json(home: &common::Home, extra: &[&str]) -> Value {
     serde_json::from_slice(&out.stdout).unwrap()
 }
 
-fn write(home: &common::Home, name: &str, text: &str) -> String {
+fn write(home: &crate::common::Home, name: &str, text: &str) -> String {
     let path = home.path().join(name);
     std::fs::write(&path, text).unwrap();
     path.to_str().unwrap().to_string()
@@ -58,7 +57,7 @@ fn check_call(call: &Value) -> (String, Value) {
 
 #[test]
 fn required_and_named_tool_choice_force_schema_valid_calls() {
-    let home = common::Home::new();
+    let home = crate::common::Home::new();
     let tools = write(&home, "tools.json", TOOLS);
     for seed in ["1", "2"] {
         let report = run_json(
@@ -99,7 +98,7 @@ fn required_and_named_tool_choice_force_schema_valid_calls() {
 
 #[test]
 fn json_schema_forces_valid_json() {
-    let home = common::Home::new();
+    let home = crate::common::Home::new();
     let schema = write(
         &home,
         "schema.json",
@@ -125,8 +124,8 @@ fn json_schema_forces_valid_json() {
 
 #[test]
 fn bad_tool_input_is_a_usage_error() {
-    let home = common::Home::new();
-    let model = common::tiny_model();
+    let home = crate::common::Home::new();
+    let model = crate::common::tiny_model();
     let model = model.to_str().unwrap();
     let tools = write(&home, "tools.json", TOOLS);
     let cases: [(&[&str], &str); 4] = [
@@ -178,9 +177,9 @@ const FORGETFUL: &str = "{% for m in messages %}{% if m.role == 'assistant' and 
 
 #[test]
 fn a_template_that_rewrites_history_is_reported_as_a_cache_miss() {
-    let home = common::Home::new();
+    let home = crate::common::Home::new();
     let template = write(&home, "forgetful.jinja", FORGETFUL);
-    let model = common::tiny_model();
+    let model = crate::common::tiny_model();
     let turn = |template: Option<&str>, prompt: &str, session: &str| {
         let mut args = vec![
             "run",
@@ -247,7 +246,7 @@ const HERMES_STYLE: &str = "{% if tools %}<|im_start|>system\nTools: {{ tools | 
 /// schema-valid call (the random model opens them by chance, so the spread must hit some).
 #[test]
 fn auto_tool_choice_constrains_a_call_once_the_reply_opens_one() {
-    let home = common::Home::new();
+    let home = crate::common::Home::new();
     let model = home.path().join("tiny-hermes.gguf");
     let spec = kvrun::synth::TinyLlamaSpec {
         chat_template: HERMES_STYLE.into(),
@@ -283,7 +282,7 @@ fn auto_tool_choice_constrains_a_call_once_the_reply_opens_one() {
             "200",
         ];
         let out = home.run(&args);
-        assert!(out.status.success(), "{}", common::stderr(&out));
+        assert!(out.status.success(), "{}", crate::common::stderr(&out));
         let report: Value = serde_json::from_slice(&out.stdout).unwrap();
         let text = report["text"].as_str().unwrap();
         let Some((_, call)) = text.split_once("<tool_call>") else {
@@ -319,7 +318,7 @@ const SEEDS: u32 = 4;
 /// Anthropic's `input_schema`, the Responses API's flat functions and Chat Completions'
 /// nested ones alike.
 fn recorded_agent_tools(fixture: &str) -> Vec<Value> {
-    let path = common::project_root().join("tests/agents").join(fixture);
+    let path = crate::common::project_root().join("tests/agents").join(fixture);
     let recorded: Value = serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
     recorded["body"]["tools"]
         .as_array()
@@ -344,7 +343,7 @@ fn real_agents_tool_schemas_make_grammars_llama_cpp_accepts() {
     use kvrun::llama::{Model, Sampler};
     use kvrun::settings::SamplingSettings;
     use kvrun::tools::{tool_call_grammar, ToolFormat};
-    let model = Model::load(&common::tiny_model(), 0).unwrap();
+    let model = Model::load(&crate::common::tiny_model(), 0).unwrap();
     let formats = [
         ToolFormat::Hermes,
         ToolFormat::Llama3,

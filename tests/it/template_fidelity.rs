@@ -6,12 +6,11 @@
 //! The reference needs jinja2: `.ci/setup --tests` installs it into `.venv`; `KVRUN_TEST_PYTHON`
 //! names another interpreter. Without one the test fails: it never skips.
 
-mod common;
 
 use std::collections::BTreeMap;
 use std::path::Path;
 
-use common::{jinja2_renderings, project_root};
+use crate::common::{jinja2_renderings, project_root};
 
 use kvrun::template::{ChatTemplate, Message, RenderInput};
 use serde::Deserialize;

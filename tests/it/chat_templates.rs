@@ -2,9 +2,8 @@
 //! template its turns were rendered with, and one continued under another template is
 //! rendered again with it (with a note naming both), never a mix of the two.
 
-mod common;
 
-use common::*;
+use crate::common::*;
 use kvrun::llama::Model;
 use kvrun::template::{builtin_named, ChatTemplate, Message};
 use serde_json::Value;

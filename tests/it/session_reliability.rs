@@ -1,15 +1,14 @@
 //! Sessions survive crashes, corruption, mismatched settings, concurrent use and a full
 //! disk: the token log is the truth and the KV a cache that is checked before use.
 
-mod common;
 
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::time::Duration;
 
-use common::chat_child::ChatChild;
-use common::inproc::THREADS;
-use common::*;
+use crate::common::chat_child::ChatChild;
+use crate::common::inproc::THREADS;
+use crate::common::*;
 
 fn turn(home: &Home, model: &str, name: &str, text: &str) -> std::process::Output {
     home.run(&[

@@ -4,11 +4,10 @@
 //! with SmolLM2's tokenizer and ChatML template (`agent_shaped_model`), so the 90 KB Claude
 //! Code request is about 25,000 tokens, as on a real model, yet prefills in seconds.
 
-mod common;
 #[path = "common/server.rs"]
 mod server;
 
-use common::*;
+use crate::common::*;
 use serde_json::Value;
 use server::{Reply, Server};
 

@@ -3,9 +3,8 @@
 //! and context sizes work on every path (session save, run --session, chat) or say the
 //! document does not fit, instead of aborting llama.cpp.
 
-mod common;
 
-use common::*;
+use crate::common::*;
 
 const BAD_FLAGS: &[(&str, &str, &str)] = &[
     ("--top-p", "2", "at most 1"),

@@ -3,12 +3,11 @@
 //! recomputed exactly as the undamaged session would compute, and repaired. One session's
 //! damage never hurts another, and nothing inside the home is followed out of it.
 
-mod common;
 
 use std::path::Path;
 
-use common::inproc::{uninterrupted, THREADS};
-use common::*;
+use crate::common::inproc::{uninterrupted, THREADS};
+use crate::common::*;
 
 /// How far an undamaged restore on the default model may be from the uninterrupted run. A
 /// token decoded alone with 512+ cells in view takes CPU flash attention's split-KV path

@@ -1,11 +1,10 @@
 //! Memory tiers in one chat process: sessions cycle through hot, warm and cold without
 //! changing what they generate, budgets hold, and quantized KV behaves like f16.
 
-mod common;
 
-use common::chat_child::ChatChild;
-use common::inproc::{uninterrupted_with, THREADS};
-use common::*;
+use crate::common::chat_child::ChatChild;
+use crate::common::inproc::{uninterrupted_with, THREADS};
+use crate::common::*;
 use kvrun::settings::{FlashAttn, KvType};
 
 /// The token log of a session, read from its manifest.

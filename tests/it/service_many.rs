@@ -2,10 +2,9 @@
 //! and the default model (Gemma 3, sliding-window attention) where the window matters:
 //! batched decoding, the queue, the cold budget and prefixes shared across conversations.
 
-mod common;
 
-use common::service::*;
-use common::*;
+use crate::common::service::*;
+use crate::common::*;
 use kvrun::service::protocol::{ConversationKey, FinishReason, Reply, ServiceError};
 
 #[test]

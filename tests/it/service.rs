@@ -2,10 +2,9 @@
 //! time (exactness against `kvrun run`, restarts, sessions found by content, refusals,
 //! cancel and stop strings). `service_many.rs` has many conversations at once.
 
-mod common;
 
-use common::service::*;
-use common::*;
+use crate::common::service::*;
+use crate::common::*;
 use kvrun::llama::TokenId;
 use kvrun::service::handle::OpenSession;
 use kvrun::service::protocol::{ConversationKey, FinishReason, Reply, ServiceError, Transcript};

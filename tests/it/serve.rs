@@ -2,14 +2,13 @@
 //! key, the body limit, SIGTERM (exit 0, everything saved), `kill -9` mid-stream (nothing
 //! lost), the queue limit (503 + Retry-After), locks, and the CLI's `--connect`.
 
-mod common;
 #[path = "common/server.rs"]
 mod server;
 
 use std::io::{BufRead, BufReader};
 use std::time::{Duration, Instant};
 
-use common::{assert_one_line_error, stdout, tiny_model, Home};
+use crate::common::{assert_one_line_error, stdout, tiny_model, Home};
 use serde_json::json;
 use server::Server;
 
@@ -206,14 +205,14 @@ fn sigterm_exits_0_having_saved_and_the_cli_sees_the_server_meanwhile() {
         "-p",
         "hi",
     ]);
-    let err = common::stderr(&out);
+    let err = crate::common::stderr(&out);
     assert!(
         err.contains(&format!("held by kvrun serve (pid {})", server.pid())),
         "{err}"
     );
     // The CLI against the running server.
     let out = home.run(&["session", "ls", "--connect", &server.url]);
-    assert!(out.status.success(), "{}", common::stderr(&out));
+    assert!(out.status.success(), "{}", crate::common::stderr(&out));
     let listing = stdout(&out);
     let row = listing
         .lines()
@@ -221,7 +220,7 @@ fn sigterm_exits_0_having_saved_and_the_cli_sees_the_server_meanwhile() {
         .unwrap_or_else(|| panic!("{listing}"));
     assert!(row.contains("served"), "{row}");
     let out = home.run(&["stats", "--connect", &server.url, "--json"]);
-    assert!(out.status.success(), "{}", common::stderr(&out));
+    assert!(out.status.success(), "{}", crate::common::stderr(&out));
     let stats: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert!(
         stats["stats"]["generated_tokens"].as_u64().unwrap() > 0,
@@ -240,7 +239,7 @@ fn sigterm_exits_0_having_saved_and_the_cli_sees_the_server_meanwhile() {
     );
     let status = server.terminate(Duration::from_secs(15));
     assert_eq!(status.code(), Some(0), "{status}");
-    let listed = common::run_json(&home, &["session", "ls"]);
+    let listed = crate::common::run_json(&home, &["session", "ls"]);
     let kept = listed
         .as_array()
         .unwrap()
@@ -259,7 +258,7 @@ fn sigterm_exits_0_having_saved_and_the_cli_sees_the_server_meanwhile() {
         "-n",
         "1",
     ]);
-    assert!(out.status.success(), "{}", common::stderr(&out));
+    assert!(out.status.success(), "{}", crate::common::stderr(&out));
 }
 
 #[test]
@@ -296,7 +295,7 @@ fn kill_9_mid_stream_loses_no_session_and_the_restart_serves_from_the_store() {
     server.kill9();
     drop(lines);
 
-    let listed = common::run_json(&home, &["session", "ls"]);
+    let listed = crate::common::run_json(&home, &["session", "ls"]);
     let agent = listed
         .as_array()
         .unwrap()
@@ -571,9 +570,9 @@ fn max_tokens_caps_replies_that_ask_for_more_or_for_no_limit() {
     let out = home.run(&["serve", "--max-tokens", "0", "--port", "0"]);
     assert_eq!(out.status.code(), Some(2));
     assert!(
-        common::stderr(&out).contains("'--max-tokens <N>'"),
+        crate::common::stderr(&out).contains("'--max-tokens <N>'"),
         "{}",
-        common::stderr(&out)
+        crate::common::stderr(&out)
     );
 }
 

@@ -1,9 +1,8 @@
 //! Bad input gets a one-line error and a non-zero exit (1 runtime, 2 usage); never a
 //! panic, hang or abort.
 
-mod common;
 
-use common::*;
+use crate::common::*;
 
 #[test]
 fn missing_model_file() {

@@ -4,12 +4,11 @@
 //! its floor once its conversations idled out of it. A conversation admitted while another
 //! decodes grows the context off the engine thread, and both get the tokens they get alone.
 
-mod common;
 
 use std::time::{Duration, Instant};
 
-use common::service::{assert_close, from_scratch, named, options, request, Service, BATCHED};
-use common::*;
+use crate::common::service::{assert_close, from_scratch, named, options, request, Service, BATCHED};
+use crate::common::*;
 use kvrun::llama::TokenId;
 use kvrun::service::engine::ContextSizing;
 use kvrun::service::protocol::{CancelToken, ConversationKey, FinishReason, Reply, Request, Usage};

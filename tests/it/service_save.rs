@@ -2,13 +2,12 @@
 //! captured between batch steps and committed by the session's writer thread while another
 //! conversation decodes; a commit that fails is reported and the next save repairs it.
 
-mod common;
 
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use common::service::*;
-use common::*;
+use crate::common::service::*;
+use crate::common::*;
 use kvrun::llama::TokenId;
 use kvrun::service::protocol::{Request, Transcript};
 use kvrun::service::ServiceStats;

@@ -4,15 +4,14 @@
 //! reply (`/quit`, SIGTERM, the terminal going away, Ctrl-D in line mode): the process goes,
 //! the session keeps the message, and its lock is free.
 
-mod common;
 #[path = "common/server.rs"]
 mod server;
 
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-use common::ways_out::*;
-use common::*;
+use crate::common::ways_out::*;
+use crate::common::*;
 
 struct Tmux {
     name: String,

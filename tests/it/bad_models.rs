@@ -3,11 +3,10 @@
 //! not a regular file is refused instead of blocking; and if llama.cpp does abort, its gdb
 //! backtrace stays off stdout.
 
-mod common;
 
 use std::path::{Path, PathBuf};
 
-use common::*;
+use crate::common::*;
 use kvrun::gguf::{GgufArray, GgufValue};
 use kvrun::synth::{tiny_llama_writer, TinyLlamaSpec};
 

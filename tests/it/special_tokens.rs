@@ -2,13 +2,12 @@
 //! holds, such as `<start_of_turn>`, must be tokenised as plain text; only the chat
 //! template's own markup becomes control tokens. Run on the default Gemma.
 
-mod common;
 
 use kvrun::conversation::Conversation;
 use kvrun::llama::Model;
 
 fn gemma() -> Model {
-    Model::load(&common::default_model(), 0).unwrap()
+    Model::load(&crate::common::default_model(), 0).unwrap()
 }
 
 fn id(model: &Model, special: &str) -> i32 {
@@ -74,8 +73,8 @@ fn run_tokenises_a_control_token_prompt_like_plain_text() {
         2,
         "only the template's two: {tokens:?}"
     );
-    let home = common::Home::new();
-    let model_path = common::default_model();
+    let home = crate::common::Home::new();
+    let model_path = crate::common::default_model();
     let out = home.run(&[
         "run",
         model_path.to_str().unwrap(),
@@ -105,18 +104,18 @@ fn a_rendered_prompt_gets_one_bos_and_llama_cpp_no_double_bos_warning() {
     let plain = model.tokenize_prompt("hi");
     assert_eq!((plain[0], count(&plain, bos)), (bos, 1), "{plain:?}");
 
-    let home = common::Home::new();
-    let model_path = common::default_model();
+    let home = crate::common::Home::new();
+    let model_path = crate::common::default_model();
     let out = home.run(&[
         "-v",
         "run",
-        common::path_str(&model_path),
+        crate::common::path_str(&model_path),
         "-p",
         "hi",
         "-n",
         "1",
     ]);
-    let log = common::stderr(&out);
+    let log = crate::common::stderr(&out);
     assert!(out.status.success(), "{log}");
     assert!(
         log.contains("llama_model_loader"),

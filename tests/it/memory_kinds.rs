@@ -5,14 +5,13 @@
 //! reports as cached or restored was recomputed, and every continuation equals the
 //! uninterrupted run's.
 
-mod common;
 
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
-use common::inproc::uninterrupted;
-use common::service::*;
-use common::*;
+use crate::common::inproc::uninterrupted;
+use crate::common::service::*;
+use crate::common::*;
 use kvrun::llama::TokenId;
 use kvrun::synth::TinyRecurrentArch;
 

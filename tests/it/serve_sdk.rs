@@ -2,14 +2,13 @@
 //! which `.ci/setup --tests` fills) drive a real `kvrun serve` on the tiny model. Each script
 //! in `tests/sdk/` exits non-zero with a `FAILED: …` line when a check fails.
 
-mod common;
 #[path = "common/server.rs"]
 mod server;
 
 use std::process::Command;
 use std::time::Duration;
 
-use common::{project_root, test_python, tiny_model, Home};
+use crate::common::{project_root, test_python, tiny_model, Home};
 use server::Server;
 
 const KEY: &str = "sdk-suite-key";

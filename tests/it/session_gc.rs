@@ -3,12 +3,11 @@
 //! (`kvrun gc` in another process, another server's cold budget) must not take them; pages
 //! lost anyway are written again, and the token log is saved whatever happens to them.
 
-mod common;
 
 use std::path::Path;
 
-use common::inproc::THREADS;
-use common::*;
+use crate::common::inproc::THREADS;
+use crate::common::*;
 use kvrun::llama::{Context, Model};
 use kvrun::paths::Paths;
 use kvrun::sequence::{NoObserver, Sequence};

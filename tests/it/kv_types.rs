@@ -1,9 +1,8 @@
 //! The q4_0 precision warning: given once, on stderr, when a session in a q4_0 KV cache
 //! grows past `Q4_0_WARN_TOKENS`; never below it, and never for f16 or q8_0.
 
-mod common;
 
-use common::{path_str, stderr, Home};
+use crate::common::{path_str, stderr, Home};
 use kvrun::settings::Q4_0_WARN_TOKENS;
 
 /// A tiny model whose context holds a session past the threshold.

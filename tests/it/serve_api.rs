@@ -2,13 +2,12 @@
 //! model for shapes, tool calls, errors and the store, the default model (Gemma 3) for a
 //! Claude-Code-shaped conversation.
 
-mod common;
 #[path = "common/server.rs"]
 mod server;
 
 use std::time::Duration;
 
-use common::*;
+use crate::common::*;
 use serde_json::{json, Value};
 use server::{Reply as Answer, Server};
 
@@ -696,7 +695,7 @@ fn replies_cut_short_by_sigterm_say_so_in_each_api() {
     assert!(anthropic.contains("event: error"), "{anthropic}");
     assert!(!anthropic.contains("end_turn"), "{anthropic}");
     // The cut reply is kept, and marked so.
-    let listed = common::run_json(&home, &["session", "ls"]);
+    let listed = crate::common::run_json(&home, &["session", "ls"]);
     assert!(
         listed
             .as_array()
@@ -811,7 +810,7 @@ fn a_client_key_names_a_family_of_conversations() {
     assert_eq!(other.header("x-kvrun-session"), Some("ses_family.3"));
     let status = server.terminate(Duration::from_secs(30));
     assert_eq!(status.code(), Some(0));
-    let listed = common::run_json(&home, &["session", "ls"]);
+    let listed = crate::common::run_json(&home, &["session", "ls"]);
     let names: Vec<&str> = listed
         .as_array()
         .unwrap()
