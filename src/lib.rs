@@ -3,27 +3,31 @@
 //! and benchmarks use the library directly where they need to.
 //!
 //! Map of the crate, from the front ends down to the llama.cpp adapter:
-//! - Front ends: [`cli`] (clap definitions only) and [`commands`] (one module per
-//!   subcommand); [`tui`] (the full-screen chat) and [`ui`] (progress bars and notes on
+//! - Front ends: [`cli`] (clap definitions only) and [`commands`] (one folder per command
+//!   family); [`tui`] (the full-screen chat) and [`ui`] (progress bars and notes on
 //!   stderr); [`server`] (`kvrun serve`: OpenAI and Anthropic HTTP).
 //! - The engine: [`service`], one thread owning the context, the sessions and the tiers,
 //!   reached through a `ServiceHandle` by every front end: requests with their own reply
 //!   channels and cancel tokens, continuous batching, a prefix index across tiers, and the
 //!   session commands (open, save, reset, fork). [`chat`] is the chat front ends' client of
 //!   it: the active conversation, and the [`chat::protocol`] the TUI and the REPL speak;
-//!   `kvrun run --session` is another client (`commands/run_session.rs`).
+//!   `kvrun run --session` is another client (`commands/run/session.rs`).
 //! - Conversations: [`conversation`] (messages and their token log), [`template`] (chat
 //!   templates), [`tools`] (tool calls and reasoning in replies), [`sequence`] (the token
 //!   log and the canonical decode schedule).
 //! - Persistence: [`session`] (manifests, save and restore through the pages), [`tiers`]
-//!   (the warm RAM pool, budgets, system memory), [`kv`] (pages and blob parsing, no model
+//!   (what each tier drops, the warm RAM pool, budgets, system memory), [`kv`] (pages and blob parsing, no model
 //!   needed), [`store`] (the content-addressed object store, atomic writes, locks).
-//! - The llama.cpp adapter: [`engine`], the only module with FFI and `unsafe` (the compiler
+//! - The llama.cpp adapter: [`llama`], the only module with FFI and `unsafe` (the compiler
 //!   refuses `unsafe` anywhere else).
 //! - Setup: [`settings`] (domain types and defaults, no clap), [`config`] (the config file),
 //!   [`resolve`] (flag over config over default), [`paths`], [`models`] (which model),
-//!   [`gguf`] (GGUF validation before llama.cpp sees a file, and a writer for test models),
-//!   [`pull`] (model downloads).
+//!   [`gguf`] (GGUF validation before llama.cpp sees a file), [`pull`] (model downloads).
+//! - Test models: [`synth`] (the GGUF writer and the random-weight models the tests and
+//!   benchmarks write).
+//!
+//! Data flows one way: `layering_tests.rs` fails on an arrow back up, and
+//! `file_graph_tests.rs` on any loop between two files.
 //! - Small shared pieces: [`token`] (the token id), [`clock`], [`format`](mod@format)
 //!   (number formats, one-line errors),
 //!   [`interrupt`] (Ctrl-C and quit), [`logging`], [`exit`] (exit codes).

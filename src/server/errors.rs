@@ -212,20 +212,6 @@ impl IntoResponse for ApiError {
     }
 }
 
-/// The request body, or axum's rejection (too large, unreadable) in the API's shape
-/// instead of its plain text.
-pub fn body_bytes(
-    body: Result<axum::body::Bytes, axum::extract::rejection::BytesRejection>,
-) -> Result<axum::body::Bytes, ApiError> {
-    body.map_err(|rejection| ApiError::new(rejection.status(), rejection.body_text()))
-}
-
-/// Parses a request body leniently: unknown fields are ignored (real clients send many),
-/// while malformed JSON and wrong types become a 400 in the API's shape.
-pub fn parse_body<T: serde::de::DeserializeOwned>(body: &[u8]) -> Result<T, ApiError> {
-    serde_json::from_slice(body).map_err(|e| ApiError::from_json(&e))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -278,26 +264,6 @@ mod tests {
         assert!(long.message.contains("9000"), "{}", long.message);
         let full = ApiError::from(ServiceError::QueueFull(3)).into_response();
         assert_eq!(full.headers()[header::RETRY_AFTER], "1");
-    }
-
-    #[test]
-    fn bad_json_and_wrong_types_are_400_with_a_reason() {
-        #[derive(serde::Deserialize, Debug)]
-        struct Body {
-            #[allow(dead_code)]
-            n: u32,
-        }
-        let syntax = parse_body::<Body>(b"{\"n\": ").unwrap_err();
-        assert_eq!(syntax.status, StatusCode::BAD_REQUEST);
-        assert!(
-            syntax.message.contains("not valid JSON"),
-            "{}",
-            syntax.message
-        );
-        let typed = parse_body::<Body>(b"{\"n\": \"two\"}").unwrap_err();
-        assert!(typed.message.contains("wrong type"), "{}", typed.message);
-        // Unknown fields are ignored.
-        assert!(parse_body::<Body>(b"{\"n\": 1, \"surprise\": true}").is_ok());
     }
 
     #[test]

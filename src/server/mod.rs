@@ -12,6 +12,7 @@
 //! (a line per request at `-v`), `metrics` and `sessions` (kvrun's own endpoints).
 
 pub mod anthropic;
+mod body;
 mod counters;
 pub mod errors;
 pub mod generation;

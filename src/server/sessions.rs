@@ -3,6 +3,8 @@
 //! (on a blocking thread); removing and pinning go through the engine, which holds the
 //! sessions' locks.
 
+use std::borrow::Cow;
+
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
@@ -35,7 +37,7 @@ pub struct SessionRow {
     #[serde(flatten)]
     pub summary: SessionSummary,
     /// "hot", "warm" or "cold"; a session the server has not touched is "cold".
-    pub tier: &'static str,
+    pub tier: Cow<'static, str>,
     /// Whether the server has it open (and holds its lock).
     pub served: bool,
     pub named: bool,
@@ -50,7 +52,7 @@ struct SessionList {
 
 fn row(summary: SessionSummary, status: Option<&SessionStatus>) -> SessionRow {
     SessionRow {
-        tier: status.map_or("cold", |s| s.tier),
+        tier: status.map_or(Cow::Borrowed("cold"), |s| s.tier.clone()),
         served: status.is_some(),
         // A session the server did not name itself was named by whoever made it.
         named: status.is_none_or(|s| s.named),
@@ -138,7 +140,7 @@ async fn show(State(state): State<AppState>, Path(name): Path<String>) -> Respon
             value["text"] = model.tokens_text(tail).into();
         }
     }
-    value["tier"] = served.as_ref().map_or("cold", |s| s.tier).into();
+    value["tier"] = served.as_ref().map_or("cold", |s| s.tier.as_ref()).into();
     value["served"] = served.is_some().into();
     value["pinned"] = served.as_ref().is_some_and(|s| s.pinned).into();
     Json(value).into_response()
@@ -228,18 +230,21 @@ mod tests {
             ..Default::default()
         };
         let cold = row(summary.clone(), None);
-        assert_eq!((cold.tier, cold.served, cold.named), ("cold", false, true));
+        assert_eq!(
+            (cold.tier.as_ref(), cold.served, cold.named),
+            ("cold", false, true)
+        );
         let status = SessionStatus {
             name: "a".into(),
             tokens: 3,
-            tier: "hot",
+            tier: "hot".into(),
             named: false,
             pinned: true,
             last_used_unix: 0,
         };
         let hot = row(summary, Some(&status));
         assert_eq!(
-            (hot.tier, hot.served, hot.named, hot.pinned),
+            (hot.tier.as_ref(), hot.served, hot.named, hot.pinned),
             ("hot", true, false, true)
         );
         let json = serde_json::to_value(&hot).unwrap();

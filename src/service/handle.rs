@@ -1,18 +1,22 @@
 //! The client side of the service: what a front end holds to reach the engine thread.
 //! Cheap to clone; every HTTP handler gets one.
 
+use std::borrow::Cow;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, OnceLock};
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use tokio::sync::oneshot;
 
 use super::protocol::{CachedTokens, Request, ServiceError, Transcript};
 use crate::llama::{Model, TokenId};
 use crate::template::TemplateIdentity;
 
-/// Facts about the loaded model and context, fixed once the engine is ready.
-#[derive(Debug, Clone, Serialize)]
+/// Facts about the loaded model and context, fixed once the engine is ready. Read back from
+/// `/v1/kvrun/stats` by `kvrun top` and `stats --connect` (fields an older server lacks
+/// take their defaults).
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(default)]
 pub struct ServiceInfo {
     /// The name responses use: `--alias`, else the model file's stem.
     pub model_name: String,
@@ -110,19 +114,21 @@ pub struct Saved {
 }
 
 /// One session the server knows, hot or not.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(default)]
 pub struct SessionStatus {
     pub name: String,
     pub tokens: usize,
-    /// "hot", "warm" or "cold".
-    pub tier: &'static str,
+    /// "hot", "warm" or "cold" (owned only when read back from a server).
+    pub tier: Cow<'static, str>,
     pub named: bool,
     pub pinned: bool,
     pub last_used_unix: u64,
 }
 
 /// Bytes in a tier against its budget.
-#[derive(Debug, Clone, Copy, Default, Serialize)]
+#[derive(Debug, Clone, Copy, Default, Serialize, Deserialize)]
+#[serde(default)]
 pub struct TierBytes {
     pub used: u64,
     pub budget: Option<u64>,
@@ -132,7 +138,8 @@ pub struct TierBytes {
 
 /// Where a resize of the elastic context spent its pause, in milliseconds, and what the
 /// new context cost off the engine thread.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
 pub struct ResizePhases {
     /// Reading the hot sequences' state out of the old context.
     pub capture_ms: f64,
@@ -145,8 +152,9 @@ pub struct ResizePhases {
     pub build_ms: f64,
 }
 
-/// Cumulative counters since start, and current use.
-#[derive(Debug, Clone, Default, Serialize)]
+/// Cumulative counters since start, and current use. Read back like [`ServiceInfo`].
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(default)]
 pub struct ServiceStats {
     pub requests: u64,
     pub prompt_tokens: u64,

@@ -1,7 +1,6 @@
 //! Bad input gets a one-line error and a non-zero exit (1 runtime, 2 usage); never a
 //! panic, hang or abort.
 
-
 use crate::common::*;
 
 #[test]

@@ -3,7 +3,6 @@
 //! not a regular file is refused instead of blocking; and if llama.cpp does abort, its gdb
 //! backtrace stays off stdout.
 
-
 use std::path::{Path, PathBuf};
 
 use crate::common::*;
@@ -171,7 +170,7 @@ fn llama_cpp_abort_backtrace_stays_off_stdout() {
         let mut cmd = std::process::Command::new(std::env::current_exe().unwrap());
         cmd.args([
             "--exact",
-            "llama_cpp_abort_backtrace_stays_off_stdout",
+            "bad_models::llama_cpp_abort_backtrace_stays_off_stdout",
             "--nocapture",
         ])
         .env(ABORT_CHILD, &model)

@@ -3,7 +3,6 @@
 //! and context sizes work on every path (session save, run --session, chat) or say the
 //! document does not fit, instead of aborting llama.cpp.
 
-
 use crate::common::*;
 
 const BAD_FLAGS: &[(&str, &str, &str)] = &[

@@ -1,6 +1,5 @@
 //! `kvrun chat` in line mode (stdin is not a terminal).
 
-
 use crate::common::*;
 
 #[test]

@@ -2,7 +2,6 @@
 //! template its turns were rendered with, and one continued under another template is
 //! rendered again with it (with a note naming both), never a mix of the two.
 
-
 use crate::common::*;
 use kvrun::llama::Model;
 use kvrun::template::{builtin_named, ChatTemplate, Message};

@@ -1,7 +1,6 @@
 //! llama.cpp's real KV blobs survive blob → pages → blob byte for byte, on both cache kinds.
 //! A llama.cpp upgrade that changes the format fails here instead of corrupting sessions.
 
-
 use crate::common::*;
 use kvrun::kv::blob::{self, SectionParts};
 use kvrun::kv::KvLayout;

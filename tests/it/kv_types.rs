@@ -1,7 +1,6 @@
 //! The q4_0 precision warning: given once, on stderr, when a session in a q4_0 KV cache
 //! grows past `Q4_0_WARN_TOKENS`; never below it, and never for f16 or q8_0.
 
-
 use crate::common::{path_str, stderr, Home};
 use kvrun::settings::Q4_0_WARN_TOKENS;
 

@@ -5,7 +5,6 @@
 //! reports as cached or restored was recomputed, and every continuation equals the
 //! uninterrupted run's.
 
-
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 

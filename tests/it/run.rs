@@ -1,6 +1,5 @@
 //! `kvrun run` on the real default model and the tiny llama model.
 
-
 use crate::common::*;
 
 #[test]

@@ -2,8 +2,7 @@
 //! key, the body limit, SIGTERM (exit 0, everything saved), `kill -9` mid-stream (nothing
 //! lost), the queue limit (503 + Retry-After), locks, and the CLI's `--connect`.
 
-#[path = "common/server.rs"]
-mod server;
+use crate::common::server;
 
 use std::io::{BufRead, BufReader};
 use std::time::{Duration, Instant};

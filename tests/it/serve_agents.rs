@@ -4,8 +4,7 @@
 //! with SmolLM2's tokenizer and ChatML template (`agent_shaped_model`), so the 90 KB Claude
 //! Code request is about 25,000 tokens, as on a real model, yet prefills in seconds.
 
-#[path = "common/server.rs"]
-mod server;
+use crate::common::server;
 
 use crate::common::*;
 use serde_json::Value;

@@ -2,8 +2,7 @@
 //! model for shapes, tool calls, errors and the store, the default model (Gemma 3) for a
 //! Claude-Code-shaped conversation.
 
-#[path = "common/server.rs"]
-mod server;
+use crate::common::server;
 
 use std::time::Duration;
 

@@ -2,8 +2,7 @@
 //! which `.ci/setup --tests` fills) drive a real `kvrun serve` on the tiny model. Each script
 //! in `tests/sdk/` exits non-zero with a `FAILED: …` line when a check fails.
 
-#[path = "common/server.rs"]
-mod server;
+use crate::common::server;
 
 use std::process::Command;
 use std::time::Duration;

@@ -2,7 +2,6 @@
 //! time (exactness against `kvrun run`, restarts, sessions found by content, refusals,
 //! cancel and stop strings). `service_many.rs` has many conversations at once.
 
-
 use crate::common::service::*;
 use crate::common::*;
 use kvrun::llama::TokenId;

@@ -4,10 +4,11 @@
 //! its floor once its conversations idled out of it. A conversation admitted while another
 //! decodes grows the context off the engine thread, and both get the tokens they get alone.
 
-
 use std::time::{Duration, Instant};
 
-use crate::common::service::{assert_close, from_scratch, named, options, request, Service, BATCHED};
+use crate::common::service::{
+    assert_close, from_scratch, named, options, request, Service, BATCHED,
+};
 use crate::common::*;
 use kvrun::llama::TokenId;
 use kvrun::service::engine::ContextSizing;

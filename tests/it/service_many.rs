@@ -2,7 +2,6 @@
 //! and the default model (Gemma 3, sliding-window attention) where the window matters:
 //! batched decoding, the queue, the cold budget and prefixes shared across conversations.
 
-
 use crate::common::service::*;
 use crate::common::*;
 use kvrun::service::protocol::{ConversationKey, FinishReason, Reply, ServiceError};

@@ -2,7 +2,6 @@
 //! captured between batch steps and committed by the session's writer thread while another
 //! conversation decodes; a commit that fails is reported and the next save repairs it.
 
-
 use std::path::Path;
 use std::time::{Duration, Instant};
 

@@ -3,7 +3,6 @@
 //! (`kvrun gc` in another process, another server's cold budget) must not take them; pages
 //! lost anyway are written again, and the token log is saved whatever happens to them.
 
-
 use std::path::Path;
 
 use crate::common::inproc::THREADS;

@@ -3,7 +3,6 @@
 //! recomputed exactly as the undamaged session would compute, and repaired. One session's
 //! damage never hurts another, and nothing inside the home is followed out of it.
 
-
 use std::path::Path;
 
 use crate::common::inproc::{uninterrupted, THREADS};

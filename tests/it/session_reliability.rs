@@ -1,7 +1,6 @@
 //! Sessions survive crashes, corruption, mismatched settings, concurrent use and a full
 //! disk: the token log is the truth and the KV a cache that is checked before use.
 
-
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::time::Duration;

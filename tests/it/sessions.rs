@@ -1,7 +1,6 @@
 //! Persistent sessions on the real default model (iSWA cache) and the tiny llama model
 //! (unified cache): restores compute what the uninterrupted run computed.
 
-
 use crate::common::inproc::{uninterrupted, uninterrupted_with, THREADS};
 use crate::common::*;
 use kvrun::settings::{FlashAttn, KvType};

@@ -6,7 +6,6 @@
 //! The reference needs jinja2: `.ci/setup --tests` installs it into `.venv`; `KVRUN_TEST_PYTHON`
 //! names another interpreter. Without one the test fails: it never skips.
 
-
 use std::collections::BTreeMap;
 use std::path::Path;
 

@@ -1,7 +1,6 @@
 //! Memory tiers in one chat process: sessions cycle through hot, warm and cold without
 //! changing what they generate, budgets hold, and quantized KV behaves like f16.
 
-
 use crate::common::chat_child::ChatChild;
 use crate::common::inproc::{uninterrupted_with, THREADS};
 use crate::common::*;

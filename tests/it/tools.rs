@@ -1,7 +1,6 @@
 //! `kvrun run --tools` and `--json-schema`: constrained generation on the tiny random
 //! model must still produce calls and JSON valid under the schemas; bad input is refused.
 
-
 use serde_json::Value;
 
 const TOOLS: &str = r#"[
@@ -318,7 +317,9 @@ const SEEDS: u32 = 4;
 /// Anthropic's `input_schema`, the Responses API's flat functions and Chat Completions'
 /// nested ones alike.
 fn recorded_agent_tools(fixture: &str) -> Vec<Value> {
-    let path = crate::common::project_root().join("tests/agents").join(fixture);
+    let path = crate::common::project_root()
+        .join("tests/agents")
+        .join(fixture);
     let recorded: Value = serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
     recorded["body"]["tools"]
         .as_array()

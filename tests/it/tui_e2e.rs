@@ -4,8 +4,7 @@
 //! reply (`/quit`, SIGTERM, the terminal going away, Ctrl-D in line mode): the process goes,
 //! the session keeps the message, and its lock is free.
 
-#[path = "common/server.rs"]
-mod server;
+use crate::common::server;
 
 use std::process::Command;
 use std::time::{Duration, Instant};
@@ -270,7 +269,7 @@ fn leave_mid_reply(way: WayOut) {
         }
     }
     wait_gone(pid, &format!("{way:?}"));
-    // The exit codes themselves are checked in tests/chat.rs on a pipe: tmux 3.3 at times
+    // The exit codes themselves are checked in tests/it/chat.rs on a pipe: tmux 3.3 at times
     // reports a dead pane with neither a status nor a signal, so they are not read here.
     assert_kept_and_free(&home, session, LONG_REPLY_PROMPT);
 }

@@ -35,7 +35,7 @@ impl Chat<'_, '_> {
             stats
                 .as_ref()
                 .and_then(|s| s.sessions.iter().find(|x| x.name == name))
-                .map(|x| x.tier)
+                .map(|x| x.tier.as_ref())
         };
         let mut rows = Vec::new();
         if let Ok(list) = self.catalog.list() {

@@ -8,6 +8,8 @@ use std::time::Duration;
 use anyhow::{anyhow, bail, Result};
 use serde::Deserialize;
 
+use crate::service::{ServiceInfo, ServiceStats};
+
 use crate::format::human_bytes;
 
 /// A local server answers at once; a hung one should not hang the CLI.
@@ -105,59 +107,15 @@ pub fn list_sessions(url: &str, key: Option<&str>, json: bool) -> Result<ExitCod
     Ok(ExitCode::SUCCESS)
 }
 
-/// What `/v1/kvrun/stats` answers: `{info, stats}` ([`crate::service::ServiceInfo`],
-/// [`crate::service::ServiceStats`]), read back with the fields printed here.
+/// What `/v1/kvrun/stats` answers: `{info, stats, devices}`, read back into the server's own
+/// types.
 #[derive(Deserialize)]
 pub(super) struct RemoteStats {
-    pub info: Option<InfoView>,
-    pub stats: StatsView,
+    pub info: Option<ServiceInfo>,
+    pub stats: ServiceStats,
     /// The server's own devices (older servers do not send them).
     #[serde(default)]
     pub devices: Option<crate::tiers::Devices>,
-}
-
-#[derive(Deserialize)]
-pub(super) struct InfoView {
-    pub model_name: String,
-    pub n_ctx: usize,
-    pub parallel: usize,
-}
-
-#[derive(Deserialize)]
-pub(super) struct StatsView {
-    pub requests: u64,
-    pub prompt_tokens: u64,
-    pub prefilled_tokens: u64,
-    pub restored_hot_tokens: u64,
-    pub restored_warm_tokens: u64,
-    pub restored_cold_tokens: u64,
-    pub generated_tokens: u64,
-    pub queued: usize,
-    pub active: usize,
-    pub hot_cells_used: u64,
-    pub hot_cells: u64,
-    /// What an elastic context may grow to (older servers do not send it).
-    #[serde(default)]
-    pub ctx_ceiling: u64,
-    pub hot: TierView,
-    pub warm: TierView,
-    pub cold: TierView,
-    pub sessions: Vec<SessionView>,
-}
-
-#[derive(Deserialize)]
-pub(super) struct TierView {
-    pub used: u64,
-    pub budget: Option<u64>,
-}
-
-#[derive(Deserialize)]
-pub(super) struct SessionView {
-    pub name: String,
-    pub tokens: usize,
-    pub tier: String,
-    pub pinned: bool,
-    pub last_used_unix: u64,
 }
 
 /// The server's `/v1/kvrun/stats`, parsed.

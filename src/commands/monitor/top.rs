@@ -16,7 +16,8 @@ use crate::chat::protocol::{
 };
 use crate::cli::TopArgs;
 use crate::commands::env::Env;
-use crate::commands::monitor::remote::{fetch_stats, RemoteStats, TierView};
+use crate::commands::monitor::remote::{fetch_stats, RemoteStats};
+use crate::service::handle::TierBytes;
 use crate::tiers::{Devices, SystemMemory};
 
 /// How often the server is asked (the panel's own refresh rate is about this).
@@ -160,7 +161,7 @@ fn snapshot(remote: &RemoteStats, devices: &Devices) -> (MemorySnapshot, Vec<Ses
             .map(|x| x.name.clone())
             .collect()
     };
-    let usage = |t: &TierView, tier: &str, hits: u64| TierUsage {
+    let usage = |t: &TierBytes, tier: &str, hits: u64| TierUsage {
         used_bytes: t.used,
         budget_bytes: t.budget,
         pages: 0,
@@ -192,7 +193,7 @@ fn snapshot(remote: &RemoteStats, devices: &Devices) -> (MemorySnapshot, Vec<Ses
         .map(|x| SessionRow {
             name: x.name.clone(),
             tokens: x.tokens,
-            tier: match x.tier.as_str() {
+            tier: match x.tier.as_ref() {
                 "hot" => Tier::Hot,
                 "warm" => Tier::Warm,
                 _ => Tier::Cold,

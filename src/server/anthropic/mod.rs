@@ -5,8 +5,6 @@ mod parse;
 mod shape;
 mod stream;
 
-use axum::body::Bytes;
-use axum::extract::rejection::BytesRejection;
 use axum::extract::State;
 use axum::http::HeaderMap;
 use axum::response::{IntoResponse, Response};
@@ -17,13 +15,15 @@ use serde_json::json;
 use parse::MessagesRequest;
 use shape::{Shape, TOOL_USE_ID_PREFIX};
 
-use super::errors::{body_bytes, parse_body, ApiError};
+use super::body::AnthropicBody;
+use super::errors::ApiError;
 use super::generation::{response_id, start, with_session_header, Job};
 use super::naming::{conversation_key, NameSources};
 use super::render::{max_reply_tokens, render_off_thread, Prompt, ReplyReader};
 use super::request::{ready, stop_strings, StopField};
 use super::sse;
 use super::state::AppState;
+use crate::service::ServiceInfo;
 
 pub fn routes() -> Router<AppState> {
     Router::new()
@@ -34,9 +34,9 @@ pub fn routes() -> Router<AppState> {
 async fn messages(
     State(state): State<AppState>,
     headers: HeaderMap,
-    body: Result<Bytes, BytesRejection>,
+    AnthropicBody(request): AnthropicBody<MessagesRequest>,
 ) -> Response {
-    match messages_inner(state, headers, body).await {
+    match messages_inner(state, headers, request).await {
         Ok(response) => response,
         Err(e) => e.anthropic().into_response(),
     }
@@ -45,9 +45,8 @@ async fn messages(
 async fn messages_inner(
     state: AppState,
     headers: HeaderMap,
-    body: Result<Bytes, BytesRejection>,
+    request: MessagesRequest,
 ) -> Result<Response, ApiError> {
-    let request: MessagesRequest = parse_body(&body_bytes(body)?)?;
     let requested = match request.max_tokens {
         None => return Err(ApiError::bad_request("max_tokens: Field required").param("max_tokens")),
         Some(0) => {
@@ -60,8 +59,7 @@ async fn messages_inner(
         request.stop_sequences.clone().map(StopField::Many),
         "stop_sequences",
     )?;
-    let (prompt, tools) = render_request(&state, &request).await?;
-    let (_, info) = ready(&state)?;
+    let (prompt, tools, info) = render_request(&state, &request).await?;
     let user_id = request.metadata.as_ref().and_then(|m| m.get("user_id"));
     let key = conversation_key(
         &headers,
@@ -107,11 +105,10 @@ async fn messages_inner(
 /// `{"input_tokens": N}`: the prompt rendered exactly as `/v1/messages` would, no engine call.
 async fn count_tokens(
     State(state): State<AppState>,
-    body: Result<Bytes, BytesRejection>,
+    AnthropicBody(request): AnthropicBody<MessagesRequest>,
 ) -> Response {
     let counted = async {
-        let request: MessagesRequest = parse_body(&body_bytes(body)?)?;
-        let (prompt, _) = render_request(&state, &request).await?;
+        let (prompt, _, _) = render_request(&state, &request).await?;
         Ok::<_, ApiError>(json!({"input_tokens": prompt.tokens.len()}))
     };
     match counted.await {
@@ -123,12 +120,12 @@ async fn count_tokens(
 async fn render_request(
     state: &AppState,
     request: &MessagesRequest,
-) -> Result<(Prompt, super::tool_choice::ToolSet), ApiError> {
+) -> Result<(Prompt, super::tool_choice::ToolSet, ServiceInfo), ApiError> {
     let conversation = request.conversation(&state.counters)?;
     let (model, info) = ready(state)?;
     let tools = conversation.tools.clone();
     let prompt = render_off_thread(model, conversation, info.n_ctx).await?;
-    Ok((prompt, tools))
+    Ok((prompt, tools, info))
 }
 
 #[cfg(test)]

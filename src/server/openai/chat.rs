@@ -1,7 +1,5 @@
 //! `POST /v1/chat/completions`: a whole reply, or SSE chunks ending with `data: [DONE]`.
 
-use axum::body::Bytes;
-use axum::extract::rejection::BytesRejection;
 use axum::extract::State;
 use axum::http::HeaderMap;
 use axum::response::{IntoResponse, Response};
@@ -12,7 +10,8 @@ use super::chat_parse::ChatRequest;
 use super::fields::{chat_logprob, finish_reason, usage_object};
 use crate::clock::unix_now;
 use crate::llama::Model;
-use crate::server::errors::{body_bytes, parse_body, ApiError};
+use crate::server::body::OpenAiBody;
+use crate::server::errors::ApiError;
 use crate::server::generation::{response_id, start, with_session_header, Generation, Job, Step};
 use crate::server::naming::{conversation_key, NameSources};
 use crate::server::render::{max_reply_tokens, render_off_thread, ReplyReader};
@@ -35,9 +34,8 @@ struct Shape {
 pub async fn handle(
     State(state): State<AppState>,
     headers: HeaderMap,
-    body: Result<Bytes, BytesRejection>,
+    OpenAiBody(request): OpenAiBody<ChatRequest>,
 ) -> Result<Response, ApiError> {
-    let request: ChatRequest = parse_body(&body_bytes(body)?)?;
     request.check()?;
     let sampling = request.sampling.settings(&state.sampling)?;
     let stop = stop_strings(request.stop.clone(), "stop")?;

@@ -1,7 +1,5 @@
 //! `POST /v1/completions`: plain continuation of a prompt given as text or token ids.
 
-use axum::body::Bytes;
-use axum::extract::rejection::BytesRejection;
 use axum::extract::State;
 use axum::http::HeaderMap;
 use axum::response::{IntoResponse, Response};
@@ -12,7 +10,8 @@ use serde_json::{json, Value};
 use super::fields::{finish_reason, token_text, usage_object};
 use crate::clock::unix_now;
 use crate::llama::{Model, TokenId};
-use crate::server::errors::{body_bytes, parse_body, ApiError};
+use crate::server::body::OpenAiBody;
+use crate::server::errors::ApiError;
 use crate::server::generation::{
     response_id, start, with_session_header, Collected, Generation, Job, Step,
 };
@@ -28,7 +27,7 @@ const DEFAULT_MAX_TOKENS: u64 = 16;
 const MAX_LOGPROBS: u64 = 5;
 
 #[derive(Debug, Deserialize)]
-struct CompletionRequest {
+pub struct CompletionRequest {
     prompt: Value,
     #[serde(default)]
     max_tokens: Option<u64>,
@@ -79,9 +78,8 @@ fn prompt_tokens(model: &Model, prompt: &Value, n_ctx: usize) -> Result<Vec<Toke
 pub async fn handle(
     State(state): State<AppState>,
     headers: HeaderMap,
-    body: Result<Bytes, BytesRejection>,
+    OpenAiBody(request): OpenAiBody<CompletionRequest>,
 ) -> Result<Response, ApiError> {
-    let request: CompletionRequest = parse_body(&body_bytes(body)?)?;
     if request.n.is_some_and(|n| n != 1) {
         return Err(ApiError::bad_request("n must be 1").param("n"));
     }

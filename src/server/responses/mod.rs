@@ -8,8 +8,6 @@ mod reply;
 mod store;
 mod stream;
 
-use axum::body::Bytes;
-use axum::extract::rejection::BytesRejection;
 use axum::extract::{Path, State};
 use axum::http::HeaderMap;
 use axum::response::{IntoResponse, Response};
@@ -18,7 +16,8 @@ use axum::{Json, Router};
 use serde::Deserialize;
 use serde_json::{json, Value};
 
-use super::errors::{body_bytes, parse_body, ApiError};
+use super::body::OpenAiBody;
+use super::errors::ApiError;
 use super::generation::{response_id, start, with_session_header, Job};
 use super::naming::{conversation_key, NameSources};
 use super::openai::function_tools;
@@ -104,9 +103,8 @@ impl ResponsesRequest {
 async fn create(
     State(state): State<AppState>,
     headers: HeaderMap,
-    body: Result<Bytes, BytesRejection>,
+    OpenAiBody(request): OpenAiBody<ResponsesRequest>,
 ) -> Result<Response, ApiError> {
-    let request: ResponsesRequest = parse_body(&body_bytes(body)?)?;
     if request.max_output_tokens == Some(0) {
         return Err(
             ApiError::bad_request("max_output_tokens must be at least 1")

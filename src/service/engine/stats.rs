@@ -39,15 +39,15 @@ impl<'c, 'm> Engine<'c, 'm> {
                 name: o.live.name.clone(),
                 tokens: o.seq.len(),
                 tier: if o.hot.is_some() && o.seq.kv_len() > 0 {
-                    "hot"
+                    "hot".into()
                 } else if o
                     .live
                     .saved()
                     .is_some_and(|m| m.referenced_objects().any(|id| self.warm.contains(&id)))
                 {
-                    "warm"
+                    "warm".into()
                 } else {
-                    "cold"
+                    "cold".into()
                 },
                 named: o.named,
                 pinned: o.pinned,
@@ -57,7 +57,7 @@ impl<'c, 'm> Engine<'c, 'm> {
         sessions.extend(self.stored_unnamed.iter().map(|s| SessionStatus {
             name: s.name.clone(),
             tokens: s.tokens.len(),
-            tier: "cold",
+            tier: "cold".into(),
             named: false,
             pinned: s.pinned,
             last_used_unix: s.updated_unix,

@@ -193,6 +193,7 @@ pub fn assert_one_line_error(out: &Output, code: i32, needle: &str) {
 
 pub mod chat_child;
 pub mod inproc;
+pub mod server;
 pub mod service;
 pub mod ways_out;
 
