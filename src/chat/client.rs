@@ -25,7 +25,7 @@ use crate::sequence::Sequence;
 use crate::service::engine::{ContextSizing, ServiceOptions};
 use crate::service::handle::{OpenSession, Opened, ServiceHandle};
 use crate::service::protocol::{
-    CancelToken, ConversationKey, FinishReason, Reply, Request, ServiceError, Transcript,
+    Ask, CancelToken, ConversationKey, FinishReason, Reply, Request, ServiceError, Transcript,
 };
 use crate::settings::{ContextOverflow, LlamaSettings, SamplingSettings, TierSettings};
 
@@ -338,21 +338,23 @@ impl<'m> Chat<'m, '_> {
         self.interrupt.begin_turn();
         let request = Request {
             id: 0,
-            conversation: ConversationKey::Named(self.active.name.clone()),
-            prompt,
-            sampling: self.options.sampling.clone(),
-            max_tokens: limit.min(room),
-            stop: Vec::new(),
-            grammar: None,
-            logprobs: None,
-            template: conversation.template(),
+            ask: Ask {
+                conversation: ConversationKey::Named(self.active.name.clone()),
+                prompt,
+                sampling: self.options.sampling.clone(),
+                max_tokens: limit.min(room),
+                stop: Vec::new(),
+                grammar: None,
+                logprobs: None,
+                template: conversation.template(),
+            },
             transcript: Some(self.transcript()),
             progress: true,
             cancel: CancelToken::watching(self.interrupt.stop_flag()),
             replies: replies_tx,
             received: Instant::now(),
         };
-        let prompt_len = request.prompt.len();
+        let prompt_len = request.ask.prompt.len();
         if let Err(e) = self.service.submit(request) {
             self.resync();
             return Err(describe(&e));

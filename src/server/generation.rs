@@ -13,29 +13,12 @@ use super::counters::ServerCounters;
 use super::errors::ApiError;
 use super::request_log::RequestLog;
 use super::state::AppState;
-use crate::llama::TokenId;
 use crate::service::protocol::{
-    CancelToken, ConversationKey, FinishReason, Reply, Request, RequestId, Started, TokenPiece,
-    Usage,
+    Ask, CancelToken, ConversationKey, FinishReason, Reply, Request, RequestId, Started,
+    TokenPiece, Usage,
 };
-use crate::settings::SamplingSettings;
-use crate::template::TemplateIdentity;
 
 static NEXT_ID: AtomicU64 = AtomicU64::new(1);
-
-/// What the API layers ask the engine for.
-#[derive(Debug, Clone)]
-pub struct Job {
-    pub conversation: ConversationKey,
-    pub prompt: Vec<TokenId>,
-    pub sampling: SamplingSettings,
-    pub max_tokens: usize,
-    pub stop: Vec<String>,
-    pub grammar: Option<crate::service::protocol::ReplyGrammar>,
-    pub logprobs: Option<usize>,
-    /// The chat template that rendered `prompt` (`None` for plain text).
-    pub template: Option<TemplateIdentity>,
-}
 
 /// A generation the engine has taken.
 pub struct Generation {
@@ -68,26 +51,19 @@ pub enum Step {
     Done(Usage),
 }
 
-/// Submits `job` and waits for the engine to start it.
-pub async fn start(state: &AppState, job: Job) -> Result<Generation, ApiError> {
+/// Submits `ask` and waits for the engine to start it.
+pub async fn start(state: &AppState, ask: Ask) -> Result<Generation, ApiError> {
     let (replies_tx, mut replies) = unbounded_channel();
     let cancel = CancelToken::new();
     let id = NEXT_ID.fetch_add(1, Ordering::Relaxed);
-    let prompt_for_history = job.prompt.clone();
-    let family = match &job.conversation {
+    let prompt_for_history = ask.prompt.clone();
+    let family = match &ask.conversation {
         ConversationKey::Family(family) => Some(family.clone()),
         _ => None,
     };
     state.service.submit(Request {
         id,
-        conversation: job.conversation,
-        prompt: job.prompt,
-        sampling: job.sampling,
-        max_tokens: job.max_tokens,
-        stop: job.stop,
-        grammar: job.grammar,
-        logprobs: job.logprobs,
-        template: job.template,
+        ask,
         transcript: None,
         progress: false,
         cancel: cancel.clone(),

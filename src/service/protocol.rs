@@ -90,10 +90,11 @@ impl CancelToken {
     }
 }
 
-/// One generation: continue `prompt` (already rendered and tokenized by the caller).
-#[derive(Debug)]
-pub struct Request {
-    pub id: RequestId,
+/// What a front end asks the engine to generate: continue `prompt` (already rendered and
+/// tokenized by the caller) in `conversation`, so long and so sampled. The API layers build
+/// one per request; [`Request`] adds what the engine needs to answer it.
+#[derive(Debug, Clone)]
+pub struct Ask {
     pub conversation: ConversationKey,
     /// The whole prompt, from the first token: the engine restores the longest cached
     /// prefix of it from any tier and prefills only the rest.
@@ -111,6 +112,14 @@ pub struct Request {
     /// The chat template that rendered `prompt` (`None` for plain text): the session
     /// records it.
     pub template: Option<TemplateIdentity>,
+}
+
+/// One generation as the engine takes it: the [`Ask`], and its id, reply channel and
+/// cancel token.
+#[derive(Debug)]
+pub struct Request {
+    pub id: RequestId,
+    pub ask: Ask,
     /// The messages to record with the log when the reply is saved (`None`: a raw log).
     pub transcript: Option<Transcript>,
     /// Send [`Reply::Progress`] while the prompt is prefilled.

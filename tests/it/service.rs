@@ -373,7 +373,7 @@ fn stop_strings_end_the_reply_and_are_never_sent() {
     let stop: String = chars[8..11].iter().collect();
     let before = &text[..text.find(&stop).unwrap()];
     let (mut req, pending) = request(ConversationKey::Anonymous, prompt, 24);
-    req.stop = vec![stop.clone()];
+    req.ask.stop = vec![stop.clone()];
     service.handle.submit(req).unwrap();
     let out = pending.collect();
     assert_eq!(out.usage().finish, FinishReason::StopString);

@@ -12,7 +12,9 @@ use crate::common::service::{
 use crate::common::*;
 use kvrun::llama::TokenId;
 use kvrun::service::engine::ContextSizing;
-use kvrun::service::protocol::{CancelToken, ConversationKey, FinishReason, Reply, Request, Usage};
+use kvrun::service::protocol::{
+    Ask, CancelToken, ConversationKey, FinishReason, Reply, Request, Usage,
+};
 use kvrun::service::{EngineThread, ServiceHandle, ServiceOptions, ServiceStats};
 use kvrun::settings::{SamplingSettings, TierSettings};
 
@@ -52,14 +54,16 @@ impl Engine {
         self.handle
             .submit(Request {
                 id: 0,
-                conversation: ConversationKey::Named(name.into()),
-                prompt: prompt.to_vec(),
-                sampling: SamplingSettings::greedy(),
-                max_tokens,
-                stop: Vec::new(),
-                grammar: None,
-                logprobs: Some(2),
-                template: None,
+                ask: Ask {
+                    conversation: ConversationKey::Named(name.into()),
+                    prompt: prompt.to_vec(),
+                    sampling: SamplingSettings::greedy(),
+                    max_tokens,
+                    stop: Vec::new(),
+                    grammar: None,
+                    logprobs: Some(2),
+                    template: None,
+                },
                 transcript: None,
                 progress: false,
                 cancel: CancelToken::new(),

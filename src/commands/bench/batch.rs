@@ -13,7 +13,7 @@ use crate::commands::bench::harness::bench_tokens;
 use crate::commands::env::{load_model, Env};
 use crate::llama::{BatchEntry, Context, Model, Sampler, TokenId};
 use crate::paths::Paths;
-use crate::service::protocol::{CancelToken, ConversationKey, Reply, Request, Usage};
+use crate::service::protocol::{Ask, CancelToken, ConversationKey, Reply, Request, Usage};
 use crate::service::{ServiceHandle, ServiceOptions};
 use crate::settings::{LlamaSettings, SamplingSettings, DEFAULT_PAGE_TOKENS};
 
@@ -186,14 +186,16 @@ impl Service {
         self.handle
             .submit(Request {
                 id: 0,
-                conversation: ConversationKey::Anonymous,
-                prompt: prompt.to_vec(),
-                sampling: SamplingSettings::greedy(),
-                max_tokens,
-                stop: Vec::new(),
-                grammar: None,
-                logprobs: None,
-                template: None,
+                ask: Ask {
+                    conversation: ConversationKey::Anonymous,
+                    prompt: prompt.to_vec(),
+                    sampling: SamplingSettings::greedy(),
+                    max_tokens,
+                    stop: Vec::new(),
+                    grammar: None,
+                    logprobs: None,
+                    template: None,
+                },
                 transcript: None,
                 progress: false,
                 cancel: cancel.clone(),

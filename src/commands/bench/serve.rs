@@ -17,7 +17,7 @@ use crate::cli::BenchServeArgs;
 use crate::commands::env::Env;
 use crate::models::ModelChoice;
 use crate::paths::Paths;
-use crate::service::protocol::{CancelToken, ConversationKey, Reply, Request};
+use crate::service::protocol::{Ask, CancelToken, ConversationKey, Reply, Request};
 use crate::service::{start, ServiceOptions};
 use crate::settings::{LlamaSettings, SamplingSettings};
 
@@ -235,14 +235,16 @@ fn in_process_call(
     handle
         .submit(Request {
             id: 1,
-            conversation: ConversationKey::Anonymous,
-            prompt,
-            sampling: SamplingSettings::greedy(),
-            max_tokens: max_tokens as usize,
-            stop: Vec::new(),
-            grammar: None,
-            logprobs: None,
-            template: None,
+            ask: Ask {
+                conversation: ConversationKey::Anonymous,
+                prompt,
+                sampling: SamplingSettings::greedy(),
+                max_tokens: max_tokens as usize,
+                stop: Vec::new(),
+                grammar: None,
+                logprobs: None,
+                template: None,
+            },
             transcript: None,
             progress: false,
             cancel: CancelToken::new(),

@@ -31,7 +31,7 @@ use crate::sequence::{Generated, Sequence, StopReason, SyncObserver};
 use crate::service::engine::{ContextSizing, ServiceOptions};
 use crate::service::handle::{OpenSession, Opened, ServiceHandle, ServiceInfo};
 use crate::service::protocol::{
-    CancelToken, ConversationKey, FinishReason, Reply, ReplyGrammar, Request, ServiceError,
+    Ask, CancelToken, ConversationKey, FinishReason, Reply, ReplyGrammar, Request, ServiceError,
     Transcript, Usage,
 };
 use crate::session::catalog::SessionCatalog;
@@ -186,24 +186,26 @@ impl Turn<'_> {
         let (replies_tx, replies) = tokio::sync::mpsc::unbounded_channel();
         let request = Request {
             id: 0,
-            conversation: ConversationKey::Named(name.to_string()),
-            prompt: prompt_tokens,
-            sampling: self.sampling.clone(),
-            max_tokens: max_tokens.min(room),
-            stop: Vec::new(),
-            grammar: grammar.map(|c| ReplyGrammar {
-                gbnf: c.grammar,
-                after: c.after.map(str::to_string),
-            }),
-            logprobs: args.logprobs,
-            template: conversation.template(),
+            ask: Ask {
+                conversation: ConversationKey::Named(name.to_string()),
+                prompt: prompt_tokens,
+                sampling: self.sampling.clone(),
+                max_tokens: max_tokens.min(room),
+                stop: Vec::new(),
+                grammar: grammar.map(|c| ReplyGrammar {
+                    gbnf: c.grammar,
+                    after: c.after.map(str::to_string),
+                }),
+                logprobs: args.logprobs,
+                template: conversation.template(),
+            },
             transcript: Some(transcript(&conversation)),
             progress: true,
             cancel: CancelToken::watching(interrupt.stop_flag()),
             replies: replies_tx,
             received: Instant::now(),
         };
-        let to_prefill = request.prompt.len() - opened.cached.total();
+        let to_prefill = request.ask.prompt.len() - opened.cached.total();
         self.service
             .submit(request)
             .map_err(|e| service_error(name, e))?;

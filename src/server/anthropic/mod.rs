@@ -17,12 +17,13 @@ use shape::{Shape, TOOL_USE_ID_PREFIX};
 
 use super::body::AnthropicBody;
 use super::errors::ApiError;
-use super::generation::{response_id, start, with_session_header, Job};
+use super::generation::{response_id, start, with_session_header};
 use super::naming::{conversation_key, NameSources};
 use super::render::{max_reply_tokens, render_off_thread, Prompt, ReplyReader};
 use super::request::{ready, stop_strings, StopField};
 use super::sse;
 use super::state::AppState;
+use crate::service::protocol::Ask;
 use crate::service::ServiceInfo;
 
 pub fn routes() -> Router<AppState> {
@@ -73,7 +74,7 @@ async fn messages_inner(
         model_name: info.model_name.clone(),
         reader: ReplyReader::new(&prompt, &tools),
     };
-    let job = Job {
+    let ask = Ask {
         conversation: key,
         max_tokens: max_reply_tokens(
             Some(requested),
@@ -88,7 +89,7 @@ async fn messages_inner(
         stop,
         logprobs: None,
     };
-    let generation = start(&state, job).await?;
+    let generation = start(&state, ask).await?;
     let session = generation.started.session.clone();
     let response = if request.stream == Some(true) {
         sse::respond(move |sink| async move {

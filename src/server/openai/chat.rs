@@ -12,12 +12,13 @@ use crate::clock::unix_now;
 use crate::llama::Model;
 use crate::server::body::OpenAiBody;
 use crate::server::errors::ApiError;
-use crate::server::generation::{response_id, start, with_session_header, Generation, Job, Step};
+use crate::server::generation::{response_id, start, with_session_header, Generation, Step};
 use crate::server::naming::{conversation_key, NameSources};
 use crate::server::render::{max_reply_tokens, render_off_thread, ReplyReader};
 use crate::server::request::{ready, stop_strings};
 use crate::server::sse::{self, Disconnected, EventSink};
 use crate::server::state::AppState;
+use crate::service::protocol::Ask;
 use crate::tools::{ParsedCall, ReplyEvent};
 
 const CALL_ID_PREFIX: &str = "call_";
@@ -54,7 +55,7 @@ pub async fn handle(
         },
     );
     let reader = ReplyReader::new(&prompt, &tools);
-    let job = Job {
+    let ask = Ask {
         conversation: key,
         max_tokens: max_reply_tokens(
             request.max_tokens(),
@@ -69,7 +70,7 @@ pub async fn handle(
         grammar,
         logprobs: request.logprobs(),
     };
-    let generation = start(&state, job).await?;
+    let generation = start(&state, ask).await?;
     let shape = Shape {
         id: response_id("chatcmpl-"),
         created: unix_now(),

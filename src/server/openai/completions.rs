@@ -13,13 +13,14 @@ use crate::llama::{Model, TokenId};
 use crate::server::body::OpenAiBody;
 use crate::server::errors::ApiError;
 use crate::server::generation::{
-    response_id, start, with_session_header, Collected, Generation, Job, Step,
+    response_id, start, with_session_header, Collected, Generation, Step,
 };
 use crate::server::naming::{conversation_key, NameSources};
 use crate::server::render::{check_fits, check_length_fits, max_reply_tokens};
 use crate::server::request::{ready, stop_strings, SamplingFields, StopField};
 use crate::server::sse::{self, Disconnected, EventSink};
 use crate::server::state::AppState;
+use crate::service::protocol::Ask;
 
 /// OpenAI's default `max_tokens` for completions.
 const DEFAULT_MAX_TOKENS: u64 = 16;
@@ -117,7 +118,7 @@ pub async fn handle(
             ..Default::default()
         },
     );
-    let job = Job {
+    let ask = Ask {
         conversation: key,
         max_tokens: max_reply_tokens(Some(requested), state.max_tokens, prompt.len(), info.n_ctx),
         prompt,
@@ -127,7 +128,7 @@ pub async fn handle(
         logprobs: request.logprobs.map(|n| n as usize),
         template: None,
     };
-    let generation = start(&state, job).await?;
+    let generation = start(&state, ask).await?;
     let shape = Shape {
         id: response_id("cmpl-"),
         created: unix_now(),

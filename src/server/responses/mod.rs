@@ -18,7 +18,7 @@ use serde_json::{json, Value};
 
 use super::body::OpenAiBody;
 use super::errors::ApiError;
-use super::generation::{response_id, start, with_session_header, Job};
+use super::generation::{response_id, start, with_session_header};
 use super::naming::{conversation_key, NameSources};
 use super::openai::function_tools;
 use super::render::{max_reply_tokens, render_off_thread, text_message, Conversation, ReplyReader};
@@ -27,6 +27,7 @@ use super::sse;
 use super::state::AppState;
 use super::tool_choice::{function_tool, openai_choice, ToolSet};
 use crate::clock::unix_now;
+use crate::service::protocol::Ask;
 use crate::tools::ParsedReply;
 use output::Header;
 use reply::Reply;
@@ -169,7 +170,7 @@ async fn create(
         metadata: request.metadata.clone().unwrap_or(json!({})),
     };
     let reader = ReplyReader::new(&prompt, &tools);
-    let job = Job {
+    let ask = Ask {
         conversation: key,
         max_tokens: max_reply_tokens(
             request.max_output_tokens,
@@ -184,7 +185,7 @@ async fn create(
         stop: Vec::new(),
         logprobs: None,
     };
-    let generation = start(&state, job).await?;
+    let generation = start(&state, ask).await?;
     let session = generation.started.session.clone();
     let reply = Reply {
         header,

@@ -33,7 +33,7 @@ impl Active {
         cached: CachedTokens,
         admitted: Instant,
     ) -> Self {
-        let stop = StopFilter::new(&request.stop);
+        let stop = StopFilter::new(&request.ask.stop);
         Self {
             request,
             conversation,

@@ -31,7 +31,7 @@ impl<'c, 'm> Engine<'c, 'm> {
                 self.fail(request, e);
                 continue;
             }
-            match self.target(ctx, &request.conversation, &request.prompt) {
+            match self.target(ctx, &request.ask.conversation, &request.ask.prompt) {
                 Err(e) => self.fail(request, e),
                 Ok(Target::Busy) => waiting.push_back(request),
                 Ok(Target::Open(index)) => match self.begin(ctx, index, request) {
@@ -48,23 +48,25 @@ impl<'c, 'm> Engine<'c, 'm> {
 
     fn validate(&self, request: &Request) -> Result<(), ServiceError> {
         let n_ctx = self.max_cells();
-        if request.prompt.is_empty() {
+        if request.ask.prompt.is_empty() {
             return Err(ServiceError::EmptyPrompt);
         }
         if let Some(&bad) = request
+            .ask
             .prompt
             .iter()
             .find(|&&t| !self.model.is_valid_token(t))
         {
             return Err(ServiceError::BadToken(bad));
         }
-        if request.prompt.len() + 1 > n_ctx {
+        if request.ask.prompt.len() + 1 > n_ctx {
             return Err(ServiceError::PromptTooLong {
-                tokens: request.prompt.len(),
+                tokens: request.ask.prompt.len(),
                 n_ctx,
             });
         }
         request
+            .ask
             .sampling
             .validate()
             .map_err(|e| ServiceError::InvalidSetting(e.to_string()))
@@ -82,8 +84,8 @@ impl<'c, 'm> Engine<'c, 'm> {
         if !self.room_to_begin(ctx, index, &request) {
             return Ok(Some(request));
         }
-        let mut sampler = Sampler::new(self.model, &request.sampling, &request.prompt);
-        if let Some(grammar) = &request.grammar {
+        let mut sampler = Sampler::new(self.model, &request.ask.sampling, &request.ask.prompt);
+        if let Some(grammar) = &request.ask.grammar {
             let constrained = match &grammar.after {
                 Some(opening) => sampler.constrain_after(self.model, &grammar.gbnf, opening),
                 None => sampler.constrain(self.model, &grammar.gbnf),
@@ -128,7 +130,7 @@ impl<'c, 'm> Engine<'c, 'm> {
         open.last_used = admitted;
         let started = Started {
             session: open.live.name.clone(),
-            prompt_tokens: request.prompt.len(),
+            prompt_tokens: request.ask.prompt.len(),
             cached,
         };
         let replied = request.replies.send(Reply::Started(started)).is_ok();
@@ -154,10 +156,10 @@ impl<'c, 'm> Engine<'c, 'm> {
     /// sequences leave the context for it. Returns false when it must wait for cells.
     fn room_to_begin(&mut self, ctx: &mut Context<'m>, index: usize, request: &Request) -> bool {
         let page = ctx.info().page_tokens as usize;
-        let needed = request.prompt.len() + request.max_tokens.clamp(1, page);
+        let needed = request.ask.prompt.len() + request.ask.max_tokens.clamp(1, page);
         let others = |e: &Self| e_cells(e, index, e.conversations[index].seq.kv_len());
         if !self.active.is_empty() && self.grow_ahead(ctx, others(self) + needed) {
-            let start = self.restorable(ctx, index, &request.prompt) + page;
+            let start = self.restorable(ctx, index, &request.ask.prompt) + page;
             return others(self) + start <= ctx.info().n_ctx as usize;
         }
         self.grow_for(ctx, others(self) + needed);
@@ -206,7 +208,7 @@ impl<'c, 'm> Engine<'c, 'm> {
         if open.seq.kv_len() == 0 && open.live.commits_in_flight() > 0 {
             self.wait_for_commits_of(index);
         }
-        let prompt = &request.prompt;
+        let prompt = &request.ask.prompt;
         let memory = self.model.facts().memory;
         let candidates: Vec<HotCandidate> = self
             .conversations

@@ -199,7 +199,7 @@ impl<'c, 'm> Engine<'c, 'm> {
         self.active
             .iter()
             .find(|a| a.conversation == name)
-            .map_or(0, |a| a.request.prompt.len())
+            .map_or(0, |a| a.request.ask.prompt.len())
     }
 
     pub(super) fn find(&self, name: &str) -> Option<usize> {

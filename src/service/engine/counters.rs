@@ -39,7 +39,7 @@ impl Counters {
 
     pub fn record_start(&mut self, request: &Request, cached: CachedTokens) {
         self.requests += 1;
-        self.prompt_tokens += request.prompt.len() as u64;
+        self.prompt_tokens += request.ask.prompt.len() as u64;
         self.cached[0] += cached.hot as u64;
         self.cached[1] += cached.warm as u64;
         self.cached[2] += cached.cold as u64;

@@ -110,7 +110,7 @@ impl<'c, 'm> Engine<'c, 'm> {
             .filter_map(|a| {
                 let seq = &self.conversations[self.find(&a.conversation)?].seq;
                 let prompt_left = seq.len() - seq.kv_len();
-                let reply_left = a.request.max_tokens.saturating_sub(a.generated());
+                let reply_left = a.request.ask.max_tokens.saturating_sub(a.generated());
                 Some(prompt_left + reply_left.min(page))
             })
             .sum();

@@ -116,7 +116,7 @@ impl<'c, 'm> Engine<'c, 'm> {
             if active.first_token.is_none() {
                 active.add_prefilled(n);
                 if active.request.progress && idx.is_none() {
-                    let total = active.request.prompt.len() - active.cached.total();
+                    let total = active.request.ask.prompt.len() - active.cached.total();
                     let done = Reply::Progress {
                         done: active.prefilled,
                         total,
@@ -124,7 +124,7 @@ impl<'c, 'm> Engine<'c, 'm> {
                     let _ = active.request.replies.send(done);
                 }
             }
-            if idx.is_some() && active.request.max_tokens == 0 {
+            if idx.is_some() && active.request.ask.max_tokens == 0 {
                 // A prefill-only request (`run -n 0`): the prompt is cached, nothing is
                 // sampled (the next request decodes its last token again for logits).
                 active.finish = Some(FinishReason::MaxTokens);
@@ -132,6 +132,7 @@ impl<'c, 'm> Engine<'c, 'm> {
                 let token = ctx.sample_at(&mut active.sampler, idx);
                 let logprob = active
                     .request
+                    .ask
                     .logprobs
                     .map(|top_n| TokenLogprob::from_logits(ctx.logits_at(idx), token, top_n));
                 self.accept(i, index, token, logprob);
@@ -195,7 +196,7 @@ impl<'c, 'm> Engine<'c, 'm> {
         if active.finish.is_none() {
             active.finish = if end_of_generation {
                 Some(FinishReason::EndOfGeneration)
-            } else if active.tokens.len() >= active.request.max_tokens {
+            } else if active.tokens.len() >= active.request.ask.max_tokens {
                 Some(FinishReason::MaxTokens)
             } else if open.seq.len() > n_ctx {
                 Some(FinishReason::ContextFull)
@@ -245,7 +246,7 @@ impl<'c, 'm> Engine<'c, 'm> {
     fn finish(&mut self, ctx: &mut Context<'m>, active: Active, finish: FinishReason) {
         let now = Instant::now();
         let first = active.first_token.unwrap_or(now);
-        let prompt_len = active.request.prompt.len();
+        let prompt_len = active.request.ask.prompt.len();
         let usage = Usage {
             session: active.conversation.clone(),
             prompt_tokens: prompt_len,
@@ -279,7 +280,7 @@ impl<'c, 'm> Engine<'c, 'm> {
         self.pending.fetch_sub(1, Ordering::SeqCst);
         if let Some(index) = self.find(&active.conversation) {
             let interrupted = finish == FinishReason::Cancelled;
-            let template = active.request.template.clone();
+            let template = active.request.ask.template.clone();
             let transcript = active.request.transcript.as_ref();
             self.save_reply(ctx, index, prompt_len, interrupted, (transcript, template));
         }
@@ -297,7 +298,7 @@ impl<'c, 'm> Engine<'c, 'm> {
         let now = Instant::now();
         let usage = Usage {
             session: String::new(),
-            prompt_tokens: request.prompt.len(),
+            prompt_tokens: request.ask.prompt.len(),
             cached: CachedTokens::default(),
             prefilled: 0,
             generated: 0,

@@ -10,7 +10,7 @@ use kvrun::llama::TokenId;
 use kvrun::models::ModelChoice;
 use kvrun::service::engine::ContextSizing;
 use kvrun::service::protocol::{
-    CancelToken, ConversationKey, Reply, Request, ServiceError, Started, TokenPiece, Usage,
+    Ask, CancelToken, ConversationKey, Reply, Request, ServiceError, Started, TokenPiece, Usage,
 };
 use kvrun::service::{EngineThread, ServiceHandle, ServiceOptions};
 use kvrun::settings::{FlashAttn, KvType, LlamaSettings, SamplingSettings};
@@ -193,14 +193,16 @@ pub fn request(
     let cancel = CancelToken::new();
     let request = Request {
         id: 0,
-        conversation: key,
-        prompt,
-        sampling: SamplingSettings::greedy(),
-        max_tokens,
-        stop: Vec::new(),
-        grammar: None,
-        logprobs: Some(3),
-        template: None,
+        ask: Ask {
+            conversation: key,
+            prompt,
+            sampling: SamplingSettings::greedy(),
+            max_tokens,
+            stop: Vec::new(),
+            grammar: None,
+            logprobs: Some(3),
+            template: None,
+        },
         transcript: None,
         progress: false,
         cancel: cancel.clone(),
