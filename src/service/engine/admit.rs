@@ -102,31 +102,33 @@ impl<'c, 'm> Engine<'c, 'm> {
                 (Err(e), None) => return Err((request, ServiceError::Grammar(e.to_string()))),
             }
         }
-        let seq_id = match self.conversations[index].hot {
+        let seq_id = match self.conversations.open[index].hot {
             Some(s) => s,
-            None => match self.free_seq() {
+            None => match self.conversations.free_seq(self.parallel) {
                 Some(s) => s,
-                None => match self.coolest(index) {
+                None => match self.conversations.coolest(index) {
                     Some(victim) => {
-                        self.cool(ctx, victim);
-                        self.free_seq().expect("a sequence was just freed")
+                        self.conversations.cool(ctx, victim);
+                        self.conversations
+                            .free_seq(self.parallel)
+                            .expect("a sequence was just freed")
                     }
                     None => return Ok(Some(request)),
                 },
             },
         };
-        self.conversations[index].hot = Some(seq_id);
-        self.conversations[index].busy = true;
+        self.conversations.open[index].hot = Some(seq_id);
+        self.conversations.open[index].busy = true;
         let admitted = Instant::now();
         let cached = match self.restore_prefix(ctx, index, seq_id, &request) {
             Ok(c) => c,
             Err(e) => {
-                self.conversations[index].busy = false;
-                self.cool(ctx, index);
+                self.conversations.open[index].busy = false;
+                self.conversations.cool(ctx, index);
                 return Err((request, e));
             }
         };
-        let open = &mut self.conversations[index];
+        let open = &mut self.conversations.open[index];
         open.last_used = admitted;
         let started = Started {
             session: open.live.name.clone(),
@@ -157,7 +159,7 @@ impl<'c, 'm> Engine<'c, 'm> {
     fn room_to_begin(&mut self, ctx: &mut Context<'m>, index: usize, request: &Request) -> bool {
         let page = ctx.info().page_tokens as usize;
         let needed = request.ask.prompt.len() + request.ask.max_tokens.clamp(1, page);
-        let others = |e: &Self| e_cells(e, index, e.conversations[index].seq.kv_len());
+        let others = |e: &Self| e_cells(e, index, e.conversations.open[index].seq.kv_len());
         if !self.active.is_empty() && self.grow_ahead(ctx, others(self) + needed) {
             let start = self.restorable(ctx, index, &request.ask.prompt) + page;
             return others(self) + start <= ctx.info().n_ctx as usize;
@@ -165,8 +167,8 @@ impl<'c, 'm> Engine<'c, 'm> {
         self.grow_for(ctx, others(self) + needed);
         let n_ctx = ctx.info().n_ctx as usize;
         while others(self) + needed > n_ctx {
-            match self.coolest(index) {
-                Some(victim) => self.cool(ctx, victim),
+            match self.conversations.coolest(index) {
+                Some(victim) => self.conversations.cool(ctx, victim),
                 None => break,
             }
         }
@@ -178,12 +180,13 @@ impl<'c, 'm> Engine<'c, 'm> {
     fn restorable(&self, ctx: &Context<'m>, index: usize, prompt: &[TokenId]) -> usize {
         let hot = self
             .conversations
+            .open
             .iter()
             .filter(|o| o.hot.is_some())
             .map(|o| common_prefix(&o.seq.tokens()[..o.seq.kv_len()], prompt))
             .max()
             .unwrap_or(0);
-        let open = &self.conversations[index];
+        let open = &self.conversations.open[index];
         let stored = open.live.stored_prefix_len(prompt).unwrap_or(0);
         let own = if open.hot.is_some() {
             open.seq.kv_len()
@@ -204,7 +207,7 @@ impl<'c, 'm> Engine<'c, 'm> {
     ) -> Result<CachedTokens, ServiceError> {
         // A conversation out of the context restores from its pages: those of a commit
         // still in flight must be stored first.
-        let open = &self.conversations[index];
+        let open = &self.conversations.open[index];
         if open.seq.kv_len() == 0 && open.live.commits_in_flight() > 0 {
             self.wait_for_commits_of(index);
         }
@@ -212,6 +215,7 @@ impl<'c, 'm> Engine<'c, 'm> {
         let memory = self.model.facts().memory;
         let candidates: Vec<HotCandidate> = self
             .conversations
+            .open
             .iter()
             .enumerate()
             .filter_map(|(i, o)| {
@@ -226,7 +230,7 @@ impl<'c, 'm> Engine<'c, 'm> {
                 })
             })
             .collect();
-        let stored = self.conversations[index]
+        let stored = self.conversations.open[index]
             .live
             .stored_prefix_len(prompt)
             .unwrap_or(0);
@@ -234,6 +238,7 @@ impl<'c, 'm> Engine<'c, 'm> {
         let mut cached = CachedTokens::default();
         let others_empty = self
             .conversations
+            .open
             .iter()
             .enumerate()
             .all(|(i, o)| i == index || o.hot.is_none() || o.seq.kv_len() == 0);
@@ -242,7 +247,7 @@ impl<'c, 'm> Engine<'c, 'm> {
         // hold: whatever the restore leaves for prefill (a damaged page, a partial restore)
         // is recomputed in its original batches, so it comes out bit-identical.
         let starts = {
-            let old = &self.conversations[index].seq;
+            let old = &self.conversations.open[index].seq;
             let mut starts = old.batch_starts().clone();
             starts.truncate(common_prefix(old.tokens(), prompt));
             starts
@@ -257,26 +262,26 @@ impl<'c, 'm> Engine<'c, 'm> {
                 // The plan cuts only memory that can be cut; should llama.cpp still refuse,
                 // the prompt is recomputed, not continued from a state that is not its own.
                 if ctx.truncate_seq(seq_id, keep) {
-                    self.conversations[index].seq = open_seq(prompt, keep);
+                    self.conversations.open[index].seq = open_seq(prompt, keep);
                     cached.hot = keep;
                 } else {
                     tracing::debug!(
                         "llama.cpp did not cut sequence {seq_id} at {keep}: recomputing"
                     );
                     ctx.clear_seq(seq_id);
-                    self.conversations[index].seq = open_seq(prompt, 0);
+                    self.conversations.open[index].seq = open_seq(prompt, 0);
                 }
             }
             PrefixSource::Share { from, keep } => {
-                let src = self.conversations[from].hot.expect("a hot candidate");
+                let src = self.conversations.open[from].hot.expect("a hot candidate");
                 ctx.clear_seq(seq_id);
                 ctx.share_range(src, seq_id, 0, keep);
-                self.conversations[index].seq = open_seq(prompt, keep);
+                self.conversations.open[index].seq = open_seq(prompt, keep);
                 cached.hot = keep;
             }
             PrefixSource::Pages => {
                 ctx.clear_seq(seq_id);
-                let open = &mut self.conversations[index];
+                let open = &mut self.conversations.open[index];
                 open.seq = open_seq(prompt, 0);
                 if stored > 0 {
                     open.live.set_slot(Slot {
@@ -298,7 +303,7 @@ impl<'c, 'm> Engine<'c, 'm> {
             }
         }
         // Page captures read through this conversation's sequence from now on.
-        self.conversations[index].live.set_slot(Slot {
+        self.conversations.open[index].live.set_slot(Slot {
             seq: seq_id,
             scratch,
             exclusive: false,
@@ -309,6 +314,6 @@ impl<'c, 'm> Engine<'c, 'm> {
 
 /// Cells the hot sequences hold, not counting conversation `index`'s own `own` cells.
 fn e_cells(engine: &Engine<'_, '_>, index: usize, own: usize) -> usize {
-    let hot_own = engine.conversations[index].hot.is_some();
-    engine.hot_cells() - if hot_own { own } else { 0 }
+    let hot_own = engine.conversations.open[index].hot.is_some();
+    engine.conversations.hot_cells() - if hot_own { own } else { 0 }
 }

@@ -26,7 +26,7 @@ impl<'c, 'm> Engine<'c, 'm> {
                 continue;
             };
             if m.unnamed && m.model.fingerprint == self.sessions.model().fingerprint {
-                self.stored_unnamed.push(StoredLog {
+                self.conversations.stored_unnamed.push(StoredLog {
                     name: m.name,
                     tokens: m.tokens,
                     prompt_tokens: m.prompt_tokens,
@@ -46,8 +46,8 @@ impl<'c, 'm> Engine<'c, 'm> {
     ) -> Result<Target, ServiceError> {
         match key {
             ConversationKey::Named(name) => {
-                if let Some(i) = self.find(name) {
-                    return Ok(if self.conversations[i].busy {
+                if let Some(i) = self.conversations.find(name) {
+                    return Ok(if self.conversations.open[i].busy {
                         Target::Busy
                     } else {
                         Target::Open(i)
@@ -61,6 +61,7 @@ impl<'c, 'm> Engine<'c, 'm> {
             ConversationKey::Anonymous => {
                 let open = self
                     .conversations
+                    .open
                     .iter()
                     .enumerate()
                     .filter(|(_, o)| !o.named && !o.busy)
@@ -68,6 +69,7 @@ impl<'c, 'm> Engine<'c, 'm> {
                     .filter(|&(_, common, len)| common > 0 && common >= len)
                     .max_by_key(|&(_, common, _)| common);
                 let stored = self
+                    .conversations
                     .stored_unnamed
                     .iter()
                     .enumerate()
@@ -78,7 +80,7 @@ impl<'c, 'm> Engine<'c, 'm> {
                     (Some((i, a, _)), Some((_, b, _))) if a >= b => Ok(Target::Open(i)),
                     (Some((i, _, _)), None) => Ok(Target::Open(i)),
                     (_, Some((j, _, _))) => {
-                        let name = self.stored_unnamed.remove(j).name;
+                        let name = self.conversations.stored_unnamed.remove(j).name;
                         let greedy = crate::settings::SamplingSettings::greedy;
                         match self.open_session(ctx, &name, false, greedy()) {
                             Ok(i) => Ok(Target::Open(i)),
@@ -108,6 +110,7 @@ impl<'c, 'm> Engine<'c, 'm> {
         self.index_family(family);
         let open = self
             .conversations
+            .open
             .iter()
             .enumerate()
             .filter(|(_, o)| member_index(&o.live.name, family).is_some())
@@ -123,6 +126,7 @@ impl<'c, 'm> Engine<'c, 'm> {
             })
             .max_by_key(|&(_, common, busy)| (common, busy));
         let stored = self
+            .conversations
             .stored_members
             .iter()
             .enumerate()
@@ -141,13 +145,14 @@ impl<'c, 'm> Engine<'c, 'm> {
                 Ok(if busy { Target::Busy } else { Target::Open(i) })
             }
             (_, Some((j, _, _))) => {
-                let name = self.stored_members.remove(j).name;
+                let name = self.conversations.stored_members.remove(j).name;
                 self.open_session(ctx, &name, true, greedy())
                     .map(Target::Open)
             }
             _ => {
                 let taken = self
                     .conversations
+                    .open
                     .iter()
                     .filter_map(|o| member_index(&o.live.name, family))
                     .chain(self.family_numbers(family));
@@ -161,21 +166,25 @@ impl<'c, 'm> Engine<'c, 'm> {
     /// Notes the stored members of `family` this server has not opened (once per family),
     /// so that a request after a restart continues the one its prompt extends.
     fn index_family(&mut self, family: &str) {
-        if !self.indexed_families.insert(family.to_string()) {
+        if !self
+            .conversations
+            .indexed_families
+            .insert(family.to_string())
+        {
             return;
         }
         let Ok(members) = self.catalog.family_members(family) else {
             return;
         };
         for (_, name) in members {
-            if self.find(&name).is_some() {
+            if self.conversations.find(&name).is_some() {
                 continue;
             }
             let Ok(m) = self.catalog.read_manifest(&name) else {
                 continue;
             };
             if m.model.fingerprint == self.sessions.model().fingerprint {
-                self.stored_members.push(StoredLog {
+                self.conversations.stored_members.push(StoredLog {
                     name: m.name,
                     tokens: m.tokens,
                     prompt_tokens: m.prompt_tokens,
@@ -202,10 +211,6 @@ impl<'c, 'm> Engine<'c, 'm> {
             .map_or(0, |a| a.request.ask.prompt.len())
     }
 
-    pub(super) fn find(&self, name: &str) -> Option<usize> {
-        self.conversations.iter().position(|o| o.live.name == name)
-    }
-
     pub(super) fn open_new_unnamed(
         &mut self,
         ctx: &Context<'m>,
@@ -213,7 +218,9 @@ impl<'c, 'm> Engine<'c, 'm> {
     ) -> Result<usize, ServiceError> {
         loop {
             let name = generated_name();
-            if self.find(&name).is_none() && !self.catalog.exists(&name).unwrap_or(true) {
+            if self.conversations.find(&name).is_none()
+                && !self.catalog.exists(&name).unwrap_or(true)
+            {
                 return self.open_session(ctx, &name, false, sampling);
             }
         }
@@ -254,13 +261,13 @@ impl<'c, 'm> Engine<'c, 'm> {
                         .with_batch_starts(m.replay_starts());
                     (seq, m.unnamed, m.pinned, m.prompt_tokens)
                 });
-        self.stored_unnamed.retain(|s| s.name != name);
-        self.stored_members.retain(|s| s.name != name);
+        self.conversations.stored_unnamed.retain(|s| s.name != name);
+        self.conversations.stored_members.retain(|s| s.name != name);
         let mut live = self.sessions.open(name, lock, manifest, sampling);
         live.check_compatible(ctx)
             .map_err(|e| incompatible(e.to_string()))?;
         live.set_unnamed(unnamed);
-        self.conversations.push(Open {
+        self.conversations.open.push(Open {
             live,
             seq,
             hot: None,
@@ -272,48 +279,7 @@ impl<'c, 'm> Engine<'c, 'm> {
             busy: false,
             unheard_warnings: Vec::new(),
         });
-        Ok(self.conversations.len() - 1)
-    }
-
-    /// The context sequences not held by any conversation.
-    pub(super) fn free_seq(&self) -> Option<i32> {
-        (0..self.parallel as i32).find(|s| self.conversations.iter().all(|o| o.hot != Some(*s)))
-    }
-
-    /// Takes conversation `index` out of the context (its pages were saved after its
-    /// reply, so nothing is lost; a later request restores them from the warm tier).
-    pub(super) fn cool(&mut self, ctx: &mut Context<'m>, index: usize) {
-        let open = &mut self.conversations[index];
-        if let Some(seq) = open.hot.take() {
-            ctx.clear_seq(seq);
-        }
-        open.seq = std::mem::take(&mut open.seq).forgotten();
-    }
-
-    /// The least recently used idle hot conversation other than `keep`.
-    pub(super) fn coolest(&self, keep: usize) -> Option<usize> {
-        crate::tiers::evict::coolest(&self.residency(), keep)
-    }
-
-    /// The open conversations as the hot tier's policy sees them.
-    pub(super) fn residency(&self) -> Vec<crate::tiers::evict::Residency> {
-        self.conversations
-            .iter()
-            .map(|o| crate::tiers::evict::Residency {
-                last_used: o.last_used,
-                hot: o.hot.is_some(),
-                busy: o.busy,
-            })
-            .collect()
-    }
-
-    /// Cells the hot sequences hold.
-    pub(super) fn hot_cells(&self) -> usize {
-        self.conversations
-            .iter()
-            .filter(|o| o.hot.is_some())
-            .map(|o| o.seq.kv_len())
-            .sum()
+        Ok(self.conversations.open.len() - 1)
     }
 }
 

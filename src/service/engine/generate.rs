@@ -40,14 +40,14 @@ impl<'c, 'm> Engine<'c, 'm> {
             if self.active[i].finish.is_some() {
                 continue;
             }
-            let Some(index) = self.find(&self.active[i].conversation) else {
+            let Some(index) = self.conversations.find(&self.active[i].conversation) else {
                 self.fail_active(
                     i,
                     ServiceError::Internal("the conversation vanished".into()),
                 );
                 continue;
             };
-            let seq = &mut self.conversations[index].seq;
+            let seq = &mut self.conversations.open[index].seq;
             if seq.kv_len() == seq.len() {
                 // Not after a restore (the last prompt token is always decoded), but a log
                 // whose cache is complete has no logits left: decode its last token again.
@@ -79,14 +79,14 @@ impl<'c, 'm> Engine<'c, 'm> {
         // A resize that had to drop a decoding sequence's cells: plan again next step.
         if planned
             .iter()
-            .any(|&(_, index, start, ..)| self.conversations[index].seq.kv_len() != start)
+            .any(|&(_, index, start, ..)| self.conversations.open[index].seq.kv_len() != start)
         {
             return;
         }
         let entries: Vec<BatchEntry<'_>> = planned
             .iter()
             .map(|&(_, index, start, n, logits)| {
-                let open = &self.conversations[index];
+                let open = &self.conversations.open[index];
                 BatchEntry {
                     seq: open.seq.seq_id(),
                     tokens: &open.seq.tokens()[start..start + n],
@@ -104,14 +104,14 @@ impl<'c, 'm> Engine<'c, 'm> {
                 // context (their logs stay) and their requests fail.
                 for &(i, index, ..) in &planned {
                     self.fail_active(i, ServiceError::Internal(e.to_string()));
-                    self.cool(ctx, index);
+                    self.conversations.cool(ctx, index);
                 }
                 return;
             }
         };
         for (&(i, index, start, n, _), idx) in planned.iter().zip(indices) {
             let end = start + n;
-            self.conversations[index].seq.mark_decoded(end);
+            self.conversations.open[index].seq.mark_decoded(end);
             let active = &mut self.active[i];
             if active.first_token.is_none() {
                 active.add_prefilled(n);
@@ -139,7 +139,7 @@ impl<'c, 'm> Engine<'c, 'm> {
             }
             if end % page == 0 {
                 // The page's sliding-window rows, while they are still in the window.
-                let open = &mut self.conversations[index];
+                let open = &mut self.conversations.open[index];
                 let mut observer = SessionObserver {
                     session: &mut open.live,
                     inner: &mut NoObserver,
@@ -153,11 +153,11 @@ impl<'c, 'm> Engine<'c, 'm> {
     /// when only decoding ones are left, the request admitted last ends (ContextFull) and
     /// the step is planned again. Returns whether the step can run.
     fn make_room(&mut self, ctx: &mut Context<'m>, needed: usize) -> bool {
-        self.grow_for(ctx, self.hot_cells() + needed);
+        self.grow_for(ctx, self.conversations.hot_cells() + needed);
         let n_ctx = ctx.info().n_ctx as usize;
-        while self.hot_cells() + needed > n_ctx {
-            match self.coolest(usize::MAX) {
-                Some(victim) => self.cool(ctx, victim),
+        while self.conversations.hot_cells() + needed > n_ctx {
+            match self.conversations.coolest(usize::MAX) {
+                Some(victim) => self.conversations.cool(ctx, victim),
                 None => {
                     if let Some(last) = self
                         .active
@@ -178,7 +178,7 @@ impl<'c, 'm> Engine<'c, 'm> {
     fn accept(&mut self, i: usize, index: usize, token: TokenId, logprob: Option<TokenLogprob>) {
         let n_ctx = self.max_cells();
         let active = &mut self.active[i];
-        let open = &mut self.conversations[index];
+        let open = &mut self.conversations.open[index];
         active.first_token.get_or_insert_with(Instant::now);
         open.seq.append(&[token]);
         active.tokens.push(token);
@@ -278,7 +278,7 @@ impl<'c, 'm> Engine<'c, 'm> {
             let _ = active.request.replies.send(Reply::Done(usage));
         }
         self.pending.fetch_sub(1, Ordering::SeqCst);
-        if let Some(index) = self.find(&active.conversation) {
+        if let Some(index) = self.conversations.find(&active.conversation) {
             let interrupted = finish == FinishReason::Cancelled;
             let template = active.request.ask.template.clone();
             let transcript = active.request.transcript.as_ref();

@@ -28,27 +28,27 @@ impl<'c, 'm> Engine<'c, 'm> {
         sampling: SamplingSettings,
     ) -> Result<Opened, ServiceError> {
         let index = match name {
-            Some(name) => match self.find(name) {
+            Some(name) => match self.conversations.find(name) {
                 Some(i) => i,
                 None => self.open_session(ctx, name, true, sampling)?,
             },
             None => self.open_new_unnamed(ctx, sampling)?,
         };
-        let name = self.conversations[index].live.name.clone();
+        let name = self.conversations.open[index].live.name.clone();
         let name = name.as_str();
-        if self.conversations[index].busy {
+        if self.conversations.open[index].busy {
             return Err(ServiceError::SessionInUse {
                 name: name.to_string(),
                 detail: "a request is decoding in it".into(),
             });
         }
-        self.conversations[index].last_used = Instant::now();
+        self.conversations.open[index].last_used = Instant::now();
         let started = Instant::now();
         let mut cached = CachedTokens::default();
         let mut warnings = Vec::new();
         let mut phases = RestorePhases::default();
         let mut decision = None;
-        let open = &self.conversations[index];
+        let open = &self.conversations.open[index];
         let has_snapshot = open
             .live
             .latest()
@@ -60,11 +60,12 @@ impl<'c, 'm> Engine<'c, 'm> {
             // restores it.)
             let others_empty = self
                 .conversations
+                .open
                 .iter()
                 .enumerate()
                 .all(|(i, o)| i == index || o.hot.is_none() || o.seq.kv_len() == 0);
             let before = self.warm.stats();
-            let open = &mut self.conversations[index];
+            let open = &mut self.conversations.open[index];
             open.hot = Some(seq_id);
             ctx.clear_seq(seq_id);
             open.live.set_slot(Slot {
@@ -76,7 +77,7 @@ impl<'c, 'm> Engine<'c, 'm> {
             let (seq, report) = match restored {
                 Ok(done) => done,
                 Err(e) => {
-                    self.cool(ctx, index);
+                    self.conversations.cool(ctx, index);
                     return Err(ServiceError::Internal(crate::format::one_line_of(&e)));
                 }
             };
@@ -92,7 +93,7 @@ impl<'c, 'm> Engine<'c, 'm> {
             cached = restored_by_tier(&before, &self.warm.stats(), report.restored_tokens);
             self.counters.record_restore(cached);
         }
-        let open = &self.conversations[index];
+        let open = &self.conversations.open[index];
         // What the client saved last (its commit may still be on the writer).
         let saved = open.live.latest();
         Ok(Opened {
@@ -116,11 +117,11 @@ impl<'c, 'm> Engine<'c, 'm> {
     /// A free context sequence for conversation `index`, cooling the least recently used
     /// idle one when none is free; none while every sequence is decoding.
     fn seq_for(&mut self, ctx: &mut Context<'m>, index: usize) -> Option<i32> {
-        if self.free_seq().is_none() {
-            let victim = self.coolest(index)?;
-            self.cool(ctx, victim);
+        if self.conversations.free_seq(self.parallel).is_none() {
+            let victim = self.conversations.coolest(index)?;
+            self.conversations.cool(ctx, victim);
         }
-        self.free_seq()
+        self.conversations.free_seq(self.parallel)
     }
 
     /// Empties session `name`: its cells leave the context and its log restarts at nothing;
@@ -136,7 +137,7 @@ impl<'c, 'm> Engine<'c, 'm> {
         let Ok(index) = self.open_index(name) else {
             return self.save_now(ctx, name, transcript, reply);
         };
-        let open = &mut self.conversations[index];
+        let open = &mut self.conversations.open[index];
         if let Some(seq) = open.hot {
             ctx.clear_seq(seq);
             open.seq = Sequence::new().in_seq(seq);
@@ -172,7 +173,7 @@ impl<'c, 'm> Engine<'c, 'm> {
         let index = self.open_index(from)?;
         // The copy names what is on disk: the commits in flight land first.
         self.wait_for_commits_of(index);
-        let open = &mut self.conversations[index];
+        let open = &mut self.conversations.open[index];
         if open.live.saved().is_none() {
             let template = open.live.latest().and_then(|m| m.chat_template.clone());
             let transcript = Transcript::default();
@@ -180,7 +181,7 @@ impl<'c, 'm> Engine<'c, 'm> {
                 .save(ctx, &open.seq, transcript.state(template))
                 .map_err(|e| ServiceError::Internal(crate::format::one_line_of(&e)))?;
         }
-        let open = &self.conversations[index];
+        let open = &self.conversations.open[index];
         let mut manifest = open.live.saved().cloned().ok_or_else(|| {
             ServiceError::Internal(format!("session '{from}' has no saved state"))
         })?;
@@ -202,10 +203,10 @@ impl<'c, 'm> Engine<'c, 'm> {
 
     /// The conversation open under `name`, idle.
     pub(super) fn open_index(&self, name: &str) -> Result<usize, ServiceError> {
-        let index = self.find(name).ok_or_else(|| {
+        let index = self.conversations.find(name).ok_or_else(|| {
             ServiceError::Refused(format!("session '{name}' is not open in this engine"))
         })?;
-        if self.conversations[index].busy {
+        if self.conversations.open[index].busy {
             return Err(ServiceError::SessionInUse {
                 name: name.to_string(),
                 detail: "a request is decoding in it".into(),

@@ -174,10 +174,7 @@ fn run(
             builder,
             keep_latest_hot: options.keep_latest_hot,
             parallel,
-            conversations: Vec::new(),
-            stored_unnamed: Vec::new(),
-            stored_members: Vec::new(),
-            indexed_families: Default::default(),
+            conversations: open::Conversations::default(),
             queue: VecDeque::new(),
             active: Vec::new(),
             counters: Default::default(),
@@ -243,14 +240,8 @@ struct Engine<'c, 'm> {
     /// See [`ServiceOptions::keep_latest_hot`].
     keep_latest_hot: bool,
     parallel: usize,
-    /// Sessions this server has open (and holds the locks of), hot or not.
-    conversations: Vec<open::Open<'c>>,
-    /// Unnamed sessions on disk not opened yet: an anonymous prompt may continue one.
-    stored_unnamed: Vec<open::StoredLog>,
-    /// Members of the families requests named, on disk and not opened yet.
-    stored_members: Vec<open::StoredLog>,
-    /// Families whose stored members are in `stored_members` (read once each).
-    indexed_families: std::collections::HashSet<String>,
+    /// The conversations, open and on disk, and which hold the context's sequences.
+    conversations: open::Conversations<'c>,
     queue: VecDeque<Request>,
     active: Vec<active::Active>,
     counters: counters::Counters,
@@ -274,7 +265,7 @@ impl<'c, 'm> Engine<'c, 'm> {
                 let _ = reply.send(self.stats(ctx));
             }
             Command::Settle(name, reply) => {
-                if let Some(index) = self.find(&name) {
+                if let Some(index) = self.conversations.find(&name) {
                     self.wait_for_commits_of(index);
                 }
                 let _ = reply.send(());
@@ -304,13 +295,13 @@ impl<'c, 'm> Engine<'c, 'm> {
         if let Some(idle) = self.tiers.hot_idle {
             let now = std::time::Instant::now();
             let victims = crate::tiers::evict::idle_victims(
-                &self.residency(),
+                &self.conversations.residency(),
                 idle,
                 now,
                 self.keep_latest_hot,
             );
             for i in victims {
-                self.cool(ctx, i);
+                self.conversations.cool(ctx, i);
             }
             self.shrink_when_empty(ctx);
         }
@@ -341,6 +332,6 @@ impl<'c, 'm> Engine<'c, 'm> {
             self.wait_for_all_commits();
         }
         // Dropping a session waits for its writer before its lock goes (see LiveSession).
-        self.conversations.clear();
+        self.conversations.open.clear();
     }
 }

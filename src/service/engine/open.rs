@@ -1,6 +1,9 @@
-use crate::llama::TokenId;
+use std::collections::HashSet;
+
+use crate::llama::{Context, TokenId};
 use crate::sequence::Sequence;
 use crate::session::live::LiveSession;
+use crate::tiers::evict::{self, Residency};
 use std::time::Instant;
 
 /// A session this server has open: it holds the lock until shutdown or removal.
@@ -44,4 +47,66 @@ pub enum Target {
     Open(usize),
     /// The conversation is busy with another request: wait.
     Busy,
+}
+
+/// The engine's conversations: those it has open (hot or not) and the sessions on disk a
+/// prompt may continue. This part owns the hot tier's residency: which conversation holds
+/// which context sequence. Its methods touch nothing else.
+#[derive(Default)]
+pub struct Conversations<'c> {
+    /// Sessions this server has open (and holds the locks of), hot or not.
+    pub open: Vec<Open<'c>>,
+    /// Unnamed sessions on disk not opened yet: an anonymous prompt may continue one.
+    pub stored_unnamed: Vec<StoredLog>,
+    /// Members of the families requests named, on disk and not opened yet.
+    pub stored_members: Vec<StoredLog>,
+    /// Families whose stored members are in `stored_members` (read once each).
+    pub indexed_families: HashSet<String>,
+}
+
+impl<'c> Conversations<'c> {
+    pub fn find(&self, name: &str) -> Option<usize> {
+        self.open.iter().position(|o| o.live.name == name)
+    }
+
+    /// The first of the context's `parallel` sequences no conversation holds.
+    pub fn free_seq(&self, parallel: usize) -> Option<i32> {
+        (0..parallel as i32).find(|s| self.open.iter().all(|o| o.hot != Some(*s)))
+    }
+
+    /// Takes conversation `index` out of the context (its pages were saved after its
+    /// reply, so nothing is lost; a later request restores them from the warm tier).
+    pub fn cool(&mut self, ctx: &mut Context<'_>, index: usize) {
+        let open = &mut self.open[index];
+        if let Some(seq) = open.hot.take() {
+            ctx.clear_seq(seq);
+        }
+        open.seq = std::mem::take(&mut open.seq).forgotten();
+    }
+
+    /// The least recently used idle hot conversation other than `keep`.
+    pub fn coolest(&self, keep: usize) -> Option<usize> {
+        evict::coolest(&self.residency(), keep)
+    }
+
+    /// The open conversations as the hot tier's policy sees them.
+    pub fn residency(&self) -> Vec<Residency> {
+        self.open
+            .iter()
+            .map(|o| Residency {
+                last_used: o.last_used,
+                hot: o.hot.is_some(),
+                busy: o.busy,
+            })
+            .collect()
+    }
+
+    /// Cells the hot sequences hold.
+    pub fn hot_cells(&self) -> usize {
+        self.open
+            .iter()
+            .filter(|o| o.hot.is_some())
+            .map(|o| o.seq.kv_len())
+            .sum()
+    }
 }

@@ -27,6 +27,7 @@ impl<'c, 'm> Engine<'c, 'm> {
             let victim = {
                 let mut candidates: Vec<Candidate<'_>> = self
                     .conversations
+                    .open
                     .iter()
                     .map(|o| Candidate {
                         name: &o.live.name,
@@ -36,7 +37,7 @@ impl<'c, 'm> Engine<'c, 'm> {
                         last_used_unix: o.last_used_unix,
                     })
                     .collect();
-                candidates.extend(self.stored_unnamed.iter().map(|s| Candidate {
+                candidates.extend(self.conversations.stored_unnamed.iter().map(|s| Candidate {
                     name: &s.name,
                     named: false,
                     pinned: s.pinned,
@@ -72,19 +73,19 @@ impl<'c, 'm> Engine<'c, 'm> {
         ctx: &mut Context<'m>,
         name: &str,
     ) -> Result<(), ServiceError> {
-        if let Some(i) = self.find(name) {
-            if self.conversations[i].busy {
+        if let Some(i) = self.conversations.find(name) {
+            if self.conversations.open[i].busy {
                 return Err(ServiceError::SessionInUse {
                     name: name.to_string(),
                     detail: "a request is decoding in it".into(),
                 });
             }
-            self.cool(ctx, i);
+            self.conversations.cool(ctx, i);
             // (Dropping it waits for its own commits before its lock goes.)
-            self.conversations.remove(i);
+            self.conversations.open.remove(i);
         }
-        self.stored_unnamed.retain(|s| s.name != name);
-        self.stored_members.retain(|s| s.name != name);
+        self.conversations.stored_unnamed.retain(|s| s.name != name);
+        self.conversations.stored_members.retain(|s| s.name != name);
         // The removal's gc keeps what manifests name: the others' commits land first.
         self.wait_for_all_commits();
         let removed = self.catalog.remove(name);
@@ -108,8 +109,8 @@ impl<'c, 'm> Engine<'c, 'm> {
     pub(super) fn pin_session(&mut self, name: &str, pinned: bool) -> Result<(), ServiceError> {
         let internal =
             |e: crate::session::LiveError| ServiceError::Internal(crate::format::one_line_of(&e));
-        if let Some(i) = self.find(name) {
-            let open = &mut self.conversations[i];
+        if let Some(i) = self.conversations.find(name) {
+            let open = &mut self.conversations.open[i];
             open.live.set_pinned(pinned).map_err(internal)?;
             open.pinned = pinned;
             return Ok(());
@@ -130,7 +131,12 @@ impl<'c, 'm> Engine<'c, 'm> {
             .lock_shared()
             .map_err(|e| ServiceError::Internal(e.to_string()))?;
         self.catalog.write_manifest(&manifest).map_err(in_use)?;
-        for s in self.stored_unnamed.iter_mut().filter(|s| s.name == name) {
+        for s in self
+            .conversations
+            .stored_unnamed
+            .iter_mut()
+            .filter(|s| s.name == name)
+        {
             s.pinned = pinned;
         }
         Ok(())

@@ -37,7 +37,7 @@ impl<'c, 'm> Engine<'c, 'm> {
         interrupted: bool,
         (transcript, template): (Option<&Transcript>, Option<TemplateIdentity>),
     ) {
-        let open = &mut self.conversations[index];
+        let open = &mut self.conversations.open[index];
         open.busy = false;
         open.prompt_len = prompt_len;
         open.last_used = Instant::now();
@@ -79,7 +79,7 @@ impl<'c, 'm> Engine<'c, 'm> {
                 return;
             }
         };
-        if self.conversations[index].live.commits_in_flight() > 0 {
+        if self.conversations.open[index].live.commits_in_flight() > 0 {
             if !self.active.is_empty() {
                 self.parked_saves.push(ParkedSave {
                     name: name.to_string(),
@@ -92,7 +92,7 @@ impl<'c, 'm> Engine<'c, 'm> {
             self.wait_for_commits_of(index);
         }
         self.route_outcomes(index);
-        let open = &mut self.conversations[index];
+        let open = &mut self.conversations.open[index];
         // The template of the last reply's request, which its save recorded.
         let template = open.live.latest().and_then(|m| m.chat_template.clone());
         let unheard = std::mem::take(&mut open.unheard_warnings);
@@ -128,7 +128,7 @@ impl<'c, 'm> Engine<'c, 'm> {
     /// and runs the parked Saves whose session has no commit in flight any more (all of
     /// them once nothing decodes).
     pub(super) fn settle_saves(&mut self, ctx: &mut Context<'m>) {
-        for index in 0..self.conversations.len() {
+        for index in 0..self.conversations.open.len() {
             self.route_outcomes(index);
         }
         self.repair_saves(ctx);
@@ -138,8 +138,9 @@ impl<'c, 'm> Engine<'c, 'm> {
         let parked = std::mem::take(&mut self.parked_saves);
         for save in parked {
             let in_flight = self
+                .conversations
                 .find(&save.name)
-                .map_or(0, |i| self.conversations[i].live.commits_in_flight());
+                .map_or(0, |i| self.conversations.open[i].live.commits_in_flight());
             if in_flight > 0 && !self.active.is_empty() {
                 self.parked_saves.push(save);
             } else {
@@ -152,7 +153,7 @@ impl<'c, 'm> Engine<'c, 'm> {
     /// pages missing, while the context still holds them (a cooled one restores by
     /// recomputing them instead).
     pub(super) fn repair_saves(&mut self, ctx: &mut Context<'m>) {
-        for open in &mut self.conversations {
+        for open in &mut self.conversations.open {
             let holds_kv = open.hot.is_some() && open.seq.kv_len() > 0;
             if open.busy
                 || !holds_kv
@@ -179,7 +180,7 @@ impl<'c, 'm> Engine<'c, 'm> {
     /// thread's save time).
     pub(super) fn wait_for_commits_of(&mut self, index: usize) {
         let started = Instant::now();
-        self.conversations[index].live.wait_for_commits();
+        self.conversations.open[index].live.wait_for_commits();
         self.counters
             .record_save_wait(started.elapsed().as_secs_f64() * 1e3);
         self.route_outcomes(index);
@@ -188,20 +189,20 @@ impl<'c, 'm> Engine<'c, 'm> {
     /// Waits for every conversation's queued writes: before a gc reads the manifests, or
     /// the engine ends.
     pub(super) fn wait_for_all_commits(&mut self) {
-        for index in 0..self.conversations.len() {
+        for index in 0..self.conversations.open.len() {
             self.wait_for_commits_of(index);
         }
     }
 
     /// After a gc: pages written early and not yet named by a manifest may be gone.
     pub(super) fn forget_unnamed_writes(&mut self) {
-        for open in &mut self.conversations {
+        for open in &mut self.conversations.open {
             open.live.forget_unnamed_writes();
         }
     }
 
     fn route_outcomes(&mut self, index: usize) {
-        let open = &mut self.conversations[index];
+        let open = &mut self.conversations.open[index];
         for outcome in open.live.take_outcomes() {
             let CommitOutcome { origin, result, .. } = outcome;
             match &result {

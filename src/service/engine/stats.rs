@@ -25,6 +25,7 @@ impl<'c, 'm> Engine<'c, 'm> {
         let c = &self.counters;
         let hot_bytes: u64 = self
             .conversations
+            .open
             .iter()
             .filter_map(|o| o.hot)
             .map(|s| ctx.state_size(s) as u64)
@@ -34,6 +35,7 @@ impl<'c, 'm> Engine<'c, 'm> {
         let page_tokens = u64::from(ctx.info().page_tokens.max(1));
         let mut sessions: Vec<SessionStatus> = self
             .conversations
+            .open
             .iter()
             .map(|o| SessionStatus {
                 name: o.live.name.clone(),
@@ -54,14 +56,19 @@ impl<'c, 'm> Engine<'c, 'm> {
                 last_used_unix: o.last_used_unix,
             })
             .collect();
-        sessions.extend(self.stored_unnamed.iter().map(|s| SessionStatus {
-            name: s.name.clone(),
-            tokens: s.tokens.len(),
-            tier: "cold".into(),
-            named: false,
-            pinned: s.pinned,
-            last_used_unix: s.updated_unix,
-        }));
+        sessions.extend(
+            self.conversations
+                .stored_unnamed
+                .iter()
+                .map(|s| SessionStatus {
+                    name: s.name.clone(),
+                    tokens: s.tokens.len(),
+                    tier: "cold".into(),
+                    named: false,
+                    pinned: s.pinned,
+                    last_used_unix: s.updated_unix,
+                }),
+        );
         sessions.sort_by(|a, b| a.name.cmp(&b.name));
         ServiceStats {
             requests: c.requests,
@@ -78,7 +85,7 @@ impl<'c, 'm> Engine<'c, 'm> {
             save_failures: c.save_failures,
             queued: self.queue.len(),
             active: self.active.len(),
-            hot_cells_used: self.hot_cells() as u64,
+            hot_cells_used: self.conversations.hot_cells() as u64,
             hot_cells: u64::from(ctx.info().n_ctx),
             ctx_ceiling: self.max_cells() as u64,
             ctx_resizes: self.sizing.resizes,
@@ -87,7 +94,7 @@ impl<'c, 'm> Engine<'c, 'm> {
             hot: TierBytes {
                 used: hot_bytes,
                 budget: None,
-                pages: self.hot_cells() as u64 / page_tokens,
+                pages: self.conversations.hot_cells() as u64 / page_tokens,
             },
             warm: TierBytes {
                 used: warm.used_bytes,
