@@ -1,6 +1,7 @@
 use super::stop::StopFilter;
 use crate::llama::{Sampler, TokenId, Utf8Stream};
 use crate::service::protocol::{CachedTokens, FinishReason, Request};
+use std::collections::VecDeque;
 use std::time::Instant;
 
 pub struct Active {
@@ -64,5 +65,25 @@ impl Active {
 
     pub fn add_prefilled(&mut self, tokens: usize) {
         self.prefilled += tokens;
+    }
+}
+
+/// The scheduler's part of the engine: requests waiting for a sequence, and those decoding.
+/// Its methods touch nothing else.
+#[derive(Default)]
+pub struct Schedule {
+    /// Requests waiting for a sequence, oldest first.
+    pub queue: VecDeque<Request>,
+    /// Requests decoding now, one per hot sequence they hold.
+    pub active: Vec<Active>,
+}
+
+impl Schedule {
+    /// The prompt length of the request decoding in conversation `name` (0 when none is).
+    pub fn in_flight_prompt_len(&self, name: &str) -> usize {
+        self.active
+            .iter()
+            .find(|a| a.conversation == name)
+            .map_or(0, |a| a.request.ask.prompt.len())
     }
 }

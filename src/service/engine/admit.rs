@@ -19,8 +19,8 @@ impl<'c, 'm> Engine<'c, 'm> {
     /// the ones behind it.
     pub(super) fn admit(&mut self, ctx: &mut Context<'m>) {
         let mut waiting = std::collections::VecDeque::new();
-        while self.active.len() < self.parallel {
-            let Some(request) = self.queue.pop_front() else {
+        while self.schedule.active.len() < self.parallel {
+            let Some(request) = self.schedule.queue.pop_front() else {
                 break;
             };
             if request.cancel.is_cancelled() || request.replies.is_closed() {
@@ -42,7 +42,7 @@ impl<'c, 'm> Engine<'c, 'm> {
             }
         }
         while let Some(request) = waiting.pop_back() {
-            self.queue.push_front(request);
+            self.schedule.queue.push_front(request);
         }
     }
 
@@ -141,7 +141,8 @@ impl<'c, 'm> Engine<'c, 'm> {
         }
         self.counters.record_start(&request, cached);
         let name = open.live.name.clone();
-        self.active
+        self.schedule
+            .active
             .push(Active::new(request, name, sampler, cached, admitted));
         Ok(None)
     }
@@ -160,7 +161,7 @@ impl<'c, 'm> Engine<'c, 'm> {
         let page = ctx.info().page_tokens as usize;
         let needed = request.ask.prompt.len() + request.ask.max_tokens.clamp(1, page);
         let others = |e: &Self| e_cells(e, index, e.conversations.open[index].seq.kv_len());
-        if !self.active.is_empty() && self.grow_ahead(ctx, others(self) + needed) {
+        if !self.schedule.active.is_empty() && self.grow_ahead(ctx, others(self) + needed) {
             let start = self.restorable(ctx, index, &request.ask.prompt) + page;
             return others(self) + start <= ctx.info().n_ctx as usize;
         }
@@ -172,7 +173,7 @@ impl<'c, 'm> Engine<'c, 'm> {
                 None => break,
             }
         }
-        others(self) + needed <= n_ctx || self.active.is_empty()
+        others(self) + needed <= n_ctx || self.schedule.active.is_empty()
     }
 
     /// The most cells a restore of `prompt`'s prefix can fill for conversation `index`:

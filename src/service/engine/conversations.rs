@@ -117,7 +117,7 @@ impl<'c, 'm> Engine<'c, 'm> {
             .filter_map(|(i, o)| {
                 // A member decoding now covers its whole prompt in flight.
                 let covered = if o.busy {
-                    self.in_flight_prompt_len(&o.live.name)
+                    self.schedule.in_flight_prompt_len(&o.live.name)
                 } else {
                     o.prompt_len
                 };
@@ -201,14 +201,6 @@ impl<'c, 'm> Engine<'c, 'm> {
             .family_members(family)
             .map(|members| members.into_iter().map(|(n, _)| n).collect())
             .unwrap_or_default()
-    }
-
-    /// The prompt length of the request decoding in conversation `name`.
-    fn in_flight_prompt_len(&self, name: &str) -> usize {
-        self.active
-            .iter()
-            .find(|a| a.conversation == name)
-            .map_or(0, |a| a.request.ask.prompt.len())
     }
 
     pub(super) fn open_new_unnamed(

@@ -104,6 +104,7 @@ impl<'c, 'm> Engine<'c, 'm> {
         }
         let page = ctx.info().page_tokens as usize;
         let upcoming: usize = self
+            .schedule
             .active
             .iter()
             .filter(|a| a.finish.is_none())
@@ -138,8 +139,8 @@ impl<'c, 'm> Engine<'c, 'm> {
 
     /// Back to the floor once no conversation is hot (they left after `hot_idle`).
     pub(super) fn shrink_when_empty(&mut self, ctx: &mut Context<'m>) {
-        let empty =
-            self.active.is_empty() && self.conversations.open.iter().all(|o| o.hot.is_none());
+        let empty = self.schedule.active.is_empty()
+            && self.conversations.open.iter().all(|o| o.hot.is_none());
         if !self.sizing.elastic || !empty || ctx.info().n_ctx <= self.sizing.floor {
             return;
         }

@@ -21,7 +21,12 @@ impl<'c, 'm> Engine<'c, 'm> {
     pub(super) fn step(&mut self, ctx: &mut Context<'m>) {
         self.take_built(ctx);
         self.admit(ctx);
-        for active in self.active.iter_mut().filter(|a| a.finish.is_none()) {
+        for active in self
+            .schedule
+            .active
+            .iter_mut()
+            .filter(|a| a.finish.is_none())
+        {
             if active.cancelled() {
                 active.finish = Some(FinishReason::Cancelled);
             }
@@ -36,11 +41,14 @@ impl<'c, 'm> Engine<'c, 'm> {
         let cap = ctx.info().n_batch as usize;
         // (active, conversation, next chunk, logits) of every request still decoding.
         let mut plans = Vec::new();
-        for i in 0..self.active.len() {
-            if self.active[i].finish.is_some() {
+        for i in 0..self.schedule.active.len() {
+            if self.schedule.active[i].finish.is_some() {
                 continue;
             }
-            let Some(index) = self.conversations.find(&self.active[i].conversation) else {
+            let Some(index) = self
+                .conversations
+                .find(&self.schedule.active[i].conversation)
+            else {
                 self.fail_active(
                     i,
                     ServiceError::Internal("the conversation vanished".into()),
@@ -112,7 +120,7 @@ impl<'c, 'm> Engine<'c, 'm> {
         for (&(i, index, start, n, _), idx) in planned.iter().zip(indices) {
             let end = start + n;
             self.conversations.open[index].seq.mark_decoded(end);
-            let active = &mut self.active[i];
+            let active = &mut self.schedule.active[i];
             if active.first_token.is_none() {
                 active.add_prefilled(n);
                 if active.request.progress && idx.is_none() {
@@ -160,6 +168,7 @@ impl<'c, 'm> Engine<'c, 'm> {
                 Some(victim) => self.conversations.cool(ctx, victim),
                 None => {
                     if let Some(last) = self
+                        .schedule
                         .active
                         .iter_mut()
                         .filter(|a| a.finish.is_none())
@@ -177,7 +186,7 @@ impl<'c, 'm> Engine<'c, 'm> {
     /// Appends a sampled token to the log and sends its text (minus any stop string).
     fn accept(&mut self, i: usize, index: usize, token: TokenId, logprob: Option<TokenLogprob>) {
         let n_ctx = self.max_cells();
-        let active = &mut self.active[i];
+        let active = &mut self.schedule.active[i];
         let open = &mut self.conversations.open[index];
         active.first_token.get_or_insert_with(Instant::now);
         open.seq.append(&[token]);
@@ -224,7 +233,7 @@ impl<'c, 'm> Engine<'c, 'm> {
     }
 
     fn fail_active(&mut self, i: usize, error: ServiceError) {
-        let active = &mut self.active[i];
+        let active = &mut self.schedule.active[i];
         let _ = active.request.replies.send(Reply::Failed(error));
         active.finish = Some(FinishReason::Cancelled);
         active.failed = true;
@@ -233,12 +242,12 @@ impl<'c, 'm> Engine<'c, 'm> {
     /// Sends Done for every request that ended, saves its conversation and frees it.
     fn finish_ended(&mut self, ctx: &mut Context<'m>) {
         let mut i = 0;
-        while i < self.active.len() {
-            let Some(finish) = self.active[i].finish else {
+        while i < self.schedule.active.len() {
+            let Some(finish) = self.schedule.active[i].finish else {
                 i += 1;
                 continue;
             };
-            let active = self.active.remove(i);
+            let active = self.schedule.active.remove(i);
             self.finish(ctx, active, finish);
         }
     }

@@ -29,14 +29,13 @@ mod stats;
 mod stop;
 mod thread;
 
-use std::collections::VecDeque;
 use std::sync::atomic::AtomicUsize;
 use std::sync::mpsc::{Receiver, RecvTimeoutError};
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use super::handle::{Command, ServiceHandle, ServiceInfo};
-use super::protocol::{Request, ServiceError};
+use super::protocol::ServiceError;
 use crate::clock::unix_now;
 use crate::llama::{Context, Model};
 use crate::session::catalog::SessionCatalog;
@@ -175,8 +174,7 @@ fn run(
             keep_latest_hot: options.keep_latest_hot,
             parallel,
             conversations: open::Conversations::default(),
-            queue: VecDeque::new(),
-            active: Vec::new(),
+            schedule: active::Schedule::default(),
             counters: Default::default(),
             pending,
             shutting_down: false,
@@ -190,7 +188,7 @@ fn run(
             // Saves that landed since the last step reach their clients (or the log).
             engine.settle_saves(&mut ctx);
             // Block for work only when nothing decodes; between batch steps, take what came.
-            let busy = !engine.active.is_empty() || !engine.queue.is_empty();
+            let busy = !engine.schedule.active.is_empty() || !engine.schedule.queue.is_empty();
             if !busy && last_idle.elapsed() >= IDLE_CHECK {
                 last_idle = std::time::Instant::now();
                 engine.idle(&mut ctx);
@@ -242,8 +240,8 @@ struct Engine<'c, 'm> {
     parallel: usize,
     /// The conversations, open and on disk, and which hold the context's sequences.
     conversations: open::Conversations<'c>,
-    queue: VecDeque<Request>,
-    active: Vec<active::Active>,
+    /// Requests waiting and decoding.
+    schedule: active::Schedule,
     counters: counters::Counters,
     pending: Arc<AtomicUsize>,
     shutting_down: bool,
@@ -258,7 +256,7 @@ impl<'c, 'm> Engine<'c, 'm> {
                 if self.shutting_down {
                     self.fail(*request, ServiceError::ShuttingDown);
                 } else {
-                    self.queue.push_back(*request);
+                    self.schedule.queue.push_back(*request);
                 }
             }
             Command::Stats(reply) => {
@@ -313,13 +311,13 @@ impl<'c, 'm> Engine<'c, 'm> {
     /// Cancels what runs (each request gets Done with finish Cancelled), fails what waits,
     /// saves every conversation, waits for every commit and only then releases the locks.
     fn shutdown(&mut self, ctx: &mut Context<'m>) {
-        for active in &self.active {
+        for active in &self.schedule.active {
             active.request.cancel.cancel();
         }
-        while !self.active.is_empty() {
+        while !self.schedule.active.is_empty() {
             self.step(ctx);
         }
-        while let Some(request) = self.queue.pop_front() {
+        while let Some(request) = self.schedule.queue.pop_front() {
             self.fail(request, ServiceError::ShuttingDown);
         }
         // Nothing decodes now: the parked Saves run, and every outcome is heard.

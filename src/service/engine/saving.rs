@@ -80,7 +80,7 @@ impl<'c, 'm> Engine<'c, 'm> {
             }
         };
         if self.conversations.open[index].live.commits_in_flight() > 0 {
-            if !self.active.is_empty() {
+            if !self.schedule.active.is_empty() {
                 self.parked_saves.push(ParkedSave {
                     name: name.to_string(),
                     transcript,
@@ -141,7 +141,7 @@ impl<'c, 'm> Engine<'c, 'm> {
                 .conversations
                 .find(&save.name)
                 .map_or(0, |i| self.conversations.open[i].live.commits_in_flight());
-            if in_flight > 0 && !self.active.is_empty() {
+            if in_flight > 0 && !self.schedule.active.is_empty() {
                 self.parked_saves.push(save);
             } else {
                 self.save_now(ctx, &save.name, save.transcript, save.reply);
