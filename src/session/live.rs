@@ -13,12 +13,13 @@
 //! This file holds the session and its page capture; `save`, `restore` and `reuse` hold
 //! the three operations.
 
-use std::collections::{BTreeMap, HashSet};
+use std::collections::BTreeMap;
 use std::ops::{ControlFlow, Range};
 
 mod chunk_read;
 mod commit;
 mod early;
+mod ledger;
 mod page_read;
 mod repair;
 mod report;
@@ -83,19 +84,8 @@ pub struct LiveSession<'c> {
     memory: MemoryKind,
     page_tokens: usize,
     layout: Option<KvLayout>,
-    /// Objects known to be in the store (saves skip them without a syscall).
-    present: HashSet<ObjectId>,
-    /// Objects handed to the writer that no landed manifest names yet: a save counts them
-    /// as stored (its commit follows them and checks); a failure or a gc takes them out.
-    queued: HashSet<ObjectId>,
-    /// Objects a read found damaged: the next save rewrites them from the live context
-    /// (their header may look fine, so `put` alone would keep them).
-    damaged: HashSet<ObjectId>,
-    /// The manifest on disk names objects its commit found missing; a save from the
-    /// context (which still has their rows) writes them again.
-    incomplete: bool,
-    /// Repairs tried since the last complete commit (they stop after a few).
-    repairs: u32,
+    /// What this session knows of its objects in the store.
+    ledger: ledger::Ledger,
     /// Sliding-window rows of recently filled pages, by page index.
     swa_ring: BTreeMap<usize, Vec<u8>>,
     /// Capture problems since the last save (reported once, not per page).
@@ -160,11 +150,7 @@ impl<'c> LiveSession<'c> {
             memory,
             page_tokens,
             layout: None,
-            present: HashSet::new(),
-            queued: HashSet::new(),
-            damaged: HashSet::new(),
-            incomplete: false,
-            repairs: 0,
+            ledger: ledger::Ledger::default(),
             swa_ring: BTreeMap::new(),
             capture_error: None,
             slot: capture::Slot::default(),
@@ -362,7 +348,10 @@ impl<'c> LiveSession<'c> {
     /// Queues a page object for the background writer, unless the store has it (or the
     /// save must repair it). Without a writer thread the next save writes it.
     fn store_early(&mut self, id: ObjectId, payload: Vec<u8>, keep: bool) {
-        if self.present.contains(&id) || self.queued.contains(&id) || self.damaged.contains(&id) {
+        if self.ledger.present.contains(&id)
+            || self.ledger.queued.contains(&id)
+            || self.ledger.damaged.contains(&id)
+        {
             return;
         }
         let keep = self.warm.clone().filter(|_| keep);
@@ -376,7 +365,7 @@ impl<'c> LiveSession<'c> {
             keep,
         };
         if writer.submit_page(page).is_ok() {
-            self.queued.insert(id);
+            self.ledger.queued.insert(id);
         }
     }
 

@@ -18,14 +18,14 @@ impl LiveSession<'_> {
     /// Whether the manifest on disk names pages its commit found missing, and a repair
     /// ([`Self::repair_in_background`]) is still worth a try.
     pub fn needs_repair(&self) -> bool {
-        self.incomplete && self.repairs < MAX_REPAIRS
+        self.ledger.incomplete && self.ledger.repairs < MAX_REPAIRS
     }
 
     /// Saves the conversation again as its last save recorded it, so that the pages that
     /// save found missing are captured (the context still holds them) and written. Its
     /// outcome comes back like an end-of-reply save's whose client does not save.
     pub fn repair_in_background(&mut self, ctx: &mut Context<'_>, seq: &Sequence) -> Result<f64> {
-        self.repairs += 1;
+        self.ledger.repairs += 1;
         let Some(m) = self.latest().cloned() else {
             return Ok(0.0);
         };

@@ -482,8 +482,7 @@ impl LiveSession<'_> {
     /// Missing or damaged alike: the next save writes these objects anew.
     fn mark_damaged(&mut self, ids: impl IntoIterator<Item = ObjectId>) {
         for id in ids {
-            self.present.remove(&id);
-            self.damaged.insert(id);
+            self.ledger.found_damaged(id);
         }
     }
 
@@ -515,7 +514,8 @@ impl LiveSession<'_> {
             ));
             return 0;
         }
-        self.present
+        self.ledger
+            .present
             .extend(snap.pages.iter().take(plan.pages).copied());
         if plan.end < snap.kv_len {
             report.warnings.push(format!(

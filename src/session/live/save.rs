@@ -122,7 +122,7 @@ impl LiveSession<'_> {
     /// by the writer's lease, but a lease that could not be written protects nothing, so
     /// the next save checks them again.
     pub fn forget_unnamed_writes(&mut self) {
-        self.queued.clear();
+        self.ledger.queued.clear();
     }
 
     /// Learns what the writer did: a landed commit's manifest becomes the saved one, and
@@ -131,7 +131,7 @@ impl LiveSession<'_> {
         let Some(writer) = &self.writer else { return };
         let heard = writer.take_outcomes();
         for id in heard.failed_pages {
-            self.queued.remove(&id);
+            self.ledger.queued.remove(&id);
         }
         for outcome in heard.commits {
             let (facts, outcome) = outcome.into_parts();
@@ -141,31 +141,9 @@ impl LiveSession<'_> {
     }
 
     fn learn(&mut self, facts: StoreFacts) {
+        self.ledger.learn(&facts);
         if facts.committed {
-            for id in &facts.objects {
-                self.queued.remove(id);
-                self.present.insert(*id);
-            }
-            for id in &facts.stale {
-                self.queued.remove(id);
-                self.present.remove(id);
-            }
-            // Named but not stored: the next save captures and writes them.
-            for id in &facts.missing {
-                self.queued.remove(id);
-                self.present.remove(id);
-            }
-            self.incomplete = !facts.missing.is_empty();
-            if !self.incomplete {
-                self.repairs = 0;
-            }
             self.saved = facts.manifest;
-        } else {
-            for id in &facts.objects {
-                self.queued.remove(id);
-                self.present.remove(id);
-            }
-            self.damaged.extend(facts.replaced);
         }
     }
 
@@ -211,7 +189,7 @@ impl LiveSession<'_> {
         // Pages queued to the writer count as stored: the commit follows them, and checks.
         let mut first_missing = full;
         for (i, id) in ids.iter().enumerate() {
-            if self.damaged.contains(id) {
+            if self.ledger.damaged.contains(id) {
                 first_missing = i;
                 break;
             }
@@ -267,7 +245,7 @@ impl LiveSession<'_> {
         let state = self.plan_state(ctx, seq, &mut |job| objects.push(job))?;
         report.phases.slice_ms = ms(slice_started);
         for job in &objects {
-            self.queued.insert(job.id);
+            self.ledger.queued.insert(job.id);
         }
         if let Some(e) = self.capture_error.take() {
             tracing::warn!("session '{}': {e}", self.name);
@@ -347,11 +325,11 @@ impl LiveSession<'_> {
 
     /// Whether `id` is known stored, on its way there, or found in the store.
     pub(super) fn is_stored_or_queued(&mut self, id: &ObjectId) -> Result<bool> {
-        if self.present.contains(id) || self.queued.contains(id) {
+        if self.ledger.known(id) {
             return Ok(true);
         }
         if self.catalog.store().contains(id)? {
-            self.present.insert(*id);
+            self.ledger.present.insert(*id);
             return Ok(true);
         }
         Ok(false)
@@ -385,14 +363,14 @@ impl LiveSession<'_> {
                 kind,
                 payload,
                 // A payload flip leaves a valid-looking header that `put` would keep.
-                replace: this.damaged.remove(&id),
+                replace: this.ledger.damaged.remove(&id),
                 keep,
             })
         };
         // New full-attention pages.
         let base_rows = captured.and_then(|c| c.base.as_ref());
         for (k, id) in ids.iter().enumerate().skip(first_missing) {
-            if !self.damaged.contains(id) && self.is_stored_or_queued(id)? {
+            if !self.ledger.damaged.contains(id) && self.is_stored_or_queued(id)? {
                 continue;
             }
             let rows = base_rows
@@ -418,7 +396,7 @@ impl LiveSession<'_> {
             let id = PageKey::swa_id(page_id);
             // Rows taken from the ring stay there until it is trimmed: if the commit
             // fails, the next save can still write them.
-            let stored = if !self.damaged.contains(&id) && self.is_stored_or_queued(&id)? {
+            let stored = if !self.ledger.damaged.contains(&id) && self.is_stored_or_queued(&id)? {
                 true
             } else if let Some(rows) = self
                 .swa_ring

@@ -32,7 +32,7 @@ impl LiveSession<'_> {
             return Ok(None);
         }
         let object = self.key.state_id(&seq.tokens()[..kv_len]);
-        if !self.damaged.contains(&object) && self.is_stored_or_queued(&object)? {
+        if !self.ledger.damaged.contains(&object) && self.is_stored_or_queued(&object)? {
             return Ok(Some(StateCheckpoint { kv_len, object }));
         }
         let bytes = ctx.state_get(self.slot.seq, KvCapture::Full)?;
@@ -40,7 +40,7 @@ impl LiveSession<'_> {
             id: object,
             kind: ObjectKind::State,
             payload: Payload::Owned(bytes),
-            replace: self.damaged.remove(&object),
+            replace: self.ledger.damaged.remove(&object),
             keep: false,
         });
         Ok(Some(StateCheckpoint { kv_len, object }))
@@ -72,7 +72,7 @@ impl LiveSession<'_> {
             Some(Ok(bytes)) => bytes,
             Some(Err(e)) => {
                 if e.store_error().is_some() {
-                    self.damaged.insert(state.object);
+                    self.ledger.damaged.insert(state.object);
                 }
                 report.warnings.push(format!(
                     "session '{}': its saved state ({}) is unusable ({e:#}); recomputing \
