@@ -1,11 +1,16 @@
+//! What every command may need: folders, the config file, the user's terminal, and the
+//! model load with its chat template override.
+
+use std::time::Instant;
+
+use anyhow::{Context as _, Result};
+
 use crate::config::FileConfig;
 use crate::exit::usage;
 use crate::llama::Model;
 use crate::models::ModelChoice;
 use crate::paths::Paths;
 use crate::ui::Ui;
-use anyhow::{Context as _, Result};
-use std::time::Instant;
 
 /// Validates the chosen model file and loads it, returning the load time in ms.
 /// The chat template to use instead of the model's own: the flag, else the config file's.

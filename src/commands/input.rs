@@ -1,8 +1,13 @@
+//! Reading what the user gives (a prompt, a file, stdin), bounded in size, and the checks
+//! that it may fit the context before any work starts.
+
+use std::io::{IsTerminal, Read};
+
+use anyhow::{bail, Context as _, Result};
+
 use crate::cli::RunArgs;
 use crate::exit::usage;
 use crate::llama::{Context, Model};
-use anyhow::{bail, Context as _, Result};
-use std::io::{IsTerminal, Read};
 
 /// The largest prompt or document kvrun reads (from a file, stdin or -p). Far above what a
 /// context holds (a 128k-token context is about 0.5 MB of text); it bounds memory and time

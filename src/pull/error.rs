@@ -1,3 +1,5 @@
+//! Why a download failed, one line each, naming the file or URL.
+
 use std::io;
 use std::path::{Path, PathBuf};
 

@@ -1,3 +1,5 @@
+//! How a download reports its progress and what it fetched.
+
 use std::path::PathBuf;
 
 /// Receives progress from a pull. Implementations must be cheap: `advance` is called for

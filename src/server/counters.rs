@@ -1,10 +1,15 @@
-use crate::service::protocol::Usage;
-use axum::http::StatusCode;
+//! The server's own counters (requests, latencies, early prefix misses), lock-free where
+//! they are on the request path; `metrics.rs` renders them.
+
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Mutex;
 use std::time::Duration;
+
+use axum::http::StatusCode;
+
+use crate::service::protocol::Usage;
 
 /// What the HTTP side counts. Shared by every handler through [`AppState::counters`].
 #[derive(Debug, Default)]

@@ -1,6 +1,9 @@
-use super::id::{InvalidId, ObjectId};
+//! The store's errors: one line each, naming the path or object involved.
+
 use std::io;
 use std::path::PathBuf;
+
+use super::id::{InvalidId, ObjectId};
 
 /// Errors from the store. Every message is one line and names the path or object involved.
 #[derive(Debug, thiserror::Error)]

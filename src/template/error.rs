@@ -1,3 +1,5 @@
+//! Why a chat template could not be loaded or rendered.
+
 #[derive(Debug, thiserror::Error)]
 pub enum TemplateError {
     #[error("chat template '{name}' does not compile: {detail}")]

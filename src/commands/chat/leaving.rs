@@ -1,9 +1,13 @@
-use crate::interrupt::{signal_name, Interrupt};
+//! How a chat ends: the outcome the front ends report, and the exit path that waits for
+//! the final save (bounded) before the process leaves.
+
 use std::process::ExitCode;
 use std::sync::atomic::{AtomicI32, Ordering};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
+
+use crate::interrupt::{signal_name, Interrupt};
 
 /// How a front end ended.
 pub(super) struct Outcome {

@@ -1,3 +1,6 @@
+//! The devices the tiers live on (VRAM, RAM, NVMe), as `kvrun stats` and `kvrun top`
+//! print them.
+
 use crate::format::human_bytes;
 use crate::llama::GpuDevice;
 use crate::tiers::Devices;

@@ -1,3 +1,12 @@
+//! What `kvrun run` prints at the end: the reply, or with `--json` the whole report with
+//! its session fields.
+
+use std::io::Write;
+use std::process::ExitCode;
+
+use anyhow::Result;
+use serde::Serialize;
+
 use super::tools::{ReplyFields, ToolRequest};
 use crate::cli::RunArgs;
 use crate::commands::env::Env;
@@ -6,10 +15,6 @@ use crate::llama::{TokenId, TokenLogprob};
 use crate::sequence::{Generated, StopReason};
 use crate::session::live::{RestoreDecision, RestorePhases};
 use crate::tools::parse_reply;
-use anyhow::Result;
-use serde::Serialize;
-use std::io::Write;
-use std::process::ExitCode;
 
 /// Default reply length for `run` when -n is not given.
 pub(super) const DEFAULT_MAX_TOKENS: u32 = 256;

@@ -1,7 +1,10 @@
+//! Anthropic's response shape: the message object, its content blocks and its usage.
+
+use serde_json::{json, Value};
+
 use super::super::render::ReplyReader;
 use crate::service::protocol::{CachedTokens, FinishReason, Usage};
 use crate::tools::ParsedReply;
-use serde_json::{json, Value};
 
 /// Anthropic's tool_use ids start so.
 pub(super) const TOOL_USE_ID_PREFIX: &str = "toolu_";

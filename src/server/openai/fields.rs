@@ -1,6 +1,10 @@
+//! The response fields OpenAI's chat and completions endpoints share: usage, finish
+//! reasons, token text and log-probabilities.
+
+use serde_json::{json, Value};
+
 use crate::llama::{Model, TokenLogprob};
 use crate::service::protocol::{FinishReason, Usage};
-use serde_json::{json, Value};
 
 /// OpenAI's `usage`: `prompt_tokens` counts the whole prompt, `cached_tokens` the part
 /// served from the KV store (any tier) instead of being prefilled.

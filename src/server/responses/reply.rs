@@ -1,10 +1,14 @@
+//! A Responses API reply: its header, its output items, and the copy kept for
+//! `previous_response_id`.
+
+use serde_json::Value;
+
 use super::super::errors::ApiError;
 use super::super::render::{text_message, ReplyReader};
 use super::output::Header;
 use super::store::StoredResponse;
 use crate::template::{FunctionCall, Message, ToolCall};
 use crate::tools::ParsedReply;
-use serde_json::Value;
 
 /// What shaping and storing the reply needs.
 pub(super) struct Reply {

@@ -1,8 +1,12 @@
+//! The requests the engine is serving: one decoding ([`Active`]), and the scheduler's part
+//! of the engine ([`Schedule`]): those waiting and those decoding.
+
+use std::collections::VecDeque;
+use std::time::Instant;
+
 use super::stop::StopFilter;
 use crate::llama::{Sampler, TokenId, Utf8Stream};
 use crate::service::protocol::{CachedTokens, FinishReason, Request};
-use std::collections::VecDeque;
-use std::time::Instant;
 
 pub struct Active {
     pub request: Request,

@@ -1,3 +1,5 @@
+//! The engine's cumulative counters, for `ServiceStats`.
+
 use crate::service::protocol::{CachedTokens, Request, Usage};
 
 /// Cumulative counts since the engine started.

@@ -1,10 +1,13 @@
+//! The engine's conversations: one it has open ([`Open`]), one on disk it may open
+//! ([`StoredLog`]), and the part of the engine that holds them ([`Conversations`]).
+
 use std::collections::HashSet;
+use std::time::Instant;
 
 use crate::llama::{Context, TokenId};
 use crate::sequence::Sequence;
 use crate::session::live::LiveSession;
 use crate::tiers::evict::{self, Residency};
-use std::time::Instant;
 
 /// A session this server has open: it holds the lock until shutdown or removal.
 pub struct Open<'c> {

@@ -1,6 +1,9 @@
+//! A client's Save waiting for its session's commit in flight.
+
+use tokio::sync::oneshot;
+
 use crate::service::handle::Saved;
 use crate::service::protocol::{ServiceError, Transcript};
-use tokio::sync::oneshot;
 
 /// A client's Save waiting for the session's earlier commit to land.
 pub struct ParkedSave {

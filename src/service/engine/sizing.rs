@@ -1,7 +1,11 @@
+//! The context's size: fixed, or elastic between a floor and a ceiling, and the step it
+//! grows by.
+
+use std::time::Duration;
+
 use crate::llama::{Context, LlamaError};
 use crate::service::handle::ResizePhases;
 use crate::settings::LlamaSettings;
-use std::time::Duration;
 
 /// Pages per decoding sequence an elastic context starts with (and shrinks back to).
 pub const FLOOR_PAGES_PER_SEQUENCE: u32 = 2;
