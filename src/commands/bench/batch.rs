@@ -18,14 +18,14 @@ use crate::service::{ServiceHandle, ServiceOptions};
 use crate::settings::{LlamaSettings, SamplingSettings, DEFAULT_PAGE_TOKENS};
 
 pub fn run(env: &Env, args: BenchBatchArgs) -> Result<ExitCode> {
-    let mut engine = LlamaSettings::resolve(&args.llama, &env.config);
+    let mut llama = LlamaSettings::resolve(&args.llama, &env.config);
     let choice = crate::models::choose(
         args.model.model.as_deref(),
         &env.config,
         &env.paths,
         crate::models::Purpose::Serve,
     );
-    let (model, _) = load_model(&choice, engine.gpu_layers)?;
+    let (model, _) = load_model(&choice, llama.gpu_layers)?;
     let most = args.streams.iter().copied().max().unwrap_or(0) as usize;
     if most == 0 || args.decode_tokens < 2 || args.prompt_tokens == 0 {
         bail!(
@@ -34,9 +34,9 @@ pub fn run(env: &Env, args: BenchBatchArgs) -> Result<ExitCode> {
     }
     let (prompt, decode) = (args.prompt_tokens as usize, args.decode_tokens as usize);
     // Room for every stream and one late arrival, each with its prompt and reply.
-    engine.ctx_size = ((most + 1) * (prompt + decode + 8)) as u32;
-    if engine.ctx_size > model.facts().n_ctx_train {
-        bail!("{} tokens do not fit the model's context", engine.ctx_size);
+    llama.ctx_size = ((most + 1) * (prompt + decode + 8)) as u32;
+    if llama.ctx_size > model.facts().n_ctx_train {
+        bail!("{} tokens do not fit the model's context", llama.ctx_size);
     }
     let prompts: Vec<Vec<TokenId>> = (0..=most)
         .map(|i| {
@@ -50,7 +50,7 @@ pub fn run(env: &Env, args: BenchBatchArgs) -> Result<ExitCode> {
     env.ui.note(format!(
         "{}: {} threads, prompts of {prompt} tokens, {decode} generated per stream",
         model.facts().description,
-        engine.threads
+        llama.threads
     ));
     let mut rows = Vec::new();
     for &n in &args.streams {
@@ -63,7 +63,7 @@ pub fn run(env: &Env, args: BenchBatchArgs) -> Result<ExitCode> {
         // only one of them.
         for _ in 0..args.rounds {
             let work = tempfile::Builder::new().prefix("kvrun-bench-").tempdir()?;
-            let service = Service::start(&choice, &engine, Paths::under(work.path()), n + 1)?;
+            let service = Service::start(&choice, &llama, Paths::under(work.path()), n + 1)?;
             let served = service.streams(&prompts[..n], decode)?;
             // The late arrival: one more request while n streams decode.
             let late = service.late_arrival(&prompts[..n], &prompts[n], decode)?;
@@ -73,7 +73,7 @@ pub fn run(env: &Env, args: BenchBatchArgs) -> Result<ExitCode> {
             row.saves_landed += stats.saves_landed;
             row.save_writer_ms += stats.save_writer_ms;
             let llama =
-                on_a_thread_of_its_own(|| llama_batched(&model, &engine, &prompts[..n], decode))?;
+                on_a_thread_of_its_own(|| llama_batched(&model, &llama, &prompts[..n], decode))?;
             row.served = row.served.max(served);
             row.llama = row.llama.max(llama);
             row.late = row.late.max(late);
@@ -152,14 +152,14 @@ struct Service {
 impl Service {
     fn start(
         choice: &crate::models::ModelChoice,
-        engine: &LlamaSettings,
+        llama: &LlamaSettings,
         paths: Paths,
         parallel: usize,
     ) -> Result<Self> {
         let options = ServiceOptions {
             paths,
             model: choice.clone(),
-            llama: engine.clone(),
+            llama: llama.clone(),
             sizing: crate::service::engine::ContextSizing::Fixed,
             tiers: Default::default(),
             parallel,
@@ -341,12 +341,12 @@ fn on_a_thread_of_its_own<T: Send>(f: impl FnOnce() -> Result<T> + Send) -> Resu
 /// sequence, then `decode` steps of one batch holding every sequence's last token.
 fn llama_batched(
     model: &Model,
-    engine: &LlamaSettings,
+    llama: &LlamaSettings,
     prompts: &[Vec<TokenId>],
     decode: usize,
 ) -> Result<f64> {
     let n = prompts.len();
-    let mut ctx = Context::new(model, engine, DEFAULT_PAGE_TOKENS, n as u32 + 1)?;
+    let mut ctx = Context::new(model, llama, DEFAULT_PAGE_TOKENS, n as u32 + 1)?;
     let greedy = SamplingSettings::greedy();
     let mut samplers: Vec<Sampler> = prompts
         .iter()

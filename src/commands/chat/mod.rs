@@ -163,7 +163,7 @@ fn options(env: &Env, args: &ChatArgs) -> Result<ChatOptions> {
         .or(env.config.context_overflow)
         .unwrap_or(ContextOverflow::Truncate);
     let tiers = TierSettings::resolve(&args.tiers, &env.config).map_err(usage)?;
-    let (engine, sampling, model) = match &args.session {
+    let (llama, sampling, model) = match &args.session {
         Some(name) => {
             let catalog = SessionCatalog::open(&env.paths)?;
             let prepared = session_setup::prepare(
@@ -190,7 +190,7 @@ fn options(env: &Env, args: &ChatArgs) -> Result<ChatOptions> {
     Ok(ChatOptions {
         paths: env.paths.clone(),
         model,
-        llama: engine,
+        llama,
         sampling,
         session: args.session.clone(),
         system: args.system.clone(),

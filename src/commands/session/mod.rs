@@ -73,9 +73,9 @@ fn save(env: &Env, args: SessionSaveArgs) -> Result<ExitCode> {
         &args.llama,
         None,
     )?;
-    let engine = prepared.llama.clone();
-    let (model, _) = load_model(&prepared.choice, engine.gpu_layers)?;
-    let mut ctx = Context::new(&model, &engine, DEFAULT_PAGE_TOKENS, SESSION_SEQS)?;
+    let llama = prepared.llama.clone();
+    let (model, _) = load_model(&prepared.choice, llama.gpu_layers)?;
+    let mut ctx = Context::new(&model, &llama, DEFAULT_PAGE_TOKENS, SESSION_SEQS)?;
     let mut live = session_setup::start(&catalog, prepared, &model, &ctx)?;
     let (mut conversation, mut restore) =
         session_setup::resume(env, &mut live, &mut ctx, &model, args.raw, None)?;
@@ -182,10 +182,10 @@ fn restore(env: &Env, args: SessionRestoreArgs) -> Result<ExitCode> {
             args.name
         );
     }
-    let (engine, sampling) = (prepared.llama.clone(), prepared.sampling.clone());
+    let (llama, sampling) = (prepared.llama.clone(), prepared.sampling.clone());
     let started = Instant::now();
-    let (model, _) = load_model(&prepared.choice, engine.gpu_layers)?;
-    let mut ctx = Context::new(&model, &engine, DEFAULT_PAGE_TOKENS, SESSION_SEQS)?;
+    let (model, _) = load_model(&prepared.choice, llama.gpu_layers)?;
+    let mut ctx = Context::new(&model, &llama, DEFAULT_PAGE_TOKENS, SESSION_SEQS)?;
     // The weights are memory-mapped and fault in on first use; one throw-away forward pass
     // makes "model load" mean loaded, so the figures below are the restore's own.
     let first = prepared

@@ -61,7 +61,7 @@ pub fn prepare(
     let (lock, manifest) = catalog.lock_and_read(name)?;
     let default_sampling = SamplingArgs::default();
     let sampling_args = sampling_args.unwrap_or(&default_sampling);
-    let (mut engine, sampling) = match &manifest {
+    let (mut llama, sampling) = match &manifest {
         Some(m) => (
             LlamaSettings::resolve_over(engine_args, &m.llama),
             SamplingSettings::resolve_over(sampling_args, &m.sampling),
@@ -73,7 +73,7 @@ pub fn prepare(
     };
     if manifest.is_some() {
         // Flags and the config file were checked when read; a manifest's values here.
-        engine.validate().and(sampling.validate()).map_err(|e| {
+        llama.validate().and(sampling.validate()).map_err(|e| {
             usage(format!(
                 "session '{name}' records an invalid setting: {e}; pass --{} to override it",
                 e.name
@@ -83,7 +83,7 @@ pub fn prepare(
     if let Some(m) = &manifest {
         // A resumed session needs room for what it already holds.
         if engine_args.ctx_size.and_then(CtxSize::tokens).is_none() {
-            engine.ctx_size = engine.ctx_size.max(m.tokens.len() as u32 + 1);
+            llama.ctx_size = llama.ctx_size.max(m.tokens.len() as u32 + 1);
         }
     }
     let choice = match (model_arg, &manifest) {
@@ -115,7 +115,7 @@ pub fn prepare(
         name: name.to_string(),
         manifest,
         lock,
-        llama: engine,
+        llama,
         sampling,
         choice,
     })

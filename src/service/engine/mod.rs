@@ -53,7 +53,7 @@ pub struct ServiceOptions {
     pub paths: crate::paths::Paths,
     pub model: crate::models::ModelChoice,
     pub llama: crate::settings::LlamaSettings,
-    /// A context of `engine.ctx_size` cells, or one that grows with the live tokens.
+    /// A context of `llama.ctx_size` cells, or one that grows with the live tokens.
     pub sizing: ContextSizing,
     /// Budgets of the warm and cold tiers and the idle times; `hot_sessions` is ignored
     /// (`parallel` sequences are the hot tier). Conversations idle for `hot_idle` leave the

@@ -13,7 +13,7 @@ pub const FLOOR_PAGES_PER_SEQUENCE: u32 = 2;
 /// How the engine sizes its llama.cpp context.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ContextSizing {
-    /// `engine.ctx_size` cells, allocated at start.
+    /// `llama.ctx_size` cells, allocated at start.
     Fixed,
     /// From the floor up to `ceiling` cells as the live tokens need (None: the model's
     /// training context).
