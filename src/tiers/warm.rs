@@ -100,10 +100,11 @@ impl WarmPool {
         if touch(&mut inner, &id).is_some() {
             return;
         }
+        // Every LRU entry has its page in the map (`remove_entry` drops both together).
         let oldest_first = inner
             .lru
             .values()
-            .map(|old| (*old, inner.map[old].data.len() as u64));
+            .map(|old| (*old, inner.map.get(old).map_or(0, |e| e.data.len() as u64)));
         for old in evict::warm_overflow(oldest_first, inner.used, size, self.budget) {
             remove_entry(&mut inner, &old);
         }
