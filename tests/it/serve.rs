@@ -270,6 +270,9 @@ fn kill_9_mid_stream_loses_no_session_and_the_restart_serves_from_the_store() {
     let r = server.post("/v1/chat/completions", &first, &session);
     assert_eq!(r.status, 200, "{}", r.body);
     let prompt_tokens = r.json()["usage"]["prompt_tokens"].as_u64().unwrap();
+    // A reply's save lands in the background, after its response: what this test asks is
+    // that a kill mid-way through the next turn spoils nothing the store already holds.
+    wait_until_saved(&home, "agent", prompt_tokens);
     // A second turn, streamed; killed after its first chunks.
     let mut second = first.clone();
     second["messages"] = json!([
@@ -620,4 +623,25 @@ fn slow_headers_and_idle_connections_are_closed() {
         "an idle connection held {waited:?}"
     );
     assert_eq!(server.get("/health", &[]).status, 200);
+}
+
+/// Waits (a minute at most) until `kvrun session ls` lists `name` with `tokens` or more.
+fn wait_until_saved(home: &Home, name: &str, tokens: u64) {
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let listed = crate::common::run_json(home, &["session", "ls"]);
+        let saved = listed
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|s| s["name"] == name && s["tokens"].as_u64().is_some_and(|n| n >= tokens));
+        if saved {
+            return;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "session '{name}' was not saved within a minute: {listed}"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
 }

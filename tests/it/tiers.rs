@@ -131,13 +131,27 @@ fn idle_sessions_leave_the_context() {
         ],
     );
     chat.send("/session a\nhello\n/session b\nhi");
-    let hot = |v: &serde_json::Value| v["hot"]["sessions"].as_array().unwrap().len();
-    assert_eq!(hot(&chat.stats()), 2);
-    std::thread::sleep(std::time::Duration::from_millis(2500));
-    let after = chat.stats();
-    assert_eq!(
-        after["hot"]["sessions"],
-        serde_json::json!(["b"]),
+    // Session a may already have cooled here: on a loaded machine b's turn can outlast
+    // the idle second. The current session stays, whatever its idle time.
+    let before = chat.stats();
+    let hot = before["hot"]["sessions"].as_array().unwrap();
+    assert!(hot.contains(&serde_json::json!("b")), "{before}");
+    // The hot budget has room for both: only the idle limit moves a out (within seconds;
+    // the deadline only bounds a loaded machine).
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    let after = loop {
+        std::thread::sleep(std::time::Duration::from_millis(500));
+        let now = chat.stats();
+        if now["hot"]["sessions"] == serde_json::json!(["b"]) {
+            break now;
+        }
+        assert!(std::time::Instant::now() < deadline, "a stayed hot: {now}");
+    };
+    assert!(
+        after["cold"]["sessions"]
+            .as_array()
+            .unwrap()
+            .contains(&serde_json::json!("a")),
         "{after}"
     );
     assert!(chat.finish().success());
