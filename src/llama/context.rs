@@ -98,6 +98,7 @@ impl<'m> Context<'m> {
         let padded_ctx = n_ctx
             .div_ceil(LLAMA_CTX_PADDING)
             .saturating_mul(LLAMA_CTX_PADDING);
+        super::device::check_kv_fits_devices(model, settings, padded_ctx)?;
         let page_tokens = page_tokens.max(1);
         let schedule_batch = settings.batch_size.clamp(1, page_tokens);
         // llama.cpp reserves room for one output per sequence and asserts the batch holds

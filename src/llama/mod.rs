@@ -5,6 +5,7 @@
 //! FFI details, and gives one place to audit when the pinned llama.cpp changes.
 
 mod context;
+mod device;
 mod memory;
 mod model;
 mod sampler;
@@ -15,6 +16,7 @@ use std::sync::OnceLock;
 /// Re-exported so that code talking to the engine names one token type.
 pub use crate::token::TokenId;
 pub use context::{BatchEntry, Context, ContextInfo, KvCapture};
+pub use device::{gpu_devices, gpu_offload_supported, GpuDevice};
 pub use memory::prefault;
 pub use model::{ChatMessage, Model, ModelFacts};
 pub use sampler::{Sampler, TokenLogprob};
@@ -32,6 +34,18 @@ pub enum LlamaError {
     NoChatTemplate,
     #[error("applying the chat template failed: {0}")]
     ChatTemplate(String),
+    #[error(
+        "a context of {cells} tokens needs {} of KV in device memory, and {devices} has {} \
+         free: give a smaller --ctx-size, or fewer --gpu-layers (0 keeps the KV in RAM)",
+        crate::format::human_bytes(*needed),
+        crate::format::human_bytes(*free)
+    )]
+    DeviceMemory {
+        cells: u32,
+        needed: u64,
+        free: u64,
+        devices: String,
+    },
     #[error("decode failed at position {pos}: {detail}")]
     Decode { pos: usize, detail: String },
     #[error("the context is full: {needed} tokens needed, {n_ctx} available (raise --ctx-size)")]
@@ -81,37 +95,3 @@ pub fn llama_build_info() -> String {
 /// The pinned llama-cpp-sys-2 version (see Cargo.toml); its KV blob format is kvrun's
 /// on-disk contract.
 pub const LLAMA_CPP_SYS_VERSION: &str = "0.1.161";
-
-/// A GPU (or other accelerator) as llama.cpp's backend reports it.
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-pub struct GpuDevice {
-    pub name: String,
-    pub total_bytes: u64,
-    pub free_bytes: u64,
-}
-
-/// The GPUs llama.cpp can use, with their memory figures (empty on a CPU-only build).
-pub fn gpu_devices() -> Vec<GpuDevice> {
-    if backend().is_err() {
-        return Vec::new();
-    }
-    use llama_cpp_2::LlamaBackendDeviceType as T;
-    llama_cpp_2::list_llama_ggml_backend_devices()
-        .into_iter()
-        .filter(|d| matches!(d.device_type, T::Gpu | T::IntegratedGpu | T::Accelerator))
-        .map(|d| GpuDevice {
-            name: if d.description.is_empty() {
-                d.name
-            } else {
-                d.description
-            },
-            total_bytes: d.memory_total as u64,
-            free_bytes: d.memory_free as u64,
-        })
-        .collect()
-}
-
-/// Whether this build has a GPU backend compiled in.
-pub fn gpu_offload_supported() -> bool {
-    backend().map(|b| b.supports_gpu_offload()).unwrap_or(false)
-}

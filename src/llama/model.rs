@@ -35,6 +35,10 @@ pub struct ModelFacts {
     /// shorter than the input it covers: "▁" is 3 bytes for a space, "<0x0A>" 6 for a byte).
     /// `None` for tokenizers that normalize (they may drop input).
     pub max_token_bytes: Option<usize>,
+    /// The K and V values one cell holds over all layers, where the metadata says it
+    /// plainly: a unified attention cache with one head count for every layer. `None`
+    /// for sliding windows, recurrent state and per-layer head counts.
+    pub kv_values_per_cell: Option<u64>,
 }
 
 pub struct Model {
@@ -89,6 +93,19 @@ impl Model {
             n_swa,
             cell_ext: mrope || ple,
         });
+        let kv_values_per_cell = match memory {
+            crate::kv::MemoryKind::Attention {
+                n_swa: 0,
+                cell_ext: false,
+            } => {
+                let int = |key: &str| {
+                    meta(&format!("{architecture}.{key}"))
+                        .and_then(|v| v.trim().parse::<u64>().ok())
+                };
+                kv_values_per_cell(inner.n_layer(), int)
+            }
+            _ => None,
+        };
         let facts = ModelFacts {
             n_ctx_train: inner.n_ctx_train(),
             n_vocab: inner.n_vocab(),
@@ -98,6 +115,7 @@ impl Model {
             has_chat_template: false,
             description,
             max_token_bytes,
+            kv_values_per_cell,
         };
         // A template that does not compile is not fatal here: --raw needs none, and
         // chat mode reports it when it renders.
@@ -391,4 +409,52 @@ fn gguf_template(
     compiled
         .map(Some)
         .map_err(|e| LlamaError::ChatTemplate(e.to_string()))
+}
+
+/// [`ModelFacts::kv_values_per_cell`] from `{arch}.*` integer keys (`int` is `None` for a
+/// missing key and for an array, as a per-layer head count is).
+fn kv_values_per_cell(n_layer: u32, int: impl Fn(&str) -> Option<u64>) -> Option<u64> {
+    let heads = int("attention.head_count").filter(|&h| h > 0)?;
+    let kv_heads = int("attention.head_count_kv").unwrap_or(heads);
+    let key = match int("attention.key_length") {
+        Some(k) => k,
+        None => int("embedding_length")? / heads,
+    };
+    let value = int("attention.value_length").unwrap_or(key);
+    Some(u64::from(n_layer) * kv_heads * (key + value))
+}
+
+#[cfg(test)]
+mod kv_size_tests {
+    use super::kv_values_per_cell;
+
+    #[test]
+    fn kv_values_per_cell_follow_the_head_counts_and_lengths() {
+        let keys = |pairs: &'static [(&'static str, u64)]| {
+            move |k: &str| pairs.iter().find(|(n, _)| *n == k).map(|&(_, v)| v)
+        };
+        // SmolLM2 135M: 9 heads of 64, 3 KV heads, 30 layers.
+        let smol = keys(&[
+            ("attention.head_count", 9),
+            ("attention.head_count_kv", 3),
+            ("embedding_length", 576),
+        ]);
+        assert_eq!(kv_values_per_cell(30, smol), Some(30 * 3 * 128));
+        // Explicit key and value lengths win over embedding / heads.
+        let wide = keys(&[
+            ("attention.head_count", 4),
+            ("attention.head_count_kv", 1),
+            ("attention.key_length", 256),
+            ("attention.value_length", 128),
+            ("embedding_length", 640),
+        ]);
+        assert_eq!(kv_values_per_cell(2, wide), Some(2 * 384));
+        // No KV head count: one per head. No head count (or an array): unknown.
+        let mha = keys(&[("attention.head_count", 4), ("embedding_length", 256)]);
+        assert_eq!(kv_values_per_cell(1, mha), Some(4 * 128));
+        assert_eq!(
+            kv_values_per_cell(1, keys(&[("embedding_length", 256)])),
+            None
+        );
+    }
 }

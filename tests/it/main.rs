@@ -13,6 +13,9 @@ mod bad_models;
 mod bad_settings;
 mod chat;
 mod chat_templates;
+// Only a GPU build has a device to test; `.ci/vulkan` runs these on a software one.
+#[cfg(any(feature = "vulkan", feature = "cuda", feature = "metal"))]
+mod device;
 mod generated_files;
 mod kv_blob_real;
 mod kv_types;

@@ -79,6 +79,8 @@ pub(super) fn child_json(
         .env("KVRUN_HOME", home)
         .args(args)
         .args(["-t", &llama.threads.to_string()])
+        // The same place for the KV as this process: host memory or the device.
+        .args(["--gpu-layers", &llama.gpu_layers.to_string()])
         .output()
         // A rebuild during the run replaces the binary: the message names it.
         .with_context(|| format!("running {} for a child restore", exe.display()))?;
@@ -351,3 +353,19 @@ pub(super) fn stream_chat(
 }
 
 const BENCH_TEXT: &str = include_str!("../../../assets/bench-prompt.txt");
+
+/// Where a context's KV lives under `llama`: the device and the layers offloaded to it
+/// (their KV goes with them), or host memory. Printed above a benchmark's tables, since
+/// every figure in them depends on it.
+pub(super) fn kv_memory(model: &Model, llama: &LlamaSettings) -> String {
+    let n_layer = model.facts().n_layer;
+    let layers = llama.gpu_layers.min(n_layer);
+    match crate::llama::gpu_devices().first() {
+        Some(gpu) if layers > 0 && crate::llama::gpu_offload_supported() => format!(
+            "KV memory: {} ({} total), {layers} of {n_layer} layers offloaded",
+            gpu.name,
+            crate::format::human_bytes(gpu.total_bytes)
+        ),
+        _ => "KV memory: host RAM (no layer offloaded)".to_string(),
+    }
+}

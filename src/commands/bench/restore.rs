@@ -15,7 +15,7 @@ use std::time::Instant;
 
 use anyhow::{bail, Context as _, Result};
 
-use super::harness::{bench_tokens, child_json, drop_page_cache, prefill_session};
+use super::harness::{bench_tokens, child_json, drop_page_cache, kv_memory, prefill_session};
 use crate::cli::{BenchRestoreArgs, BenchShape};
 use crate::commands::bench::synthetic::synthetic_session;
 use crate::commands::env::SESSION_SEQS;
@@ -98,6 +98,7 @@ pub fn run(env: &Env, args: BenchRestoreArgs) -> Result<ExitCode> {
             args.synthetic,
         )?);
     }
+    println!("{}\n", kv_memory(&model, &llama));
     print_restore_table(&rows);
     print_like_for_like_table(&rows);
     print_save_table(&rows);
@@ -202,12 +203,12 @@ fn shaped_model(env: &Env, shape: BenchShape, dir: &Path) -> Result<PathBuf> {
 fn print_restore_table(rows: &[Row]) {
     println!(
         "| tokens | cold prefill s | kvrun snapshot | kvrun save ms | restore ms (fresh process) \
-         | read ms | verify ms | assemble ms | load ms | restore + first token ms \
+         | read ms | verify ms | assemble ms | load ms | load MB/s | restore + first token ms \
          | speedup vs prefill | incremental save ms | restore MB/s | file read MB/s \
          | llama.cpp file | llama.cpp save ms | llama.cpp save + fsync ms | llama.cpp load ms |"
     );
     println!(
-        "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
+        "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
     );
     for r in rows {
         let first = r.restore_ms + r.first_token_ms;
@@ -220,7 +221,7 @@ fn print_restore_table(rows: &[Row]) {
             ),
         };
         println!(
-            "| {} | {prefill} | {} | {:.1} | {:.1} | {:.1} | {:.1} | {:.1} | {:.1} | {:.1} | {speedup} \
+            "| {} | {prefill} | {} | {:.1} | {:.1} | {:.1} | {:.1} | {:.1} | {:.1} | {:.0} | {:.1} | {speedup} \
              | {:.1} | {:.0} | {:.0} | {} | {:.1} | {:.1} | {:.1} |",
             r.tokens,
             crate::format::human_bytes(r.snapshot_bytes),
@@ -230,6 +231,8 @@ fn print_restore_table(rows: &[Row]) {
             r.phases[1],
             r.phases[2],
             r.phases[3],
+            // llama.cpp's state_seq_set_data alone: into device memory, the upload rate.
+            r.snapshot_bytes as f64 / 1e6 / (r.phases[3] / 1e3).max(1e-9),
             first,
             r.incremental_save_ms,
             r.snapshot_bytes as f64 / 1e6 / (r.restore_ms / 1e3).max(1e-9),

@@ -52,6 +52,7 @@ pub fn run(env: &Env, args: BenchArgs) -> Result<ExitCode> {
         model.facts().description,
         llama.threads
     ));
+    println!("{}\n", super::harness::kv_memory(&model, &llama));
     let schedules = [
         ("kvrun (page batches)", DEFAULT_PAGE_TOKENS),
         ("llama.cpp ubatch 512", LLAMA_DEFAULT_UBATCH),

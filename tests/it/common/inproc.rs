@@ -38,16 +38,30 @@ pub fn uninterrupted(
 pub fn uninterrupted_with(
     model_path: &Path,
     ctx_size: u32,
+    settings: (KvType, FlashAttn),
+    raw: bool,
+    turns: &[&str],
+    n: usize,
+) -> Turns {
+    uninterrupted_on(model_path, 0, ctx_size, settings, raw, turns, n)
+}
+
+/// [`uninterrupted_with`] with `gpu_layers` offloaded: on a GPU build, the weights of those
+/// layers and their KV live in device memory.
+pub fn uninterrupted_on(
+    model_path: &Path,
+    gpu_layers: u32,
+    ctx_size: u32,
     (kv_type, flash_attn): (KvType, FlashAttn),
     raw: bool,
     turns: &[&str],
     n: usize,
 ) -> Turns {
-    let model = Model::load(model_path, 0).unwrap();
+    let model = Model::load(model_path, gpu_layers).unwrap();
     let llama = LlamaSettings {
         ctx_size,
         threads: THREADS.parse().unwrap(),
-        gpu_layers: 0,
+        gpu_layers,
         batch_size: 256,
         kv_type,
         flash_attn,
