@@ -224,6 +224,11 @@ impl<'m> Context<'m> {
                 break;
             }
         }
+        // On a device llama_decode only queues the work. Waiting here puts the compute in
+        // the prefill's time, where the restore-or-recompute rate and the reports count
+        // it, instead of in whatever next reads the context (a save's capture waited out
+        // a whole 256-token batch on lavapipe). On the CPU there is nothing to wait for.
+        self.ctx.synchronize();
         Ok(pos)
     }
 

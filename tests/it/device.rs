@@ -9,6 +9,7 @@ use std::time::Duration;
 
 use crate::common::inproc::{uninterrupted_on, THREADS};
 use crate::common::server::Server;
+use crate::common::tmux::Tmux;
 use crate::common::*;
 use kvrun::settings::{FlashAttn, KvType};
 use kvrun::synth::{TinyLlamaSpec, TinyRecurrentArch};
@@ -147,4 +148,36 @@ fn a_context_larger_than_the_device_is_refused_in_one_line() {
         log["tokens"].as_array().is_some_and(|t| !t.is_empty()),
         "{log}"
     );
+}
+
+/// The TUI's memory panel names the device, and the hot tier lives in its VRAM.
+#[test]
+fn the_chat_tui_shows_the_device_and_the_hot_tier_in_vram() {
+    let home = Home::new();
+    let device = the_device(&home);
+    let name: String = device["name"].as_str().unwrap().chars().take(28).collect();
+    let visible = std::env::var("GGML_VK_VISIBLE_DEVICES").unwrap_or_default();
+    let command = format!(
+        "env KVRUN_HOME={} GGML_VK_VISIBLE_DEVICES={visible} {} chat {} --session d -n 4 --temp 0; \
+         echo EXITED-$?; sleep 60",
+        path_str(home.path()),
+        env!("CARGO_BIN_EXE_kvrun"),
+        path_str(&tiny_model())
+    );
+    let tmux = Tmux::start("device", &command);
+    let ready = tmux.wait_for("the memory panel", Duration::from_secs(120), |s| {
+        s.contains("NVMe")
+    });
+    assert!(ready.contains(&name), "{ready}");
+    assert!(ready.contains("in VRAM · "), "{ready}");
+    assert!(!ready.contains("no GPU"), "{ready}");
+    tmux.keys(&["hello", "Enter"]);
+    tmux.wait_for("the save", Duration::from_secs(120), |s| {
+        s.contains("saved 'd'")
+    });
+    tmux.keys(&["/quit", "Enter"]);
+    let after = tmux.wait_for("kvrun to exit", Duration::from_secs(60), |s| {
+        s.contains("EXITED-")
+    });
+    assert!(after.contains("EXITED-0"), "{after}");
 }

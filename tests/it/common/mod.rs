@@ -195,6 +195,7 @@ pub mod chat_child;
 pub mod inproc;
 pub mod server;
 pub mod service;
+pub mod tmux;
 pub mod ways_out;
 
 /// Log-probabilities from a `--json --logprobs` report.
