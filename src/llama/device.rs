@@ -2,6 +2,7 @@
 //! they have free before llama.cpp is asked for it.
 
 use super::{backend, LlamaError, Model};
+use crate::gguf::GgmlType;
 use crate::settings::{KvType, LlamaSettings};
 
 /// A GPU (or other accelerator) as llama.cpp's backend reports it.
@@ -65,12 +66,12 @@ pub(super) fn check_kv_fits_devices(
         return Ok(());
     }
     let free: u64 = gpus.iter().map(|g| g.free_bytes).sum();
-    // ggml's block sizes: q8_0 keeps 32 values in 34 bytes, q4_0 in 18.
-    let bytes_per_value = match settings.kv_type {
-        KvType::F16 => 2.0,
-        KvType::Q8_0 => 34.0 / 32.0,
-        KvType::Q4_0 => 18.0 / 32.0,
+    let element = match settings.kv_type {
+        KvType::F16 => GgmlType::F16,
+        KvType::Q8_0 => GgmlType::Q8_0,
+        KvType::Q4_0 => GgmlType::Q4_0,
     };
+    let bytes_per_value = element.type_size() as f64 / element.block_size() as f64;
     let needed = f64::from(cells) * values as f64 * bytes_per_value * f64::from(offloaded)
         / f64::from(n_layer);
     if needed <= free as f64 {

@@ -57,8 +57,8 @@ fn check_split_turns_on_the_device(model: &std::path::Path, raw: bool, turns: &[
     let layers = ALL_LAYERS.to_string();
     for (i, turn) in turns.iter().enumerate() {
         let mut args = greedy_turn_args(path_str(model), "split", raw, turn, "16");
-        args.extend(["--gpu-layers", &layers, "-c", "4096", "--json"]);
-        let v = run_json_args(&home, &args);
+        args.extend(["--gpu-layers", &layers, "-c", "4096"]);
+        let v = run_json(&home, &args);
         if i > 0 {
             assert!(
                 v["restored_tokens"].as_u64().unwrap() > 0,
@@ -72,13 +72,6 @@ fn check_split_turns_on_the_device(model: &std::path::Path, raw: bool, turns: &[
         let diff = max_diff(&ours, &expected[i].1[..ours.len()]);
         assert_eq!(diff, 0.0, "turn {i}: log-probabilities differ");
     }
-}
-
-/// `run_json` for arguments that already hold `--json`.
-fn run_json_args(home: &Home, args: &[&str]) -> serde_json::Value {
-    let out = home.run(args);
-    assert!(out.status.success(), "kvrun {args:?}: {}", stderr(&out));
-    serde_json::from_slice(&out.stdout).unwrap()
 }
 
 #[test]
@@ -122,10 +115,7 @@ fn a_context_larger_than_the_device_is_refused_in_one_line() {
     };
     kvrun::synth::write_tiny_llama(&model, &spec).unwrap();
     let m = path_str(&model);
-    let small = run_json_args(
-        &home,
-        &["run", m, "--session", "s", "-p", "hi", "-n", "2", "--json"],
-    );
+    let small = run_json(&home, &["run", m, "--session", "s", "-p", "hi", "-n", "2"]);
     assert_eq!(small["session"], "s", "{small}");
     let cells = cells.to_string();
     let out = home.run(&[
