@@ -76,6 +76,9 @@ _kvrun() {
             kvrun__subcmd__bench,speed)
                 cmd="kvrun__subcmd__bench__subcmd__speed"
                 ;;
+            kvrun__subcmd__bench,swap)
+                cmd="kvrun__subcmd__bench__subcmd__swap"
+                ;;
             kvrun__subcmd__bench,switch)
                 cmd="kvrun__subcmd__bench__subcmd__switch"
                 ;;
@@ -99,6 +102,9 @@ _kvrun() {
                 ;;
             kvrun__subcmd__bench__subcmd__help,speed)
                 cmd="kvrun__subcmd__bench__subcmd__help__subcmd__speed"
+                ;;
+            kvrun__subcmd__bench__subcmd__help,swap)
+                cmd="kvrun__subcmd__bench__subcmd__help__subcmd__swap"
                 ;;
             kvrun__subcmd__bench__subcmd__help,switch)
                 cmd="kvrun__subcmd__bench__subcmd__help__subcmd__switch"
@@ -159,6 +165,9 @@ _kvrun() {
                 ;;
             kvrun__subcmd__help__subcmd__bench,speed)
                 cmd="kvrun__subcmd__help__subcmd__bench__subcmd__speed"
+                ;;
+            kvrun__subcmd__help__subcmd__bench,swap)
+                cmd="kvrun__subcmd__help__subcmd__bench__subcmd__swap"
                 ;;
             kvrun__subcmd__help__subcmd__bench,switch)
                 cmd="kvrun__subcmd__help__subcmd__bench__subcmd__switch"
@@ -262,7 +271,7 @@ _kvrun() {
             return 0
             ;;
         kvrun__subcmd__bench)
-            opts="-v -q -h -V --verbose --quiet --help --version speed restore switch serve batch kv-types ctx help"
+            opts="-v -q -h -V --verbose --quiet --help --version speed restore switch serve batch kv-types ctx swap help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -408,7 +417,7 @@ _kvrun() {
             return 0
             ;;
         kvrun__subcmd__bench__subcmd__help)
-            opts="speed restore switch serve batch kv-types ctx help"
+            opts="speed restore switch serve batch kv-types ctx swap help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -506,6 +515,20 @@ _kvrun() {
             return 0
             ;;
         kvrun__subcmd__bench__subcmd__help__subcmd__speed)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        kvrun__subcmd__bench__subcmd__help__subcmd__swap)
             opts=""
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
@@ -805,6 +828,72 @@ _kvrun() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
+        kvrun__subcmd__bench__subcmd__swap)
+            opts="-c -t -b -v -q -h -V --models --prompt-tokens --rounds --budget --ctx-size --threads --gpu-layers --batch-size --kv-type --flash-attn --verbose --quiet --help --version"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --models)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --prompt-tokens)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --rounds)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --budget)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --ctx-size)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                -c)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --threads)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                -t)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --gpu-layers)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --batch-size)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                -b)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --kv-type)
+                    COMPREPLY=($(compgen -W "f16 q8_0 q4_0" -- "${cur}"))
+                    return 0
+                    ;;
+                --flash-attn)
+                    COMPREPLY=($(compgen -W "on off auto" -- "${cur}"))
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
         kvrun__subcmd__bench__subcmd__switch)
             opts="-c -t -b -v -q -h -V --chat-template --sessions --tokens --rounds --ctx-size --threads --gpu-layers --batch-size --kv-type --flash-attn --verbose --quiet --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
@@ -1032,7 +1121,7 @@ _kvrun() {
             return 0
             ;;
         kvrun__subcmd__help__subcmd__bench)
-            opts="speed restore switch serve batch kv-types ctx"
+            opts="speed restore switch serve batch kv-types ctx swap"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -1116,6 +1205,20 @@ _kvrun() {
             return 0
             ;;
         kvrun__subcmd__help__subcmd__bench__subcmd__speed)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        kvrun__subcmd__help__subcmd__bench__subcmd__swap)
             opts=""
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
@@ -1600,7 +1703,7 @@ _kvrun() {
             return 0
             ;;
         kvrun__subcmd__serve)
-            opts="-n -c -t -b -v -q -h -V --chat-template --host --port --api-key --parallel --alias --max-tokens --max-ctx-size --max-queue --max-body-bytes --request-timeout --header-timeout --cors-origin --ctx-size --threads --gpu-layers --batch-size --kv-type --flash-attn --temp --top-k --top-p --min-p --repeat-penalty --seed --hot-sessions --warm-budget --cold-budget --hot-idle --warm-idle --verbose --quiet --help --version"
+            opts="-n -c -t -b -v -q -h -V --chat-template --host --port --api-key --parallel --alias --max-tokens --max-ctx-size --max-queue --max-body-bytes --request-timeout --header-timeout --cors-origin --default-model --model-alias --memory-budget --keep-alive --ctx-size --threads --gpu-layers --batch-size --kv-type --flash-attn --temp --top-k --top-p --min-p --repeat-penalty --seed --hot-sessions --warm-budget --cold-budget --hot-idle --warm-idle --verbose --quiet --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -1659,6 +1762,22 @@ _kvrun() {
                     return 0
                     ;;
                 --cors-origin)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --default-model)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --model-alias)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --memory-budget)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --keep-alive)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;

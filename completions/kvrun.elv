@@ -132,6 +132,10 @@ set edit:completion:arg-completer[kvrun] = {|@words|
             cand --request-timeout 'Longest time to the start of a response (a stream, once started, runs on), e.g. 10m; 0 turns it off [default: 10m]'
             cand --header-timeout 'Longest time a client may take to send a request''s headers, and the longest a keep-alive connection may idle, e.g. 30s [default: 30s]'
             cand --cors-origin 'Allow browser requests from this origin (repeatable; `*` for any) [default: none, CORS off]'
+            cand --default-model 'The model a request gets when its `model` names none of the server''s models or aliases; `none` answers those with 404 [default: the config file''s `default-model`, then KVRUN_MODEL, the config file''s `model`, then gemma3 when it is pulled]'
+            cand --model-alias 'Another name for a model, or a pattern of names (`claude-haiku-*=smollm2`); repeatable [default: the config file''s `[model-aliases]` table]'
+            cand --memory-budget 'Memory every loaded model''s weights, context and compute buffers share, e.g. 8GiB; past it, idle models are unloaded [default: 90% of the RAM available at start, less the warm tier''s budget]'
+            cand --keep-alive 'How long a model stays loaded after its last request, e.g. 5m; 0 unloads at once, -1 never; a request''s `keep_alive` overrides it [default: 5m; -1 with MODEL]'
             cand -c 'Context size in tokens, or `auto`: grow with the live tokens (kvrun serve up to --max-ctx-size, kvrun chat up to the model''s training context; other commands take 8192) [default: auto for kvrun serve, else 8192; capped at the model''s training context]'
             cand --ctx-size 'Context size in tokens, or `auto`: grow with the live tokens (kvrun serve up to --max-ctx-size, kvrun chat up to the model''s training context; other commands take 8192) [default: auto for kvrun serve, else 8192; capped at the model''s training context]'
             cand -t 'CPU threads [default: the number of cores]'
@@ -405,6 +409,7 @@ set edit:completion:arg-completer[kvrun] = {|@words|
             cand batch 'Concurrent streams through the service engine against llama.cpp''s batched decode'
             cand kv-types 'KV element types against f16: bytes per token, restore time, greedy agreement and log-probability drift'
             cand ctx 'The elastic context (`kvrun serve --ctx-size auto`) against a fixed one of the same ceiling: the server''s resident memory idle and holding each length, and what a growth step paused'
+            cand swap '`kvrun serve` of two models under a budget that holds one: what a swap costs (unload with its saves, then load; from the page cache and cold) against a fresh process, a returning conversation''s time to first token against a cold prefill, and the peak resident memory against the budget'
             cand help 'Print this message or the help of the given subcommand(s)'
         }
         &'kvrun;bench;speed'= {
@@ -573,6 +578,29 @@ set edit:completion:arg-completer[kvrun] = {|@words|
             cand -V 'Print version'
             cand --version 'Print version'
         }
+        &'kvrun;bench;swap'= {
+            cand --models 'The two models, each a .gguf path, a name in the models folder, or smollm2/gemma3'
+            cand --prompt-tokens 'Prompt tokens of each conversation (about: the text is tokenized by each model)'
+            cand --rounds 'Times each model is swapped back in'
+            cand --budget 'The memory budget [default: the larger model''s measured charge, plus 5%]'
+            cand -c 'Context size in tokens, or `auto`: grow with the live tokens (kvrun serve up to --max-ctx-size, kvrun chat up to the model''s training context; other commands take 8192) [default: auto for kvrun serve, else 8192; capped at the model''s training context]'
+            cand --ctx-size 'Context size in tokens, or `auto`: grow with the live tokens (kvrun serve up to --max-ctx-size, kvrun chat up to the model''s training context; other commands take 8192) [default: auto for kvrun serve, else 8192; capped at the model''s training context]'
+            cand -t 'CPU threads [default: the number of cores]'
+            cand --threads 'CPU threads [default: the number of cores]'
+            cand --gpu-layers 'Layers to offload to the GPU (needs a GPU build) [default: all when built with a GPU backend, else 0]'
+            cand -b 'Largest prompt batch in tokens; batches never cross a KV page boundary [default: 256]'
+            cand --batch-size 'Largest prompt batch in tokens; batches never cross a KV page boundary [default: 256]'
+            cand --kv-type 'KV cache element type [default: f16]'
+            cand --flash-attn 'Flash attention [default: auto]'
+            cand -v 'Show more diagnostics on stderr (-v: info and llama.cpp''s log, -vv: debug). KVRUN_LOG takes a tracing filter instead (e.g. KVRUN_LOG=kvrun=debug)'
+            cand --verbose 'Show more diagnostics on stderr (-v: info and llama.cpp''s log, -vv: debug). KVRUN_LOG takes a tracing filter instead (e.g. KVRUN_LOG=kvrun=debug)'
+            cand -q 'Hide progress bars and notes; errors still print'
+            cand --quiet 'Hide progress bars and notes; errors still print'
+            cand -h 'Print help'
+            cand --help 'Print help'
+            cand -V 'Print version'
+            cand --version 'Print version'
+        }
         &'kvrun;bench;help'= {
             cand speed 'Prefill and decode tokens per second, kvrun''s schedule next to llama.cpp''s'
             cand restore 'Session restore against cold prefill and llama.cpp''s own state files'
@@ -581,6 +609,7 @@ set edit:completion:arg-completer[kvrun] = {|@words|
             cand batch 'Concurrent streams through the service engine against llama.cpp''s batched decode'
             cand kv-types 'KV element types against f16: bytes per token, restore time, greedy agreement and log-probability drift'
             cand ctx 'The elastic context (`kvrun serve --ctx-size auto`) against a fixed one of the same ceiling: the server''s resident memory idle and holding each length, and what a growth step paused'
+            cand swap '`kvrun serve` of two models under a budget that holds one: what a swap costs (unload with its saves, then load; from the page cache and cold) against a fresh process, a returning conversation''s time to first token against a cold prefill, and the peak resident memory against the budget'
             cand help 'Print this message or the help of the given subcommand(s)'
         }
         &'kvrun;bench;help;speed'= {
@@ -596,6 +625,8 @@ set edit:completion:arg-completer[kvrun] = {|@words|
         &'kvrun;bench;help;kv-types'= {
         }
         &'kvrun;bench;help;ctx'= {
+        }
+        &'kvrun;bench;help;swap'= {
         }
         &'kvrun;bench;help;help'= {
         }
@@ -685,6 +716,7 @@ set edit:completion:arg-completer[kvrun] = {|@words|
             cand batch 'Concurrent streams through the service engine against llama.cpp''s batched decode'
             cand kv-types 'KV element types against f16: bytes per token, restore time, greedy agreement and log-probability drift'
             cand ctx 'The elastic context (`kvrun serve --ctx-size auto`) against a fixed one of the same ceiling: the server''s resident memory idle and holding each length, and what a growth step paused'
+            cand swap '`kvrun serve` of two models under a budget that holds one: what a swap costs (unload with its saves, then load; from the page cache and cold) against a fresh process, a returning conversation''s time to first token against a cold prefill, and the peak resident memory against the budget'
         }
         &'kvrun;help;bench;speed'= {
         }
@@ -699,6 +731,8 @@ set edit:completion:arg-completer[kvrun] = {|@words|
         &'kvrun;help;bench;kv-types'= {
         }
         &'kvrun;help;bench;ctx'= {
+        }
+        &'kvrun;help;bench;swap'= {
         }
         &'kvrun;help;completions'= {
         }

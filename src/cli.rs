@@ -10,7 +10,7 @@ mod bench;
 mod shared;
 pub use bench::{
     BenchArgs, BenchBatchArgs, BenchCommand, BenchCtxArgs, BenchKvTypesArgs, BenchRestoreArgs,
-    BenchServeArgs, BenchShape, BenchSwitchArgs,
+    BenchServeArgs, BenchShape, BenchSwapArgs, BenchSwitchArgs,
 };
 pub use shared::{in_range, LlamaArgs, ModelArg};
 
@@ -40,6 +40,8 @@ pub struct Cli {
 }
 
 #[derive(Debug, Subcommand)]
+// Parsed once per process: the size of its largest variant costs nothing.
+#[allow(clippy::large_enum_variant)]
 pub enum Command {
     /// Chat interactively with a model (line mode; streams tokens as they come).
     Chat(ChatArgs),
@@ -352,11 +354,38 @@ pub struct ServeArgs {
     #[arg(long, value_name = "ORIGIN")]
     pub cors_origin: Vec<String>,
     #[command(flatten)]
+    pub models: ServeModelsArgs,
+    #[command(flatten)]
     pub llama: LlamaArgs,
     #[command(flatten)]
     pub sampling: SamplingArgs,
     #[command(flatten)]
     pub tiers: TierArgs,
+}
+
+/// Without MODEL, `kvrun serve` serves every model in the models folder; these pick the
+/// one unknown names get, name others, and share out memory.
+#[derive(Debug, Args, Clone, Default)]
+#[command(next_help_heading = "Models (kvrun serve without MODEL)")]
+pub struct ServeModelsArgs {
+    /// The model a request gets when its `model` names none of the server's models or
+    /// aliases; `none` answers those with 404 [default: the config file's `default-model`,
+    /// then KVRUN_MODEL, the config file's `model`, then gemma3 when it is pulled]
+    #[arg(long, value_name = "MODEL|none")]
+    pub default_model: Option<String>,
+    /// Another name for a model, or a pattern of names (`claude-haiku-*=smollm2`);
+    /// repeatable [default: the config file's `[model-aliases]` table]
+    #[arg(long, value_name = "NAME=MODEL")]
+    pub model_alias: Vec<String>,
+    /// Memory every loaded model's weights, context and compute buffers share, e.g. 8GiB;
+    /// past it, idle models are unloaded [default: 90% of the RAM available at start, less
+    /// the warm tier's budget]
+    #[arg(long, value_name = "SIZE")]
+    pub memory_budget: Option<String>,
+    /// How long a model stays loaded after its last request, e.g. 5m; 0 unloads at once,
+    /// -1 never; a request's `keep_alive` overrides it [default: 5m; -1 with MODEL]
+    #[arg(long, value_name = "DURATION", allow_hyphen_values = true)]
+    pub keep_alive: Option<String>,
 }
 
 #[derive(Debug, Args)]

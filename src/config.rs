@@ -42,6 +42,12 @@ pub struct FileConfig {
     pub request_timeout: Option<String>,
     pub header_timeout: Option<String>,
     pub cors_origin: Option<Vec<String>>,
+    // `kvrun serve` without MODEL.
+    pub default_model: Option<String>,
+    /// Alias (or `*` pattern) to model: `"claude-haiku-*" = "smollm2"`.
+    pub model_aliases: Option<std::collections::BTreeMap<String, String>>,
+    pub memory_budget: Option<String>,
+    pub keep_alive: Option<String>,
 }
 
 #[derive(Debug, thiserror::Error)]

@@ -166,6 +166,20 @@ impl<'m> Conversation<'m> {
         }
     }
 
+    /// The conversation of `messages` carried to another model (`kvrun chat`'s `/model`):
+    /// its log is rendered afresh with `model`'s template, as no KV carries across models.
+    pub fn carried_over(model: &'m Model, messages: Vec<ChatMessage>) -> Result<Self> {
+        let mut conversation = Self::from_parts(model, (messages, 0, false), None, Sequence::new());
+        conversation.rendered_with = conversation.template();
+        if !conversation.messages.is_empty() {
+            let rendered = conversation.render(false)?;
+            let tokens = model.tokenize_rendered(&rendered, 0, true);
+            conversation.seq.append(&tokens);
+            conversation.rendered_len = rendered.text.len();
+        }
+        Ok(conversation)
+    }
+
     /// The chat template that renders this conversation's turns (`None` for raw text).
     pub fn template(&self) -> Option<TemplateIdentity> {
         if self.raw {

@@ -25,6 +25,17 @@ pub enum KvType {
 pub const Q4_0_WARN_TOKENS: usize = 1024;
 
 impl KvType {
+    /// Bytes one K or V value takes in a cache of this type (a quantized block's bytes
+    /// shared out over its values).
+    pub fn value_bytes(self) -> f64 {
+        let element = match self {
+            KvType::F16 => crate::gguf::GgmlType::F16,
+            KvType::Q8_0 => crate::gguf::GgmlType::Q8_0,
+            KvType::Q4_0 => crate::gguf::GgmlType::Q4_0,
+        };
+        element.type_size() as f64 / element.block_size() as f64
+    }
+
     pub fn as_str(self) -> &'static str {
         match self {
             KvType::F16 => "f16",

@@ -11,6 +11,7 @@ use std::time::{Duration, Instant};
 use anyhow::Result;
 
 mod live;
+mod model_switch;
 mod reports;
 
 use super::memory::TierBook;
@@ -93,14 +94,55 @@ struct Chat<'m, 'x> {
     book: TierBook,
     /// The active session's last save failed: it is tried again on the way out.
     save_failed: bool,
+    /// Set by `/model`: the chat leaves this model's engine for another's.
+    leaving_for: Option<Carried>,
+}
+
+/// A conversation on its way to another model (`/model`).
+struct Carried {
+    model: ModelChoice,
+    /// The new session, and the one it was forked from.
+    session: String,
+    from: String,
+    messages: Vec<crate::llama::ChatMessage>,
+}
+
+/// Why a model's chat loop ended.
+enum Leaving {
+    Quit,
+    /// `/model`: start the other model's engine and continue there.
+    Model(Box<Carried>),
 }
 
 fn run(
-    options: ChatOptions,
+    mut options: ChatOptions,
     commands: Receiver<UserCommand>,
     events: &Sender<EngineEvent>,
     interrupt: &Interrupt,
 ) -> Result<()> {
+    let mut carried = None;
+    loop {
+        match run_model(&options, &commands, events, interrupt, carried.take())? {
+            Leaving::Quit => return Ok(()),
+            Leaving::Model(to) => {
+                options.model = to.model.clone();
+                options.session = Some(to.session.clone());
+                carried = Some(*to);
+            }
+        }
+    }
+}
+
+/// One model's engine and the chat on it, until a quit or a `/model`. `carried`: the
+/// conversation a `/model` brought over (its new session is opened empty and its messages
+/// rendered with this model's template).
+fn run_model(
+    options: &ChatOptions,
+    commands: &Receiver<UserCommand>,
+    events: &Sender<EngineEvent>,
+    interrupt: &Interrupt,
+    carried: Option<Carried>,
+) -> Result<Leaving> {
     let catalog = crate::session::catalog::SessionCatalog::open(&options.paths)?;
     let size = std::fs::metadata(&options.model.path).map_or(0, |m| m.len());
     let _ = events.send(EngineEvent::Progress {
@@ -120,6 +162,7 @@ fn run(
         max_queue: 4,
         chat_template: options.chat_template.clone(),
         alias: None,
+        warm: None,
         prefetch: options.session.clone(),
         // The active conversation stays hot however long the user is away.
         keep_latest_hot: true,
@@ -150,7 +193,7 @@ fn run(
     let result = (|| {
         let opened = service.open_blocking(first).map_err(anyhow::Error::from)?;
         let mut chat = Chat {
-            options: &options,
+            options,
             service: &service,
             model: &model,
             n_ctx: info.n_ctx,
@@ -164,11 +207,18 @@ fn run(
             },
             book: TierBook::new(),
             save_failed: false,
+            leaving_for: None,
         };
-        chat.activate(opened);
-        chat.serve(&commands);
+        match carried {
+            Some(carried) => chat.carry_in(opened, carried),
+            None => chat.activate(opened),
+        }
+        chat.serve(commands);
         chat.save_on_the_way_out();
-        Ok(())
+        Ok(chat
+            .leaving_for
+            .take()
+            .map_or(Leaving::Quit, |to| Leaving::Model(Box::new(to))))
     })();
     service.shutdown();
     engine.join()?;
@@ -183,7 +233,7 @@ impl<'m> Chat<'m, '_> {
     fn serve(&mut self, commands: &Receiver<UserCommand>) {
         self.send_memory();
         self.send_sessions();
-        loop {
+        while self.leaving_for.is_none() {
             // Once quitting, commands already queued still run (a message sent just before
             // the quit is kept; its turn stops before decoding), then the chat leaves
             // without waiting for a Quit that a vanished front end may never send.
@@ -219,6 +269,7 @@ impl<'m> Chat<'m, '_> {
             UserCommand::Save => self.save(),
             UserCommand::Fork(name) => self.fork(&name),
             UserCommand::Switch(name) => self.switch(&name),
+            UserCommand::Model(model) => self.leave_for_model(&model),
             UserCommand::ListSessions => {
                 self.send_sessions();
                 Ok(())

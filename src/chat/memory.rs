@@ -99,6 +99,7 @@ impl TierBook {
             disk_total_bytes: system.disk_total,
             disk_free_bytes: system.disk_free,
             last_move: self.last_move.clone(),
+            ..MemorySnapshot::default()
         }
     }
 }

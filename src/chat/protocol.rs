@@ -25,6 +25,9 @@ pub enum UserCommand {
     ListSessions,
     /// Forget the active conversation.
     Reset,
+    /// Continue the conversation with another model (a .gguf path, a name in the models
+    /// folder, or smollm2/gemma3), in a new session: a fork, since KV belongs to one model.
+    Model(String),
     /// Save and leave (front ends also raise the engine's quit flag, which stops a reply
     /// being generated; the command itself is only read between turns).
     Quit,
@@ -105,6 +108,21 @@ pub struct MemorySnapshot {
     /// The last move between tiers, e.g. "refactor-agent: 18,432 tokens promoted cold→hot
     /// in 412 ms".
     pub last_move: Option<String>,
+    /// A server's models and the memory budget they share (`kvrun top`; empty in a chat).
+    pub models: Vec<ModelRow>,
+    pub model_budget_bytes: u64,
+}
+
+/// One model of a server, as the memory panel shows it.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct ModelRow {
+    pub id: String,
+    /// "loaded", "loading", "unloading" or "unloaded".
+    pub state: String,
+    /// What it holds while loaded (weights, context and compute), else 0.
+    pub bytes: u64,
+    /// Seconds since its last request ended, while loaded and idle.
+    pub idle_secs: Option<u64>,
 }
 
 impl MemorySnapshot {

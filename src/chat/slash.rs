@@ -10,6 +10,10 @@ pub const COMMANDS: &[(&str, &str)] = &[
     ("/save", "save the session now"),
     ("/fork NAME", "copy the session, continue in the copy"),
     ("/session NAME", "switch to (or create) a session"),
+    (
+        "/model MODEL",
+        "continue with another model, in a new session (a fork)",
+    ),
     ("/sessions", "refresh and show the sessions list"),
     ("/stats [json]", "the context and the memory tiers"),
     ("/reset", "forget this conversation"),
@@ -77,6 +81,12 @@ pub fn parse(text: &str) -> Slash {
         "fork" => needs_name(UserCommand::Fork),
         "session" | "switch" => needs_name(UserCommand::Switch),
         "sessions" => bare(UserCommand::ListSessions),
+        "model" if arg.is_empty() || arg.contains(char::is_whitespace) => Slash::Invalid(
+            "/model needs one MODEL: a .gguf path, a name in the models folder, or \
+             smollm2/gemma3"
+                .into(),
+        ),
+        "model" => Slash::Command(UserCommand::Model(arg.to_string())),
         "reset" => bare(UserCommand::Reset),
         "quit" | "exit" => bare(UserCommand::Quit),
         "help" => no_arg(Slash::Help),

@@ -27,6 +27,29 @@ pub enum BenchCommand {
     /// ceiling: the server's resident memory idle and holding each length, and what a
     /// growth step paused.
     Ctx(BenchCtxArgs),
+    /// `kvrun serve` of two models under a budget that holds one: what a swap costs (unload
+    /// with its saves, then load; from the page cache and cold) against a fresh process,
+    /// a returning conversation's time to first token against a cold prefill, and the
+    /// peak resident memory against the budget.
+    Swap(BenchSwapArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct BenchSwapArgs {
+    /// The two models, each a .gguf path, a name in the models folder, or smollm2/gemma3
+    #[arg(long, value_delimiter = ',', default_values_t = ["gemma3".to_string(), "smollm2".to_string()])]
+    pub models: Vec<String>,
+    /// Prompt tokens of each conversation (about: the text is tokenized by each model)
+    #[arg(long, default_value_t = 2048)]
+    pub prompt_tokens: u32,
+    /// Times each model is swapped back in
+    #[arg(long, default_value_t = 3)]
+    pub rounds: u32,
+    /// The memory budget [default: the larger model's measured charge, plus 5%]
+    #[arg(long, value_name = "SIZE")]
+    pub budget: Option<String>,
+    #[command(flatten)]
+    pub llama: LlamaArgs,
 }
 
 #[derive(Debug, Args)]

@@ -1,7 +1,11 @@
-//! `kvrun serve`: binds first, starts the engine (which loads the model on its own thread),
+//! `kvrun serve`: binds first, loads the default model (on its engine's own thread),
 //! answers `/health` with 503 while it loads, prints `listening on http://ADDR` once it is
-//! ready, and on SIGTERM or Ctrl-C stops accepting, lets the engine cancel what runs and
+//! ready, and on SIGTERM or Ctrl-C stops accepting, lets every engine cancel what runs and
 //! save every conversation, and exits 0.
+//!
+//! With MODEL it serves that model under any name, as one model per process always did.
+//! Without, it serves the models folder ([`crate::service::fleet`]): a request's `model`
+//! picks one, loaded on demand within one memory budget.
 
 use std::net::{SocketAddr, ToSocketAddrs};
 use std::process::ExitCode;
@@ -9,13 +13,14 @@ use std::time::Duration;
 
 use anyhow::{Context as _, Result};
 
-use crate::cli::ServeArgs;
+use crate::cli::{ServeArgs, ServeModelsArgs};
 use crate::commands::env::Env;
 use crate::exit::usage;
 use crate::server::listen::ConnectionLimits;
 use crate::server::{AppState, Guard};
 use crate::service::engine::ContextSizing;
-use crate::service::{start, EngineThread, ServiceHandle, ServiceOptions};
+use crate::service::fleet::{FleetOptions, KeepAlive, Roster};
+use crate::service::{Fleet, ServiceOptions};
 use crate::settings::{CtxSize, LlamaSettings, SamplingSettings, TierSettings};
 use crate::tiers::{parse_bytes, parse_duration};
 
@@ -25,6 +30,8 @@ const DEFAULT_MAX_QUEUE: u32 = 64;
 /// With `--ctx-size auto`, conversations idle this long leave the context (their pages stay
 /// in RAM and on disk), so that an idle server's context shrinks back to its floor.
 const DEFAULT_ELASTIC_HOT_IDLE: Duration = Duration::from_secs(300);
+/// How long a model of the models folder stays loaded after its last request (Ollama's).
+const DEFAULT_KEEP_ALIVE: Duration = Duration::from_secs(300);
 const DEFAULT_MAX_BODY: &str = "32MiB";
 /// Long enough for an agent's first, uncached 21k-token prompt on a CPU.
 const DEFAULT_REQUEST_TIMEOUT: &str = "10m";
@@ -42,6 +49,9 @@ struct ServeSettings {
     service: ServiceOptions,
     sampling: SamplingSettings,
     max_tokens: Option<u32>,
+    roster: Roster,
+    budget: u64,
+    keep_alive: KeepAlive,
 }
 
 pub fn run(env: &Env, args: ServeArgs) -> Result<ExitCode> {
@@ -117,6 +127,38 @@ fn settle(env: &Env, args: &ServeArgs) -> Result<ServeSettings> {
     if sizing != ContextSizing::Fixed && tiers.hot_idle.is_none() {
         tiers.hot_idle = Some(DEFAULT_ELASTIC_HOT_IDLE);
     }
+    let model = crate::models::choose(
+        args.model.model.as_deref(),
+        config,
+        &env.paths,
+        crate::models::Purpose::Serve,
+    );
+    let alias = args.alias.clone().or_else(|| config.alias.clone());
+    let single = args.model.model.is_some();
+    let roster = roster(env, &args.models, &model, alias.as_deref(), single)?;
+    let warm_budget = tiers.warm_budget;
+    let budget = match args
+        .models
+        .memory_budget
+        .as_ref()
+        .or(config.memory_budget.as_ref())
+    {
+        Some(text) => parse_bytes(text).map_err(|e| usage(format!("--memory-budget: {e}")))?,
+        None => {
+            let available = crate::tiers::SystemMemory::read(&env.paths.data).ram_available;
+            crate::service::fleet::budget::default_budget(available, warm_budget)
+        }
+    };
+    let keep_alive = match args
+        .models
+        .keep_alive
+        .as_ref()
+        .or(config.keep_alive.as_ref())
+    {
+        Some(text) => KeepAlive::parse(text).map_err(|e| usage(format!("--keep-alive: {e}")))?,
+        None if single => KeepAlive::Forever,
+        None => KeepAlive::For(DEFAULT_KEEP_ALIVE),
+    };
     let parallel = args
         .parallel
         .or(config.parallel)
@@ -136,12 +178,7 @@ fn settle(env: &Env, args: &ServeArgs) -> Result<ServeSettings> {
         },
         service: ServiceOptions {
             paths: env.paths.clone(),
-            model: crate::models::choose(
-                args.model.model.as_deref(),
-                config,
-                &env.paths,
-                crate::models::Purpose::Serve,
-            ),
+            model,
             llama: LlamaSettings::resolve(&args.llama, config),
             sizing,
             tiers,
@@ -149,13 +186,104 @@ fn settle(env: &Env, args: &ServeArgs) -> Result<ServeSettings> {
             max_queue: max_queue as usize,
             chat_template: crate::commands::env::chat_template_override(&args.model, env)
                 .map(str::to_string),
-            alias: args.alias.clone().or_else(|| config.alias.clone()),
+            alias,
+            warm: None,
             prefetch: None,
             keep_latest_hot: false,
         },
         sampling: SamplingSettings::resolve(&args.sampling, config),
         max_tokens,
+        roster,
+        budget,
+        keep_alive,
     })
+}
+
+/// The models this server serves: MODEL alone, or the models folder with the default
+/// model (`--default-model`, KVRUN_MODEL, the config's `model`, then gemma3 when pulled)
+/// and the aliases of the flags and the config file.
+fn roster(
+    env: &Env,
+    args: &ServeModelsArgs,
+    model: &crate::models::ModelChoice,
+    alias: Option<&str>,
+    single: bool,
+) -> Result<Roster> {
+    let config = &env.config;
+    if single {
+        if args.default_model.is_some() || !args.model_alias.is_empty() {
+            return Err(usage(
+                "--default-model and --model-alias are for serving the models folder; with \
+                 MODEL every name reaches MODEL",
+            ));
+        }
+        return Ok(Roster::single(&model.path, alias));
+    }
+    let default = args
+        .default_model
+        .as_ref()
+        .or(config.default_model.as_ref());
+    let default_path = match default.map(String::as_str) {
+        Some("none") => None,
+        Some(name) => Some(
+            crate::models::choose(
+                Some(name),
+                config,
+                &env.paths,
+                crate::models::Purpose::Serve,
+            )
+            .path,
+        ),
+        // The built-in default counts only once pulled; one the user named must exist
+        // (its load says so when it does not).
+        None if model.is_default() && !model.path.exists() => None,
+        None => Some(model.path.clone()),
+    };
+    let mut roster = Roster::folder(&env.paths.models, default_path.as_slice());
+    if let Some(path) = &default_path {
+        let entry = roster
+            .find(&path.display().to_string())
+            .ok_or_else(|| usage(format!("--default-model: no model {}", path.display())))?;
+        roster.set_default(entry);
+    }
+    let mut aliases: Vec<(String, String)> = config
+        .model_aliases
+        .clone()
+        .unwrap_or_default()
+        .into_iter()
+        .collect();
+    for pair in &args.model_alias {
+        let (name, target) = pair.split_once('=').ok_or_else(|| {
+            usage(format!(
+                "--model-alias {pair:?}: expected NAME=MODEL, e.g. claude-*=gemma3"
+            ))
+        })?;
+        aliases.push((name.trim().to_string(), target.trim().to_string()));
+    }
+    for (name, target) in aliases {
+        // A short name (`smollm2`) or a path names the file it stands for.
+        let path = crate::models::choose(
+            Some(&target),
+            config,
+            &env.paths,
+            crate::models::Purpose::Serve,
+        )
+        .path;
+        let target = match roster.find(&target) {
+            Some(_) => target,
+            None => path.display().to_string(),
+        };
+        roster
+            .add_alias(&name, &target)
+            .map_err(|e| usage(e.to_string()))?;
+    }
+    if roster.entries().is_empty() {
+        return Err(usage(format!(
+            "no models to serve: {} has no .gguf files; run `kvrun pull`, or give MODEL",
+            env.paths.models.display()
+        )));
+    }
+    Ok(roster)
 }
 
 /// `--ctx-size auto` (the default here) unless a size is given by flag or config file.
@@ -200,6 +328,9 @@ async fn serve(env: &Env, settings: ServeSettings) -> Result<ExitCode> {
         service,
         sampling,
         max_tokens,
+        roster,
+        budget,
+        keep_alive,
     } = settings;
     // Bind before loading, so a taken port fails in a moment rather than after the load,
     // and /health can answer "loading" meanwhile.
@@ -207,8 +338,13 @@ async fn serve(env: &Env, settings: ServeSettings) -> Result<ExitCode> {
         .await
         .with_context(|| format!("cannot listen on {addr}"))?;
     let local = listener.local_addr().context("reading the bound address")?;
-    let (handle, engine) = start(service)?;
-    let mut state = AppState::new(handle.clone(), std::sync::Arc::new(env.paths.clone()));
+    let fleet = Fleet::new(FleetOptions {
+        service,
+        roster,
+        budget,
+        keep_alive,
+    });
+    let mut state = AppState::new(fleet.clone(), std::sync::Arc::new(env.paths.clone()));
     state.sampling = std::sync::Arc::new(sampling);
     state.max_tokens = max_tokens;
     let app = crate::server::app(state, &guard);
@@ -223,7 +359,7 @@ async fn serve(env: &Env, settings: ServeSettings) -> Result<ExitCode> {
     ));
     let mut signal = Box::pin(shutdown_signal()?);
     let outcome = tokio::select! {
-        loaded = wait_until_ready(&handle, &engine) => loaded,
+        loaded = fleet.start_default() => loaded.map(drop).map_err(Stop::LoadFailed),
         name = &mut signal => Err(Stop::Signal(name)),
     };
     let loaded = match outcome {
@@ -238,51 +374,23 @@ async fn serve(env: &Env, settings: ServeSettings) -> Result<ExitCode> {
             tracing::info!("{name} while loading: leaving");
             Ok(())
         }
-        Err(Stop::LoadFailed) => Err(()),
+        Err(Stop::LoadFailed(e)) => Err(e),
     };
     let _ = stop_tx.send(());
-    handle.shutdown();
+    let engines = fleet.shutdown(SAVE_DEADLINE);
     if tokio::time::timeout(DRAIN_DEADLINE, server).await.is_err() {
         tracing::warn!("responses still open after {DRAIN_DEADLINE:?}; closing them");
     }
-    let joined = tokio::time::timeout(
-        SAVE_DEADLINE,
-        tokio::task::spawn_blocking(move || engine.join()),
-    )
-    .await;
-    let engine_result = match joined {
-        Ok(Ok(result)) => result.map_err(anyhow::Error::from),
-        Ok(Err(e)) => Err(anyhow::anyhow!("the engine thread panicked: {e}")),
-        Err(_) => Err(anyhow::anyhow!(
-            "the engine did not finish saving within {SAVE_DEADLINE:?}"
-        )),
-    };
-    match (loaded, engine_result) {
-        (_, Err(e)) => Err(e),
-        (Err(()), Ok(())) => Err(anyhow::anyhow!(
-            "the engine stopped before the model was ready"
-        )),
-        (Ok(()), Ok(())) => Ok(ExitCode::SUCCESS),
-    }
+    let engines = engines.await;
+    loaded?;
+    engines?;
+    Ok(ExitCode::SUCCESS)
 }
 
 enum Stop {
     Signal(&'static str),
-    /// The engine thread ended before it was ready; its error comes from `join`.
-    LoadFailed,
-}
-
-/// Resolves once the model is loaded, or fails when the engine thread ended first.
-async fn wait_until_ready(handle: &ServiceHandle, engine: &EngineThread) -> Result<(), Stop> {
-    loop {
-        if handle.info().is_some() {
-            return Ok(());
-        }
-        if engine.is_finished() {
-            return Err(Stop::LoadFailed);
-        }
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    /// The default model's engine ended before it was ready, with this error.
+    LoadFailed(anyhow::Error),
 }
 
 /// The first SIGTERM or SIGINT (Ctrl-C); its name.

@@ -16,6 +16,7 @@ mod file;
 mod hparams;
 mod info;
 mod input;
+mod kv_size;
 mod loadable;
 mod reader;
 mod types;
@@ -30,6 +31,7 @@ pub use error::GgufError;
 pub use file::{GgufFile, TensorInfo};
 pub use info::{file_type_name, ModelInfo};
 pub use input::MAX_HEADER_BYTES;
+pub use kv_size::{kv_values_per_cell, MemoryEstimate};
 pub use reader::{
     fingerprint, read_header, DEFAULT_ALIGNMENT, GGUF_MAGIC, MAX_DIMS, MAX_TENSOR_NAME,
 };

@@ -2,8 +2,7 @@
 //! they have free before llama.cpp is asked for it.
 
 use super::{backend, LlamaError, Model};
-use crate::gguf::GgmlType;
-use crate::settings::{KvType, LlamaSettings};
+use crate::settings::LlamaSettings;
 
 /// A GPU (or other accelerator) as llama.cpp's backend reports it.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
@@ -66,12 +65,7 @@ pub(super) fn check_kv_fits_devices(
         return Ok(());
     }
     let free: u64 = gpus.iter().map(|g| g.free_bytes).sum();
-    let element = match settings.kv_type {
-        KvType::F16 => GgmlType::F16,
-        KvType::Q8_0 => GgmlType::Q8_0,
-        KvType::Q4_0 => GgmlType::Q4_0,
-    };
-    let bytes_per_value = element.type_size() as f64 / element.block_size() as f64;
+    let bytes_per_value = settings.kv_type.value_bytes();
     let needed = f64::from(cells) * values as f64 * bytes_per_value * f64::from(offloaded)
         / f64::from(n_layer);
     if needed <= free as f64 {

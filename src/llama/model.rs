@@ -39,6 +39,11 @@ pub struct ModelFacts {
     /// plainly: a unified attention cache with one head count for every layer. `None`
     /// for sliding windows, recurrent state and per-layer head counts.
     pub kv_values_per_cell: Option<u64>,
+    /// [`Self::kv_values_per_cell`] as if every layer of an attention or hybrid model kept
+    /// a full cache: an upper bound where the exact figure is `None` (a sliding window's
+    /// layers keep fewer cells, a hybrid's recurrent layers none). `None` for recurrent
+    /// models and where the head counts are per layer.
+    pub kv_values_per_cell_bound: Option<u64>,
 }
 
 pub struct Model {
@@ -93,17 +98,18 @@ impl Model {
             n_swa,
             cell_ext: mrope || ple,
         });
+        let int = |key: &str| {
+            meta(&format!("{architecture}.{key}")).and_then(|v| v.trim().parse::<u64>().ok())
+        };
+        let kv_values_per_cell_bound = match memory {
+            crate::kv::MemoryKind::Recurrent => None,
+            _ => crate::gguf::kv_values_per_cell(inner.n_layer(), int),
+        };
         let kv_values_per_cell = match memory {
             crate::kv::MemoryKind::Attention {
                 n_swa: 0,
                 cell_ext: false,
-            } => {
-                let int = |key: &str| {
-                    meta(&format!("{architecture}.{key}"))
-                        .and_then(|v| v.trim().parse::<u64>().ok())
-                };
-                kv_values_per_cell(inner.n_layer(), int)
-            }
+            } => kv_values_per_cell_bound,
             _ => None,
         };
         let facts = ModelFacts {
@@ -116,6 +122,7 @@ impl Model {
             description,
             max_token_bytes,
             kv_values_per_cell,
+            kv_values_per_cell_bound,
         };
         // A template that does not compile is not fatal here: --raw needs none, and
         // chat mode reports it when it renders.
@@ -146,6 +153,19 @@ impl Model {
 
     pub fn facts(&self) -> &ModelFacts {
         &self.facts
+    }
+
+    /// The weights' bytes (`llama_model_size`).
+    pub fn size_bytes(&self) -> u64 {
+        self.inner.size()
+    }
+
+    /// At most how many K and V bytes one context cell takes with `kv_type`
+    /// ([`ModelFacts::kv_values_per_cell_bound`]); 0 where unknown.
+    pub fn kv_bytes_per_cell(&self, kv_type: crate::settings::KvType) -> u64 {
+        self.facts
+            .kv_values_per_cell_bound
+            .map_or(0, |values| (values as f64 * kv_type.value_bytes()) as u64)
     }
 
     pub(super) fn llama(&self) -> &LlamaModel {
@@ -409,52 +429,4 @@ fn gguf_template(
     compiled
         .map(Some)
         .map_err(|e| LlamaError::ChatTemplate(e.to_string()))
-}
-
-/// [`ModelFacts::kv_values_per_cell`] from `{arch}.*` integer keys (`int` is `None` for a
-/// missing key and for an array, as a per-layer head count is).
-fn kv_values_per_cell(n_layer: u32, int: impl Fn(&str) -> Option<u64>) -> Option<u64> {
-    let heads = int("attention.head_count").filter(|&h| h > 0)?;
-    let kv_heads = int("attention.head_count_kv").unwrap_or(heads);
-    let key = match int("attention.key_length") {
-        Some(k) => k,
-        None => int("embedding_length")? / heads,
-    };
-    let value = int("attention.value_length").unwrap_or(key);
-    Some(u64::from(n_layer) * kv_heads * (key + value))
-}
-
-#[cfg(test)]
-mod kv_size_tests {
-    use super::kv_values_per_cell;
-
-    #[test]
-    fn kv_values_per_cell_follow_the_head_counts_and_lengths() {
-        let keys = |pairs: &'static [(&'static str, u64)]| {
-            move |k: &str| pairs.iter().find(|(n, _)| *n == k).map(|&(_, v)| v)
-        };
-        // SmolLM2 135M: 9 heads of 64, 3 KV heads, 30 layers.
-        let smol = keys(&[
-            ("attention.head_count", 9),
-            ("attention.head_count_kv", 3),
-            ("embedding_length", 576),
-        ]);
-        assert_eq!(kv_values_per_cell(30, smol), Some(30 * 3 * 128));
-        // Explicit key and value lengths win over embedding / heads.
-        let wide = keys(&[
-            ("attention.head_count", 4),
-            ("attention.head_count_kv", 1),
-            ("attention.key_length", 256),
-            ("attention.value_length", 128),
-            ("embedding_length", 640),
-        ]);
-        assert_eq!(kv_values_per_cell(2, wide), Some(2 * 384));
-        // No KV head count: one per head. No head count (or an array): unknown.
-        let mha = keys(&[("attention.head_count", 4), ("embedding_length", 256)]);
-        assert_eq!(kv_values_per_cell(1, mha), Some(4 * 128));
-        assert_eq!(
-            kv_values_per_cell(1, keys(&[("embedding_length", 256)])),
-            None
-        );
-    }
 }

@@ -7,6 +7,7 @@ use axum::http::{header, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use serde_json::json;
 
+use crate::service::fleet::FleetError;
 use crate::service::protocol::ServiceError;
 
 /// Which API's error shape a response uses.
@@ -191,6 +192,27 @@ impl From<ServiceError> for ApiError {
             }
             ServiceError::ShuttingDown => Self::new(StatusCode::SERVICE_UNAVAILABLE, message),
             ServiceError::Internal(_) => Self::internal(message),
+        }
+    }
+}
+
+impl From<FleetError> for ApiError {
+    fn from(e: FleetError) -> Self {
+        let message = e.to_string();
+        match e {
+            FleetError::Unknown(_) => Self::not_found(message)
+                .code("model_not_found")
+                .param("model"),
+            FleetError::TooLarge { .. } => Self::bad_request(message)
+                .code("model_too_large")
+                .param("model"),
+            FleetError::Busy { .. } => Self {
+                retry_after: Some(RETRY_AFTER_SECS),
+                ..Self::new(StatusCode::SERVICE_UNAVAILABLE, message).code("models_busy")
+            },
+            FleetError::LoadFailed { .. } => Self::internal(message).code("model_load_failed"),
+            FleetError::Loading { .. } => Self::loading(),
+            FleetError::ShuttingDown => Self::new(StatusCode::SERVICE_UNAVAILABLE, message),
         }
     }
 }

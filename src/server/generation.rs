@@ -17,6 +17,7 @@ use crate::service::protocol::{
     Ask, CancelToken, ConversationKey, FinishReason, Reply, Request, RequestId, Started,
     TokenPiece, Usage,
 };
+use crate::service::Lease;
 
 static NEXT_ID: AtomicU64 = AtomicU64::new(1);
 
@@ -29,6 +30,8 @@ pub struct Generation {
     counters: Arc<ServerCounters>,
     /// The log line of the HTTP request that started it, told the usage at the end.
     log: Option<RequestLog>,
+    /// Keeps its model loaded until the reply is read.
+    _lease: Lease,
 }
 
 impl Drop for Generation {
@@ -51,8 +54,8 @@ pub enum Step {
     Done(Usage),
 }
 
-/// Submits `ask` and waits for the engine to start it.
-pub async fn start(state: &AppState, ask: Ask) -> Result<Generation, ApiError> {
+/// Submits `ask` to `lease`'s model and waits for its engine to start it.
+pub async fn start(state: &AppState, lease: &Lease, ask: Ask) -> Result<Generation, ApiError> {
     let (replies_tx, mut replies) = unbounded_channel();
     let cancel = CancelToken::new();
     let id = NEXT_ID.fetch_add(1, Ordering::Relaxed);
@@ -61,7 +64,7 @@ pub async fn start(state: &AppState, ask: Ask) -> Result<Generation, ApiError> {
         ConversationKey::Family(family) => Some(family.clone()),
         _ => None,
     };
-    state.service.submit(Request {
+    lease.handle().submit(Request {
         id,
         ask,
         transcript: None,
@@ -80,16 +83,14 @@ pub async fn start(state: &AppState, ask: Ask) -> Result<Generation, ApiError> {
         }
         None => return Err(ApiError::internal("the engine dropped the request")),
     };
-    if let Some(model) = state.service.model() {
-        state.prompts.observe(
-            &started.session,
-            family.as_deref(),
-            &prompt_for_history,
-            started.cached.total(),
-            model,
-            &state.counters,
-        );
-    }
+    state.prompts.observe(
+        &started.session,
+        family.as_deref(),
+        &prompt_for_history,
+        started.cached.total(),
+        lease.model(),
+        &state.counters,
+    );
     Ok(Generation {
         id,
         started,
@@ -97,6 +98,7 @@ pub async fn start(state: &AppState, ask: Ask) -> Result<Generation, ApiError> {
         cancel,
         counters: state.counters.clone(),
         log: RequestLog::current(),
+        _lease: lease.clone(),
     })
 }
 

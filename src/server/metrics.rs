@@ -8,10 +8,11 @@ use std::fmt::Write as _;
 use std::sync::atomic::Ordering;
 
 use axum::extract::State;
-use axum::http::{header, StatusCode};
+use axum::http::header;
 use axum::response::{IntoResponse, Response};
 
 use super::AppState;
+use crate::service::fleet::{FleetStats, ModelState, ModelStatus};
 use crate::service::ServiceStats;
 use crate::tiers::Devices;
 
@@ -56,12 +57,11 @@ fn render_devices(out: &mut String, devices: &Devices) {
 }
 
 pub async fn handler(State(state): State<AppState>) -> Response {
-    let Ok(stats) = state.service.stats().await else {
-        return (StatusCode::SERVICE_UNAVAILABLE, "the engine has stopped\n").into_response();
-    };
+    let (fleet, stats, _) = state.models.stats().await;
     let devices = crate::tiers::Devices::read(&state.paths.data);
-    let ready = state.service.info().is_some();
-    let body = render(&stats, &devices, &state.counters, ready);
+    let ready = state.models.ready();
+    let mut body = render(&stats, &devices, &state.counters, ready);
+    render_models(&mut body, &fleet);
     (
         [(
             header::CONTENT_TYPE,
@@ -70,6 +70,88 @@ pub async fn handler(State(state): State<AppState>) -> Response {
         body,
     )
         .into_response()
+}
+
+/// Each model's state and charge, and the budget they share.
+fn render_models(out: &mut String, fleet: &FleetStats) {
+    single(
+        out,
+        "kvrun_memory_budget_bytes",
+        "the memory budget every loaded model shares",
+        "gauge",
+        fleet.budget,
+    );
+    single(
+        out,
+        "kvrun_memory_budget_used_bytes",
+        "the loaded models' charges added up",
+        "gauge",
+        fleet.used,
+    );
+    header_lines(
+        out,
+        "kvrun_model_loaded",
+        "1 while a model is loaded, by state",
+        "gauge",
+    );
+    for m in &fleet.models {
+        let id = escape(&m.id);
+        let _ = writeln!(
+            out,
+            "kvrun_model_loaded{{model=\"{id}\",state=\"{}\"}} {}",
+            m.state.as_str(),
+            u8::from(m.state == ModelState::Loaded)
+        );
+    }
+    header_lines(
+        out,
+        "kvrun_model_bytes",
+        "what a model holds (its last charge when unloaded)",
+        "gauge",
+    );
+    for m in &fleet.models {
+        let id = escape(&m.id);
+        for (kind, value) in [
+            ("weights", m.charge.weights),
+            ("kv", m.charge.kv),
+            ("compute", m.charge.compute),
+        ] {
+            let _ = writeln!(
+                out,
+                "kvrun_model_bytes{{model=\"{id}\",kind=\"{kind}\"}} {value}"
+            );
+        }
+    }
+    for (name, help, value) in [
+        (
+            "kvrun_model_loads_total",
+            "times a model was loaded",
+            (|m: &ModelStatus| m.loads) as fn(&ModelStatus) -> u64,
+        ),
+        (
+            "kvrun_model_unloads_total",
+            "times a model was unloaded (its conversations saved first)",
+            |m| m.unloads,
+        ),
+        ("kvrun_model_in_use", "requests holding a model now", |m| {
+            m.in_use as u64
+        }),
+        (
+            "kvrun_model_idle_since_seconds",
+            "when a model's last request ended (Unix time; 0: none yet)",
+            |m| m.idle_since_unix,
+        ),
+    ] {
+        let kind = if name.ends_with("_total") {
+            "counter"
+        } else {
+            "gauge"
+        };
+        header_lines(out, name, help, kind);
+        for m in &fleet.models {
+            let _ = writeln!(out, "{name}{{model=\"{}\"}} {}", escape(&m.id), value(m));
+        }
+    }
 }
 
 fn single(out: &mut String, name: &str, help: &str, kind: &str, value: impl std::fmt::Display) {
@@ -264,6 +346,7 @@ mod tests {
     use super::super::counters::Histogram;
     use super::*;
     use crate::service::handle::TierBytes;
+    use axum::http::StatusCode;
     use std::time::Duration;
 
     #[test]

@@ -80,9 +80,9 @@ pub fn app(state: AppState, guard: &Guard) -> Router {
     guard::apply(router(state), guard, counters)
 }
 
-/// 503 while the model loads, 200 once requests can be served.
+/// 503 while the server's first model loads, 200 once requests can be served.
 async fn health(State(state): State<AppState>) -> impl IntoResponse {
-    if state.service.info().is_some() {
+    if state.models.ready() {
         (StatusCode::OK, Json(serde_json::json!({"status": "ok"})))
     } else {
         (
@@ -92,17 +92,14 @@ async fn health(State(state): State<AppState>) -> impl IntoResponse {
     }
 }
 
-/// The engine's counters and tiers, and the devices they live on, as JSON (what
-/// `kvrun stats --connect` prints and `kvrun top` draws).
+/// The engines' counters and tiers added up, each model's state and charge, and the
+/// devices they live on, as JSON (what `kvrun stats --connect` prints and `kvrun top`
+/// draws). `info` is the most recently used loaded model's.
 async fn stats(State(state): State<AppState>) -> axum::response::Response {
-    match state.service.stats().await {
-        Ok(stats) => {
-            let devices = crate::tiers::Devices::read(&state.paths.data);
-            let body = serde_json::json!({
-                "info": state.service.info(), "stats": stats, "devices": devices,
-            });
-            Json(body).into_response()
-        }
-        Err(e) => errors::ApiError::from(e).into_response(),
-    }
+    let (models, stats, info) = state.models.stats().await;
+    let devices = crate::tiers::Devices::read(&state.paths.data);
+    let body = serde_json::json!({
+        "info": info, "stats": stats, "devices": devices, "models": models,
+    });
+    Json(body).into_response()
 }

@@ -7,7 +7,8 @@ use serde::Deserialize;
 use super::errors::ApiError;
 use super::state::AppState;
 use crate::llama::Model;
-use crate::service::ServiceInfo;
+use crate::service::fleet::KeepAlive;
+use crate::service::{Lease, ServiceInfo};
 use crate::settings::{
     Range, SamplingSettings, FREQUENCY_PENALTY, MIN_P, PRESENCE_PENALTY, TEMP, TOP_K, TOP_P,
 };
@@ -15,12 +16,32 @@ use crate::settings::{
 /// The most stop strings a request may give (OpenAI allows 4; Anthropic more).
 const MAX_STOP: usize = 16;
 
-/// The model and its facts, or 503 while it loads.
-pub fn ready(state: &AppState) -> Result<(Arc<Model>, ServiceInfo), ApiError> {
-    match (state.service.model(), state.service.info()) {
-        (Some(model), Some(info)) => Ok((model.clone(), info.clone())),
-        _ => Err(ApiError::loading()),
+/// Which model a request asks for, and how long it should stay loaded after (Ollama's
+/// `keep_alive`), under the names every API uses.
+#[derive(Debug, Default, Clone, Deserialize)]
+pub struct ModelFields {
+    #[serde(default)]
+    pub model: Option<String>,
+    #[serde(default)]
+    pub keep_alive: Option<serde_json::Value>,
+}
+
+impl ModelFields {
+    /// The model the request names, loaded (it loads first when it is not): 404 for a
+    /// name no model answers, 503 while the server's first model loads.
+    pub async fn lease(&self, state: &AppState) -> Result<Lease, ApiError> {
+        let keep_alive = KeepAlive::from_json(self.keep_alive.as_ref())
+            .map_err(|e| ApiError::bad_request(e).param("keep_alive"))?;
+        Ok(state
+            .models
+            .acquire(self.model.as_deref(), keep_alive)
+            .await?)
     }
+}
+
+/// A loaded model's handle, model and facts.
+pub fn parts(lease: &Lease) -> (Arc<Model>, ServiceInfo) {
+    (lease.model().clone(), lease.info().clone())
 }
 
 /// Sampling fields under the names the APIs use. Absent ones keep kvrun's defaults.

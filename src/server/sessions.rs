@@ -1,7 +1,7 @@
 //! `/v1/kvrun/sessions`: what `kvrun session ls/show/rm` show, for a running server, with
 //! the tier each of the server's own sessions is in. Listing and showing read the catalog
-//! (on a blocking thread); removing and pinning go through the engine, which holds the
-//! sessions' locks.
+//! (on a blocking thread); removing and pinning go through the loaded model's engine that
+//! holds the session (and its lock), else straight to the catalog.
 
 use std::borrow::Cow;
 
@@ -16,6 +16,7 @@ use super::errors::ApiError;
 use super::AppState;
 use crate::service::handle::SessionStatus;
 use crate::service::protocol::ServiceError;
+use crate::service::Lease;
 use crate::session::catalog::{SessionCatalog, SessionSummary};
 use crate::session::name::validate_name;
 use crate::session::SessionError;
@@ -72,11 +73,28 @@ fn unsaved_summary(status: &SessionStatus) -> SessionSummary {
     }
 }
 
+/// Every session the loaded models' engines hold.
+async fn served(state: &AppState) -> Vec<SessionStatus> {
+    state.models.stats().await.1.sessions
+}
+
+/// The loaded model whose engine holds session `name` open.
+async fn holder(state: &AppState, name: &str) -> Option<Lease> {
+    for lease in state.models.loaded() {
+        let holds = lease
+            .handle()
+            .stats()
+            .await
+            .is_ok_and(|s| s.sessions.iter().any(|x| x.name == name));
+        if holds {
+            return Some(lease);
+        }
+    }
+    None
+}
+
 async fn list(State(state): State<AppState>) -> Response {
-    let served = match state.service.stats().await {
-        Ok(stats) => stats.sessions,
-        Err(e) => return service_error(&e),
-    };
+    let served = served(&state).await;
     let paths = state.paths.clone();
     let listed = tokio::task::spawn_blocking(move || SessionCatalog::open(&paths)?.list()).await;
     let summaries = match listed {
@@ -109,13 +127,13 @@ async fn show(State(state): State<AppState>, Path(name): Path<String>) -> Respon
         return session_error(&e);
     }
     // Read your writes: the save of the reply just returned may still be in flight.
-    if let Err(e) = state.service.settle(&name).await {
-        return service_error(&e);
+    let held = holder(&state, &name).await;
+    if let Some(lease) = &held {
+        if let Err(e) = lease.handle().settle(&name).await {
+            return service_error(&e);
+        }
     }
-    let served = match state.service.stats().await {
-        Ok(stats) => stats.sessions.into_iter().find(|s| s.name == name),
-        Err(e) => return service_error(&e),
-    };
+    let served = served(&state).await.into_iter().find(|s| s.name == name);
     let paths = state.paths.clone();
     let wanted = name.clone();
     let read =
@@ -135,7 +153,15 @@ async fn show(State(state): State<AppState>, Path(name): Path<String>) -> Respon
         value["tokens"] = tokens.into();
         // A session that keeps no messages (the HTTP APIs' clients keep them) shows its
         // log's tail as the model reads it, so a monitor has a conversation to show.
-        if let (true, Some(model)) = (manifest.messages.is_empty(), state.service.model()) {
+        let model = held.as_ref().map(|l| l.model().clone()).or_else(|| {
+            let loaded = state.models.loaded();
+            let path = manifest.model.path.clone();
+            loaded
+                .into_iter()
+                .find(|l| l.info().path == path)
+                .map(|l| l.model().clone())
+        });
+        if let (true, Some(model)) = (manifest.messages.is_empty(), model) {
             let tail = &manifest.tokens[tokens.saturating_sub(LOG_TEXT_TOKENS)..];
             value["text"] = model.tokens_text(tail).into();
         }
@@ -150,7 +176,16 @@ async fn remove(State(state): State<AppState>, Path(name): Path<String>) -> Resp
     if let Err(e) = exists(&state, &name).await {
         return e;
     }
-    match state.service.remove_session(&name).await {
+    let removed = match holder(&state, &name).await {
+        Some(lease) => lease.handle().remove_session(&name).await,
+        None => {
+            on_disk(&state, &name, |catalog, name| {
+                catalog.remove(name).map(drop)
+            })
+            .await
+        }
+    };
+    match removed {
         Ok(()) => Json(serde_json::json!({ "name": name, "deleted": true })).into_response(),
         Err(e) => service_error(&e),
     }
@@ -172,7 +207,11 @@ async fn set_pinned(
     if let Err(e) = exists(&state, &name).await {
         return e;
     }
-    match state.service.pin_session(&name, pinned).await {
+    let set = match holder(&state, &name).await {
+        Some(lease) => lease.handle().pin_session(&name, pinned).await,
+        None => on_disk(&state, &name, move |c, n| c.set_pinned(n, pinned)).await,
+    };
+    match set {
         Ok(()) => Json(serde_json::json!({ "name": name, "pinned": pinned })).into_response(),
         Err(e) => service_error(&e),
     }
@@ -181,19 +220,35 @@ async fn set_pinned(
 /// A valid name of a session on disk or held by the server, else the 400 or 404 to answer.
 async fn exists(state: &AppState, name: &str) -> Result<(), Response> {
     validate_name(name).map_err(|e| session_error(&e))?;
-    let served = state
-        .service
-        .stats()
-        .await
-        .map_err(|e| service_error(&e))?
-        .sessions
-        .iter()
-        .any(|s| s.name == name);
+    let served = served(state).await.iter().any(|s| s.name == name);
     let on_disk = state.paths.sessions().join(name).is_dir();
     if served || on_disk {
         Ok(())
     } else {
         Err(session_error(&SessionError::NotFound { name: name.into() }))
+    }
+}
+
+/// Runs `change` on a session no loaded model holds, on a blocking thread.
+async fn on_disk(
+    state: &AppState,
+    name: &str,
+    change: impl FnOnce(&SessionCatalog, &str) -> Result<(), SessionError> + Send + 'static,
+) -> Result<(), ServiceError> {
+    let paths = state.paths.clone();
+    let owned = name.to_string();
+    let done = tokio::task::spawn_blocking(move || {
+        SessionCatalog::open(&paths).and_then(|catalog| change(&catalog, &owned))
+    })
+    .await;
+    match done {
+        Ok(Ok(())) => Ok(()),
+        Ok(Err(e @ SessionError::InUse { .. })) => Err(ServiceError::SessionInUse {
+            name: name.to_string(),
+            detail: e.to_string(),
+        }),
+        Ok(Err(e)) => Err(ServiceError::Internal(e.to_string())),
+        Err(e) => Err(ServiceError::Internal(e.to_string())),
     }
 }
 

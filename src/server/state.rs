@@ -3,7 +3,7 @@
 use std::sync::Arc;
 
 use crate::paths::Paths;
-use crate::service::ServiceHandle;
+use crate::service::Fleet;
 use crate::settings::SamplingSettings;
 
 use super::counters::ServerCounters;
@@ -11,7 +11,8 @@ use super::misses::PromptHistory;
 
 #[derive(Clone)]
 pub struct AppState {
-    pub service: ServiceHandle,
+    /// The models this server serves, loaded on demand.
+    pub models: Fleet,
     pub paths: Arc<Paths>,
     /// The HTTP side's counters, for `/metrics` (the engine keeps its own in
     /// `ServiceStats`).
@@ -27,9 +28,9 @@ pub struct AppState {
 
 impl AppState {
     /// Fresh counters, and kvrun's default sampling.
-    pub fn new(service: ServiceHandle, paths: Arc<Paths>) -> Self {
+    pub fn new(models: Fleet, paths: Arc<Paths>) -> Self {
         Self {
-            service,
+            models,
             paths,
             counters: Arc::default(),
             prompts: Arc::default(),

@@ -31,6 +31,15 @@ pub struct ServiceInfo {
     pub page_tokens: usize,
     /// When the model finished loading (seconds since the Unix epoch).
     pub created_unix: u64,
+    /// Tokens in the model's vocabulary.
+    pub n_vocab: usize,
+    /// The model's weights (`llama_model_size`).
+    pub weights_bytes: u64,
+    /// K and V bytes one context cell takes at most (every layer's full cache; a sliding
+    /// window's layers take less); 0 where the metadata does not say (recurrent state).
+    pub kv_bytes_per_cell: u64,
+    /// The model file.
+    pub path: String,
 }
 
 /// What the engine thread is asked to do.
@@ -68,6 +77,9 @@ pub enum Command {
         to: String,
         reply: oneshot::Sender<Result<(), ServiceError>>,
     },
+    /// Idle conversations leave the context and an elastic context shrinks to its floor;
+    /// answers with the stats after.
+    Release(oneshot::Sender<ServiceStats>),
     /// Cancel what runs, save every conversation, release every lock and exit.
     Shutdown,
 }
@@ -266,6 +278,18 @@ impl ServiceHandle {
         let (tx, rx) = oneshot::channel();
         self.send(Command::Stats(tx))?;
         rx.await.map_err(|_| ServiceError::ShuttingDown)
+    }
+
+    /// Asks the engine to give back the memory its idle conversations hold.
+    pub async fn release(&self) -> Result<ServiceStats, ServiceError> {
+        let (tx, rx) = oneshot::channel();
+        self.send(Command::Release(tx))?;
+        rx.await.map_err(|_| ServiceError::ShuttingDown)
+    }
+
+    /// Requests sent and not finished yet (queued or decoding).
+    pub fn pending(&self) -> usize {
+        self.pending.load(Ordering::SeqCst)
     }
 
     /// Waits until session `name`'s saves in flight are on disk (at once when none are).

@@ -8,8 +8,10 @@
 //! (the [`crate::llama::Model`] is shared read-only), so the engine thread only decodes.
 
 pub mod engine;
+pub mod fleet;
 pub mod handle;
 pub mod protocol;
 
 pub use engine::{start, EngineThread, ServiceOptions};
+pub use fleet::{Fleet, FleetError, Lease};
 pub use handle::{Command, ServiceHandle, ServiceInfo, ServiceStats};

@@ -260,6 +260,16 @@ impl SessionCatalog {
         Ok(())
     }
 
+    /// Pins or unpins a session on disk that no process holds open (a held one is pinned
+    /// by its holder: [`SessionError::InUse`] here).
+    pub fn set_pinned(&self, name: &str, pinned: bool) -> Result<()> {
+        let _lock = self.lock(name)?;
+        let mut manifest = self.read_manifest(name)?;
+        manifest.pinned = pinned;
+        let _store = self.store.lock_shared()?;
+        self.write_manifest(&manifest)
+    }
+
     /// Takes the session's lock without waiting; a second holder, in this process or
     /// another, gets [`SessionError::InUse`].
     pub fn lock(&self, name: &str) -> Result<SessionLock> {

@@ -100,6 +100,7 @@ pub(super) fn cpu_memory() -> MemorySnapshot {
         disk_total_bytes: 500 * GIB,
         disk_free_bytes: 212 * GIB,
         last_move: Some("docs: 2,048 tokens demoted hot→warm in 38 ms".into()),
+        ..MemorySnapshot::default()
     }
 }
 
@@ -313,3 +314,41 @@ fn snapshot_monitor() {
 }
 
 // Unit tests of update().
+
+/// `kvrun top` of a server with two models: the memory panel shows the budget they share
+/// and each model's state and bytes.
+#[test]
+fn the_monitor_shows_each_model_against_the_budget() {
+    use crate::chat::protocol::ModelRow;
+    let mut app = ready_app();
+    let memory = MemorySnapshot {
+        models: vec![
+            ModelRow {
+                id: "gemma-3-270m-q4_k_m".into(),
+                state: "loaded".into(),
+                bytes: 620 * MIB,
+                idle_secs: Some(12),
+            },
+            ModelRow {
+                id: "smollm2-135m-instruct".into(),
+                state: "unloaded".into(),
+                bytes: 0,
+                idle_secs: None,
+            },
+        ],
+        model_budget_bytes: 700 * MIB,
+        ..cpu_memory()
+    };
+    engine(&mut app, [EngineEvent::Memory(Box::new(memory))]);
+    let terminal = render(&mut app, 120, 60);
+    let buffer = terminal.backend().buffer();
+    let text: String = buffer
+        .content()
+        .chunks(buffer.area.width as usize)
+        .map(|row| row.iter().map(|c| c.symbol()).collect::<String>() + "\n")
+        .collect();
+    assert!(text.contains("models"), "{text}");
+    assert!(text.contains("budget"), "{text}");
+    assert!(text.contains("gemma-3-270m-q4_k_m 620M idle 12s"), "{text}");
+    assert!(text.contains("smollm2-135m-instruct unloaded"), "{text}");
+}

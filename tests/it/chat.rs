@@ -139,3 +139,55 @@ fn a_reply_nobody_stops_ends_at_the_default_limit() {
     );
     assert!(manifest.get("interrupted").is_none(), "{manifest}");
 }
+
+#[test]
+fn model_switch_forks_the_conversation_onto_the_other_model() {
+    let home = Home::new();
+    let input = format!(
+        "Hello there!\n/model {}\nAnd now?\n/model no-such-model\n/model\n/quit\n",
+        path_str(&default_model())
+    );
+    let out = home.run_with_stdin(
+        &[
+            "chat",
+            path_str(&chat_model()),
+            "--session",
+            "talk",
+            "--temp",
+            "0",
+            "-n",
+            "8",
+        ],
+        &input,
+    );
+    assert!(out.status.success(), "{}", stderr(&out));
+    let err = stderr(&out);
+    let forked = "talk-gemma-3-270m-q4_k_m";
+    assert!(
+        err.contains(&format!("forking 'talk' into '{forked}'")),
+        "{err}"
+    );
+    assert!(err.contains("no-such-model"), "{err}");
+    assert!(
+        stdout(&out).contains("/model needs one MODEL"),
+        "{}",
+        stdout(&out)
+    );
+    // The session left keeps its model and its turn; the fork has both turns, on the new
+    // model, which rendered the first with its own template.
+    let talk = manifest_json(&home, "talk");
+    let fork = manifest_json(&home, forked);
+    assert!(talk["model"]["path"]
+        .as_str()
+        .unwrap()
+        .ends_with("smollm2-135m-instruct-q4_1.gguf"));
+    assert!(fork["model"]["path"]
+        .as_str()
+        .unwrap()
+        .ends_with("gemma-3-270m-q4_k_m.gguf"));
+    let messages = |m: &serde_json::Value| m["messages"].as_array().unwrap().clone();
+    assert_eq!(messages(&talk).len(), 2, "{talk}");
+    assert_eq!(messages(&fork).len(), 4, "{fork}");
+    assert_eq!(messages(&fork)[..2], messages(&talk)[..], "{fork}");
+    assert_eq!(messages(&fork)[2]["content"], "And now?");
+}

@@ -475,7 +475,8 @@ fn every_endpoint_answers_503_while_the_model_loads() {
     let (commands, _engine_side) = std::sync::mpsc::channel();
     let ready = Arc::new(OnceLock::new());
     let handle = ServiceHandle::new(commands, Arc::new(AtomicUsize::new(0)), 4, ready.clone());
-    let state = AppState::new(handle, Arc::new(kvrun::paths::Paths::under(home.path())));
+    let fleet = kvrun::service::Fleet::attach(handle, None);
+    let state = AppState::new(fleet, Arc::new(kvrun::paths::Paths::under(home.path())));
     let guard = Guard {
         api_key: None,
         max_body_bytes: 1 << 20,
@@ -530,7 +531,7 @@ fn every_endpoint_answers_503_while_the_model_loads() {
         n_ctx: 512,
         parallel: 1,
         page_tokens: 256,
-        created_unix: 0,
+        ..Default::default()
     };
     assert!(ready.set((Arc::new(model), info)).is_ok());
     let mut health = get("/health");

@@ -130,3 +130,67 @@ fn recorded_agent_requests_are_served_to_their_final_event() {
         assert!(finished, "{name}: no finish_reason in {}", reply.body);
     }
 }
+
+/// The model a streamed Anthropic reply names in its `message_start`.
+fn message_start_model(reply: &Reply) -> String {
+    let events = sse(reply);
+    let start: Value = serde_json::from_str(&events[0].1).unwrap();
+    start["message"]["model"]
+        .as_str()
+        .unwrap_or_default()
+        .into()
+}
+
+#[test]
+fn claude_codes_main_and_small_model_calls_reach_two_models() {
+    // The folder holds the agent-shaped model and SmolLM2; Claude Code's names reach them
+    // through patterns, as a user's config would map them.
+    let home = Home::new();
+    let models = home.path().join("models");
+    std::fs::create_dir_all(&models).unwrap();
+    std::os::unix::fs::symlink(agent_shaped_model(), models.join("agent.gguf")).unwrap();
+    std::os::unix::fs::symlink(chat_model(), models.join("small.gguf")).unwrap();
+    std::fs::write(
+        home.path().join("config.toml"),
+        "default-model = \"none\"\n[model-aliases]\n\"claude-haiku-*\" = \"small\"\n\
+         \"claude-*\" = \"agent\"\n",
+    )
+    .unwrap();
+    let server = Server::start_folder(&home, &["--max-tokens", "8"]);
+
+    // The main request (claude-sonnet-4-5, 12 tools) goes to the agent model.
+    let main = replay(&server, "claude-code-messages.json");
+    assert_eq!(message_start_model(&main), "agent", "{}", main.body);
+
+    // A background call of the same Claude Code session (a title, on the small fast model):
+    // the recorded request's headers, Claude Code's haiku model name, a short prompt.
+    let (path, headers, _) = recorded("claude-code-messages.json");
+    let headers: Vec<(&str, &str)> = headers
+        .iter()
+        .map(|(k, v)| (k.as_str(), v.as_str()))
+        .collect();
+    let title = serde_json::json!({
+        "model": "claude-haiku-4-5-20251001", "max_tokens": 512, "stream": true,
+        "system": [{"type": "text", "text": "Summarize this coding conversation in under 50 \
+            characters. Capture the main task and key files."}],
+        "messages": [{"role": "user", "content": "Fix the failing test in parser.rs"}],
+    });
+    let small = server.post_bytes(&path, serde_json::to_vec(&title).unwrap(), &headers);
+    assert_eq!(small.status, 200, "{}", small.body);
+    assert_eq!(message_start_model(&small), "small", "{}", small.body);
+    assert_eq!(
+        sse(&small).last().unwrap().0.as_deref(),
+        Some("message_stop")
+    );
+
+    // Both models are loaded side by side, each with its own conversation of the session.
+    let stats = server.get("/v1/kvrun/stats", &[]).json();
+    for model in stats["models"]["models"].as_array().unwrap() {
+        assert_eq!(model["state"], "loaded", "{model}");
+    }
+    let (a, b) = (
+        main.header("x-kvrun-session").unwrap(),
+        small.header("x-kvrun-session").unwrap(),
+    );
+    assert_ne!(a, b);
+}

@@ -65,3 +65,29 @@ fn openai_sdk_responses_continue_across_a_restart() {
     let out = script(&server, "openai_responses.py", &["second", &id]);
     assert!(out.contains("openai responses: ok"), "{out}");
 }
+
+#[test]
+fn sdks_list_pick_and_refuse_models_by_name_and_alias() {
+    let home = Home::new();
+    let models = home.path().join("models");
+    std::fs::create_dir_all(&models).unwrap();
+    for name in ["big", "small"] {
+        std::os::unix::fs::symlink(tiny_model(), models.join(format!("{name}.gguf"))).unwrap();
+    }
+    let server = Server::start_folder(
+        &home,
+        &[
+            "--api-key",
+            KEY,
+            "--default-model",
+            "none",
+            "--model-alias",
+            "claude-haiku-*=small",
+            "--model-alias",
+            "claude-*=big",
+            "--model-alias",
+            "local=small",
+        ],
+    );
+    assert!(script(&server, "models.py", &[]).contains("sdk models: ok"));
+}

@@ -35,6 +35,7 @@ fn start_with_requests(home: &Path, model: &Path, requests: Vec<Request>) -> Ser
         max_queue: 16,
         chat_template: None,
         alias: None,
+        warm: None,
         prefetch: None,
         keep_latest_hot: false,
     };

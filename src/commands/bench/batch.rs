@@ -166,6 +166,7 @@ impl Service {
             max_queue: parallel,
             chat_template: None,
             alias: None,
+            warm: None,
             prefetch: None,
             keep_latest_hot: false,
         };

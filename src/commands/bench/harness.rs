@@ -120,12 +120,22 @@ impl ChildServer {
         llama: &LlamaSettings,
         args: &[&str],
     ) -> Result<Self> {
+        Self::spawn_serving(home, Some(&choice.path), llama, args)
+    }
+
+    /// `kvrun serve` of `model`, or of the home's models folder when None.
+    pub(super) fn spawn_serving(
+        home: &Path,
+        model: Option<&Path>,
+        llama: &LlamaSettings,
+        args: &[&str],
+    ) -> Result<Self> {
         let exe = std::env::current_exe().context("finding the kvrun binary")?;
         let mut child = std::process::Command::new(exe)
             .env("KVRUN_HOME", home)
             .env_remove("KVRUN_API_KEY")
             .args(["serve", "--port", "0", "--temp", "0"])
-            .arg(&choice.path)
+            .args(model)
             .args(["-t", &llama.threads.to_string(), "--request-timeout", "0"])
             .args(args)
             .stdin(Stdio::null())
@@ -158,6 +168,14 @@ impl ChildServer {
 
     pub(super) fn pid(&self) -> u32 {
         self.child.id()
+    }
+
+    pub(super) fn url(&self) -> &str {
+        &self.url
+    }
+
+    pub(super) fn agent(&self) -> &ureq::Agent {
+        &self.agent
     }
 
     /// GET `path`, as JSON.
@@ -353,6 +371,20 @@ pub(super) fn stream_chat(
 }
 
 const BENCH_TEXT: &str = include_str!("../../../assets/bench-prompt.txt");
+
+/// About `chars` characters of the bench text (repeated as needed), cut at a word.
+pub(super) fn bench_text(chars: usize) -> String {
+    let mut text = String::with_capacity(chars + BENCH_TEXT.len());
+    while text.len() < chars {
+        text.push_str(BENCH_TEXT);
+        text.push(' ');
+    }
+    let cut = text[..chars.min(text.len())]
+        .rfind(char::is_whitespace)
+        .unwrap_or(chars.min(text.len()));
+    text.truncate(cut);
+    text
+}
 
 /// Where a context's KV lives under `llama`: the device and the layers offloaded to it
 /// (their KV goes with them), or host memory. Printed above a benchmark's tables, since

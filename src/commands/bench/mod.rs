@@ -9,6 +9,7 @@ mod kv_types;
 mod restore;
 mod serve;
 mod speed;
+mod swap;
 mod switch;
 mod synthetic;
 
@@ -28,5 +29,6 @@ pub fn run(env: &Env, command: BenchCommand) -> Result<ExitCode> {
         BenchCommand::Batch(args) => batch::run(env, args),
         BenchCommand::Ctx(args) => ctx::run(env, args),
         BenchCommand::KvTypes(args) => kv_types::run(env, args),
+        BenchCommand::Swap(args) => swap::run(env, args),
     }
 }

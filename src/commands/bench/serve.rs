@@ -214,6 +214,7 @@ fn in_process_call(
         max_queue: 4,
         chat_template: None,
         alias: None,
+        warm: None,
         prefetch: None,
         keep_latest_hot: false,
     })?;

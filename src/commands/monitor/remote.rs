@@ -8,6 +8,7 @@ use std::time::Duration;
 use anyhow::{anyhow, bail, Result};
 use serde::Deserialize;
 
+use crate::service::fleet::{FleetStats, ModelState};
 use crate::service::{ServiceInfo, ServiceStats};
 
 use crate::format::human_bytes;
@@ -116,6 +117,52 @@ pub(super) struct RemoteStats {
     /// The server's own devices (older servers do not send them).
     #[serde(default)]
     pub devices: Option<crate::tiers::Devices>,
+    /// Its models and their budget (older servers do not send them).
+    #[serde(default)]
+    pub models: Option<FleetStats>,
+}
+
+/// One line per model: its state, what it holds, and its share of the budget.
+pub(super) fn model_lines(fleet: &FleetStats) -> Vec<String> {
+    let mut lines = vec![format!(
+        "models  {} of the {} budget in use",
+        human_bytes(fleet.used),
+        human_bytes(fleet.budget)
+    )];
+    for m in &fleet.models {
+        let c = &m.charge;
+        let holds = format!(
+            "{} (weights {}, context {}, compute {})",
+            human_bytes(c.total()),
+            human_bytes(c.weights),
+            human_bytes(c.kv),
+            human_bytes(c.compute)
+        );
+        let since = match (m.state, m.in_use, m.idle_since_unix) {
+            (ModelState::Loaded, 0, t) if t > 0 => {
+                format!(", idle {}s", crate::clock::unix_now().saturating_sub(t))
+            }
+            (ModelState::Loaded, n, _) if n > 0 => format!(", {n} requests"),
+            _ => String::new(),
+        };
+        let held = if m.state == ModelState::Loaded {
+            format!(
+                "{holds}, {:.0}% of the budget{since}",
+                m.budget_share * 100.0
+            )
+        } else if m.loads > 0 {
+            format!("held {holds} when loaded")
+        } else {
+            format!("about {} to load", human_bytes(c.weights))
+        };
+        lines.push(format!(
+            "        {:<32} {:<9} {held}{}",
+            m.id,
+            m.state.as_str(),
+            if m.default { ", default" } else { "" }
+        ));
+    }
+    lines
 }
 
 /// The server's `/v1/kvrun/stats`, parsed.
@@ -139,7 +186,7 @@ pub fn stats(url: &str, key: Option<&str>, json: bool) -> Result<ExitCode> {
             "server  {} at {url}: {} tokens of context, {} sequences",
             i.model_name, i.n_ctx, i.parallel
         ),
-        None => println!("server  at {url}: the model is still loading"),
+        None => println!("server  at {url}: no model loaded"),
     }
     let budget = |b: Option<u64>| b.map_or("no budget".into(), human_bytes);
     let gpus = match &remote.devices {
@@ -166,6 +213,11 @@ pub fn stats(url: &str, key: Option<&str>, json: bool) -> Result<ExitCode> {
         human_bytes(s.cold.used),
         budget(s.cold.budget)
     );
+    if let Some(fleet) = &remote.models {
+        for line in model_lines(fleet) {
+            println!("{line}");
+        }
+    }
     println!(
         "queue   {} decoding, {} waiting; {} requests so far",
         s.active, s.queued, s.requests

@@ -11,12 +11,14 @@ use std::time::Duration;
 
 use anyhow::{bail, Result};
 
+use crate::chat::protocol::ModelRow;
 use crate::chat::protocol::{
     EngineEvent, MemorySnapshot, SessionRow, ShownMessage, Tier, TierUsage, UserCommand,
 };
 use crate::cli::TopArgs;
 use crate::commands::env::Env;
 use crate::commands::monitor::remote::{fetch_stats, RemoteStats};
+use crate::service::fleet::ModelState;
 use crate::service::handle::TierBytes;
 use crate::tiers::{Devices, SystemMemory};
 
@@ -186,6 +188,22 @@ fn snapshot(remote: &RemoteStats, devices: &Devices) -> (MemorySnapshot, Vec<Ses
             "{} decoding, {} waiting; {} requests, {} tokens generated",
             s.active, s.queued, s.requests, s.generated_tokens
         )),
+        models: remote
+            .models
+            .iter()
+            .flat_map(|f| &f.models)
+            .map(|m| {
+                let loaded = m.state == ModelState::Loaded;
+                ModelRow {
+                    id: m.id.clone(),
+                    state: m.state.as_str().to_string(),
+                    bytes: if loaded { m.charge.total() } else { 0 },
+                    idle_secs: (loaded && m.in_use == 0 && m.idle_since_unix > 0)
+                        .then(|| crate::clock::unix_now().saturating_sub(m.idle_since_unix)),
+                }
+            })
+            .collect(),
+        model_budget_bytes: remote.models.as_ref().map_or(0, |f| f.budget),
     };
     let sessions = s
         .sessions
@@ -226,7 +244,12 @@ mod tests {
                 ]
             },
             "devices": {"gpus": [], "ram_total": 64, "ram_available": 32, "process_rss": 7,
-                        "disk_total": 100, "disk_free": 50}
+                        "disk_total": 100, "disk_free": 50},
+            "models": {"budget": 1000, "used": 600, "models": [
+                {"id": "big", "state": "loaded", "in_use": 0, "idle_since_unix": 1,
+                 "charge": {"weights": 500, "kv": 60, "compute": 40}},
+                {"id": "small", "state": "unloaded", "charge": {"weights": 90}}
+            ]}
         }))
         .unwrap();
         let devices = remote.devices.clone().unwrap();
@@ -242,6 +265,26 @@ mod tests {
         assert_eq!(rows.len(), 2);
         assert_eq!((rows[0].tier, rows[0].active), (Tier::Hot, true));
         assert_eq!(rows[1].tier, Tier::Cold);
+        assert_eq!(memory.model_budget_bytes, 1000);
+        let models: Vec<_> = memory
+            .models
+            .iter()
+            .map(|m| {
+                (
+                    m.id.as_str(),
+                    m.state.as_str(),
+                    m.bytes,
+                    m.idle_secs.is_some(),
+                )
+            })
+            .collect();
+        assert_eq!(
+            models,
+            [
+                ("big", "loaded", 600, true),
+                ("small", "unloaded", 0, false)
+            ]
+        );
     }
 
     #[test]

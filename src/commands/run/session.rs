@@ -69,6 +69,7 @@ pub fn run_session(env: &Env, args: &RunArgs, name: &str) -> Result<ExitCode> {
         chat_template: crate::commands::env::chat_template_override(&args.model, env)
             .map(str::to_string),
         alias: None,
+        warm: None,
         // The session's pages are read while the model loads.
         prefetch: Some(name.to_string()),
         keep_latest_hot: true,

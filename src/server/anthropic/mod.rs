@@ -20,11 +20,11 @@ use super::errors::ApiError;
 use super::generation::{response_id, start, with_session_header};
 use super::naming::{conversation_key, NameSources};
 use super::render::{max_reply_tokens, render_off_thread, Prompt, ReplyReader};
-use super::request::{ready, stop_strings, StopField};
+use super::request::{parts, stop_strings, StopField};
 use super::sse;
 use super::state::AppState;
 use crate::service::protocol::Ask;
-use crate::service::ServiceInfo;
+use crate::service::Lease;
 
 pub fn routes() -> Router<AppState> {
     Router::new()
@@ -60,7 +60,8 @@ async fn messages_inner(
         request.stop_sequences.clone().map(StopField::Many),
         "stop_sequences",
     )?;
-    let (prompt, tools, info) = render_request(&state, &request).await?;
+    let (prompt, tools, lease) = render_request(&state, &request).await?;
+    let info = lease.info().clone();
     let user_id = request.metadata.as_ref().and_then(|m| m.get("user_id"));
     let key = conversation_key(
         &headers,
@@ -89,7 +90,7 @@ async fn messages_inner(
         stop,
         logprobs: None,
     };
-    let generation = start(&state, ask).await?;
+    let generation = start(&state, &lease, ask).await?;
     let session = generation.started.session.clone();
     let response = if request.stream == Some(true) {
         sse::respond(move |sink| async move {
@@ -121,12 +122,13 @@ async fn count_tokens(
 async fn render_request(
     state: &AppState,
     request: &MessagesRequest,
-) -> Result<(Prompt, super::tool_choice::ToolSet, ServiceInfo), ApiError> {
+) -> Result<(Prompt, super::tool_choice::ToolSet, Lease), ApiError> {
     let conversation = request.conversation(&state.counters)?;
-    let (model, info) = ready(state)?;
+    let lease = request.target.lease(state).await?;
+    let (model, info) = parts(&lease);
     let tools = conversation.tools.clone();
     let prompt = render_off_thread(model, conversation, info.n_ctx).await?;
-    Ok((prompt, tools, info))
+    Ok((prompt, tools, lease))
 }
 
 #[cfg(test)]

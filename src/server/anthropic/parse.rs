@@ -32,6 +32,8 @@ pub struct MessagesRequest {
     pub stop_sequences: Option<Vec<String>>,
     #[serde(flatten)]
     pub sampling: SamplingFields,
+    #[serde(flatten)]
+    pub target: crate::server::request::ModelFields,
     #[serde(default)]
     pub stream: Option<bool>,
     #[serde(default)]

@@ -15,7 +15,7 @@ use crate::server::errors::ApiError;
 use crate::server::generation::{response_id, start, with_session_header, Generation, Step};
 use crate::server::naming::{conversation_key, NameSources};
 use crate::server::render::{max_reply_tokens, render_off_thread, ReplyReader};
-use crate::server::request::{ready, stop_strings};
+use crate::server::request::{parts, stop_strings};
 use crate::server::sse::{self, Disconnected, EventSink};
 use crate::server::state::AppState;
 use crate::service::protocol::Ask;
@@ -42,7 +42,8 @@ pub async fn handle(
     let stop = stop_strings(request.stop.clone(), "stop")?;
     let format_grammar = request.format_grammar()?;
     let conversation = request.conversation()?;
-    let (model, info) = ready(&state)?;
+    let lease = request.target.lease(&state).await?;
+    let (model, info) = parts(&lease);
     let tools = conversation.tools.clone();
     let prompt = render_off_thread(model.clone(), conversation, info.n_ctx).await?;
     let grammar = tools.reply_grammar(prompt.format, format_grammar)?;
@@ -70,7 +71,7 @@ pub async fn handle(
         grammar,
         logprobs: request.logprobs(),
     };
-    let generation = start(&state, ask).await?;
+    let generation = start(&state, &lease, ask).await?;
     let shape = Shape {
         id: response_id("chatcmpl-"),
         created: unix_now(),

@@ -31,6 +31,8 @@ pub struct ChatRequest {
     pub max_completion_tokens: Option<u64>,
     #[serde(flatten)]
     pub sampling: SamplingFields,
+    #[serde(flatten)]
+    pub target: crate::server::request::ModelFields,
     #[serde(default)]
     pub logprobs: Option<bool>,
     #[serde(default)]

@@ -17,7 +17,7 @@ use crate::server::generation::{
 };
 use crate::server::naming::{conversation_key, NameSources};
 use crate::server::render::{check_fits, check_length_fits, max_reply_tokens};
-use crate::server::request::{ready, stop_strings, SamplingFields, StopField};
+use crate::server::request::{parts, stop_strings, SamplingFields, StopField};
 use crate::server::sse::{self, Disconnected, EventSink};
 use crate::server::state::AppState;
 use crate::service::protocol::Ask;
@@ -36,6 +36,8 @@ pub struct CompletionRequest {
     stop: Option<StopField>,
     #[serde(flatten)]
     sampling: SamplingFields,
+    #[serde(flatten)]
+    target: crate::server::request::ModelFields,
     #[serde(default)]
     logprobs: Option<u64>,
     #[serde(default)]
@@ -104,7 +106,8 @@ pub async fn handle(
     }
     let sampling = request.sampling.settings(&state.sampling)?;
     let stop = stop_strings(request.stop.clone(), "stop")?;
-    let (model, info) = ready(&state)?;
+    let lease = request.target.lease(&state).await?;
+    let (model, info) = parts(&lease);
     let prompt = prompt_tokens(&model, &request.prompt, info.n_ctx)?;
     if prompt.is_empty() {
         return Err(ApiError::bad_request("the prompt is empty").param("prompt"));
@@ -128,7 +131,7 @@ pub async fn handle(
         logprobs: request.logprobs.map(|n| n as usize),
         template: None,
     };
-    let generation = start(&state, ask).await?;
+    let generation = start(&state, &lease, ask).await?;
     let shape = Shape {
         id: response_id("cmpl-"),
         created: unix_now(),

@@ -1,6 +1,6 @@
 //! OpenAI's API: `POST /v1/chat/completions`, `POST /v1/completions`, `GET /v1/models`
-//! (and `/v1/models/{id}`). Any model name in a request is served by the loaded model;
-//! responses name it by `--alias` or the model file's stem, the ids `/v1/models` lists.
+//! (and `/v1/models/{id}`). A request's `model` picks one of the server's models (see
+//! [`crate::service::fleet::roster`]); responses name the model that answered by its id.
 
 mod chat;
 mod chat_parse;
@@ -16,9 +16,8 @@ use axum::{Json, Router};
 use serde_json::{json, Value};
 
 use super::errors::ApiError;
-use super::request::ready;
 use super::state::AppState;
-use crate::service::ServiceInfo;
+use crate::service::fleet::ListedModel;
 
 pub fn routes() -> Router<AppState> {
     Router::new()
@@ -29,47 +28,51 @@ pub fn routes() -> Router<AppState> {
 }
 
 /// One model id, with the context a request may use (llama-server's `meta`, vLLM's
-/// `max_model_len`): aider and opencode size their prompts by it.
-fn model_object(info: &ServiceInfo, id: &str) -> Value {
-    json!({
+/// `max_model_len`) once the model has been loaded: aider and opencode size their prompts
+/// by it. `loaded` says whether it is in memory now.
+fn model_object(id: &str, listed: &ListedModel) -> Value {
+    let mut object = json!({
         "id": id,
         "object": "model",
-        "created": info.created_unix,
+        "created": listed.info.as_ref().map_or(0, |i| i.created_unix),
         "owned_by": "kvrun",
-        "context_length": info.n_ctx,
-        "max_model_len": info.n_ctx,
-        "meta": {"n_ctx": info.n_ctx, "n_ctx_train": info.n_ctx_train},
-    })
-}
-
-async fn list_models(State(state): State<AppState>) -> Response {
-    match ready(&state) {
-        Ok((_, info)) => {
-            let data: Vec<Value> = info
-                .model_ids
-                .iter()
-                .map(|id| model_object(&info, id))
-                .collect();
-            Json(json!({"object": "list", "data": data})).into_response()
-        }
-        Err(e) => e.into_response(),
+        "loaded": listed.loaded,
+    });
+    if let Some(info) = &listed.info {
+        object["context_length"] = info.n_ctx.into();
+        object["max_model_len"] = info.n_ctx.into();
+        object["meta"] = json!({"n_ctx": info.n_ctx, "n_ctx_train": info.n_ctx_train});
     }
+    object
 }
 
-/// The model under one of its ids; any other id is 404 in OpenAI's shape.
+/// Every model and alias this server serves, loaded or not.
+async fn list_models(State(state): State<AppState>) -> Response {
+    let data: Vec<Value> = state
+        .models
+        .listing()
+        .iter()
+        .flat_map(|m| m.ids.iter().map(move |id| model_object(id, m)))
+        .collect();
+    Json(json!({"object": "list", "data": data})).into_response()
+}
+
+/// A model under one of its ids; any other id is 404 in OpenAI's shape.
 async fn one_model(State(state): State<AppState>, Path(id): Path<String>) -> Response {
-    match ready(&state) {
-        Ok((_, info)) if info.model_ids.contains(&id) => {
-            Json(model_object(&info, &id)).into_response()
-        }
-        Ok((_, info)) => ApiError::not_found(format!(
+    let listing = state.models.listing();
+    match listing.iter().find(|m| m.ids.contains(&id)) {
+        Some(m) => Json(model_object(&id, m)).into_response(),
+        None => ApiError::not_found(format!(
             "no model '{id}' here; this server's models are: {}",
-            info.model_ids.join(", ")
+            listing
+                .iter()
+                .flat_map(|m| m.ids.iter().cloned())
+                .collect::<Vec<_>>()
+                .join(", ")
         ))
         .code("model_not_found")
         .param("model")
         .into_response(),
-        Err(e) => e.into_response(),
     }
 }
 

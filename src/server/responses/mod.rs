@@ -22,7 +22,7 @@ use super::generation::{response_id, start, with_session_header};
 use super::naming::{conversation_key, NameSources};
 use super::openai::function_tools;
 use super::render::{max_reply_tokens, render_off_thread, text_message, Conversation, ReplyReader};
-use super::request::{json_format_grammar, ready, SamplingFields};
+use super::request::{json_format_grammar, parts, SamplingFields};
 use super::sse;
 use super::state::AppState;
 use super::tool_choice::{function_tool, openai_choice, ToolSet};
@@ -57,6 +57,8 @@ struct ResponsesRequest {
     max_output_tokens: Option<u64>,
     #[serde(flatten)]
     sampling: SamplingFields,
+    #[serde(flatten)]
+    target: crate::server::request::ModelFields,
     #[serde(default)]
     text: Option<Value>,
     #[serde(default)]
@@ -136,7 +138,8 @@ async fn create(
         request.tool_definitions(),
         openai_choice(request.tool_choice.as_ref())?,
     )?;
-    let (model, info) = ready(&state)?;
+    let lease = request.target.lease(&state).await?;
+    let (model, info) = parts(&lease);
     let conversation = Conversation {
         messages,
         tools: tools.clone(),
@@ -185,7 +188,7 @@ async fn create(
         stop: Vec::new(),
         logprobs: None,
     };
-    let generation = start(&state, ask).await?;
+    let generation = start(&state, &lease, ask).await?;
     let session = generation.started.session.clone();
     let reply = Reply {
         header,

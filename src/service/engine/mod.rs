@@ -43,12 +43,13 @@ use crate::session::SessionBinding;
 use crate::settings::DEFAULT_PAGE_TOKENS;
 use crate::tiers::WarmPool;
 
-pub use sizing::ContextSizing;
+pub use sizing::{first_cells, ContextSizing};
 pub use stop::StopFilter;
 use thread::Result;
 pub use thread::{EngineThread, StartError};
 
 /// What `kvrun serve` starts the engine with.
+#[derive(Clone)]
 pub struct ServiceOptions {
     pub paths: crate::paths::Paths,
     pub model: crate::models::ModelChoice,
@@ -72,6 +73,9 @@ pub struct ServiceOptions {
     pub chat_template: Option<String>,
     /// [`ServiceInfo::model_name`]; the model file's stem when None.
     pub alias: Option<String>,
+    /// The warm tier, when it is shared with other engines (one per model a server has
+    /// loaded); a pool of `tiers.warm_budget` of its own when None.
+    pub warm: Option<Arc<WarmPool>>,
 }
 
 /// How often idle conversations and pages are looked for between requests.
@@ -104,7 +108,10 @@ fn run(
     ready: Arc<OnceLock<(Arc<Model>, ServiceInfo)>>,
 ) -> Result<()> {
     let catalog = SessionCatalog::open(&options.paths)?;
-    let warm = Arc::new(WarmPool::new(options.tiers.warm_budget));
+    let warm = options
+        .warm
+        .clone()
+        .unwrap_or_else(|| Arc::new(WarmPool::new(options.tiers.warm_budget)));
     if let Some(name) = &options.prefetch {
         if let Ok(m) = catalog.read_manifest(name) {
             warm.prefetch(catalog.store().clone(), m.restore_objects().collect());
@@ -149,6 +156,10 @@ fn run(
         parallel,
         page_tokens: ctx.info().page_tokens as usize,
         created_unix: unix_now(),
+        n_vocab: model.facts().n_vocab.max(0) as usize,
+        weights_bytes: model.size_bytes(),
+        kv_bytes_per_cell: model.kv_bytes_per_cell(options.llama.kv_type),
+        path: options.model.path.display().to_string(),
     };
     let _ = ready.set((model.clone(), info));
     let sessions = SessionBinding::new(
@@ -282,6 +293,10 @@ impl<'c, 'm> Engine<'c, 'm> {
             Command::Fork { from, to, reply } => {
                 let _ = reply.send(self.fork(ctx, &from, &to));
             }
+            Command::Release(reply) => {
+                self.release(ctx);
+                let _ = reply.send(self.stats(ctx));
+            }
             Command::Shutdown => self.shutting_down = true,
         }
     }
@@ -306,6 +321,21 @@ impl<'c, 'm> Engine<'c, 'm> {
         if let Some(idle) = self.tiers.warm_idle {
             self.warm.evict_idle(idle);
         }
+    }
+
+    /// Gives memory back now: every idle hot conversation leaves the context (its pages
+    /// were saved after its reply) and an elastic context shrinks to its floor. A server
+    /// asks this of an idle model before it unloads one to make room for another.
+    fn release(&mut self, ctx: &mut Context<'m>) {
+        let idle: Vec<usize> = (0..self.conversations.open.len())
+            .filter(|&i| {
+                !self.conversations.open[i].busy && self.conversations.open[i].hot.is_some()
+            })
+            .collect();
+        for i in idle {
+            self.conversations.cool(ctx, i);
+        }
+        self.shrink_when_empty(ctx);
     }
 
     /// Cancels what runs (each request gets Done with finish Cancelled), fails what waits,

@@ -115,22 +115,13 @@ impl<'c, 'm> Engine<'c, 'm> {
             open.pinned = pinned;
             return Ok(());
         }
-        let in_use = |e: SessionError| match e {
+        self.catalog.set_pinned(name, pinned).map_err(|e| match e {
             SessionError::InUse { .. } => ServiceError::SessionInUse {
                 name: name.to_string(),
                 detail: e.to_string(),
             },
             other => ServiceError::Internal(other.to_string()),
-        };
-        let _lock = self.catalog.lock(name).map_err(in_use)?;
-        let mut manifest = self.catalog.read_manifest(name).map_err(in_use)?;
-        manifest.pinned = pinned;
-        let _store = self
-            .catalog
-            .store()
-            .lock_shared()
-            .map_err(|e| ServiceError::Internal(e.to_string()))?;
-        self.catalog.write_manifest(&manifest).map_err(in_use)?;
+        })?;
         for s in self
             .conversations
             .stored_unnamed

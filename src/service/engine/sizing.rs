@@ -103,6 +103,17 @@ impl Sizing {
     }
 }
 
+/// The cells a context starts with (what a server budgets for a model before it loads it).
+pub fn first_cells(
+    sizing: ContextSizing,
+    settings: &LlamaSettings,
+    n_ctx_train: u32,
+    page_tokens: u32,
+    parallel: u32,
+) -> u32 {
+    Sizing::new(sizing, settings, n_ctx_train, page_tokens, parallel).floor
+}
+
 /// The size a context of `current` cells grows to so that `needed` fit: doubled until they
 /// do, at most `ceiling`. None when it is at its ceiling already.
 pub fn grown_cells(current: u32, needed: usize, ceiling: u32) -> Option<u32> {

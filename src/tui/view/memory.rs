@@ -110,6 +110,26 @@ fn lines(app: &App, width: u16) -> Vec<Line<'static>> {
     out.push(gauge("cold", &m.cold, m.disk_total_bytes, bar_width, COLD));
     out.push(detail(format!("on NVMe · {}", short_budget(&m.cold))));
 
+    // A server's models against the one budget they share (`kvrun top`).
+    if !m.models.is_empty() {
+        out.push(heading("models"));
+        let used: u64 = m.models.iter().map(|r| r.bytes).sum();
+        out.push(bar("budget", used, m.model_budget_bytes, bar_width, DEVICE));
+        out.push(detail(format!(
+            "{} of {}",
+            short_bytes(used),
+            short_bytes(m.model_budget_bytes)
+        )));
+        for row in &m.models {
+            let name: String = row.id.chars().take(24).collect();
+            let what = match (row.state.as_str(), row.idle_secs) {
+                ("loaded", Some(idle)) => format!("{} idle {idle}s", short_bytes(row.bytes)),
+                ("loaded", None) => format!("{} busy", short_bytes(row.bytes)),
+                (state, _) => state.to_string(),
+            };
+            out.push(detail(format!("{name} {what}")));
+        }
+    }
     out.push(labelled(
         "pages",
         format!(

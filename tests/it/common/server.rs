@@ -53,10 +53,19 @@ pub fn agent() -> ureq::Agent {
 impl Server {
     /// `kvrun serve MODEL --port 0 ARGS…`, waiting until it is ready.
     pub fn start(home: &Home, model: &std::path::Path, args: &[&str]) -> Server {
+        Self::start_with(home, Some(model), args)
+    }
+
+    /// `kvrun serve --port 0 ARGS…`: the models in the home's models folder.
+    pub fn start_folder(home: &Home, args: &[&str]) -> Server {
+        Self::start_with(home, None, args)
+    }
+
+    fn start_with(home: &Home, model: Option<&std::path::Path>, args: &[&str]) -> Server {
         let mut child = home
             .cmd()
             .arg("serve")
-            .arg(model)
+            .args(model)
             .args(["--port", "0", "-t", "2"])
             .args(args)
             .stdout(Stdio::null())

@@ -134,6 +134,7 @@ pub fn options(
         max_queue,
         chat_template: None,
         alias: None,
+        warm: None,
         prefetch: None,
         keep_latest_hot: false,
     }
