@@ -366,6 +366,9 @@ async fn serve(env: &Env, settings: ServeSettings) -> Result<ExitCode> {
         Ok(()) => {
             // The one line scripts and tests wait for; printed even with -q.
             eprintln!("listening on http://{local}");
+            if !fleet.roster().is_single() {
+                env.ui.note(served_models(&fleet, keep_alive));
+            }
             let name = signal.await;
             tracing::info!("{name}: stopping, saving every conversation and leaving");
             Ok(())
@@ -385,6 +388,27 @@ async fn serve(env: &Env, settings: ServeSettings) -> Result<ExitCode> {
     loaded?;
     engines?;
     Ok(ExitCode::SUCCESS)
+}
+
+/// What a server of the models folder serves, in one line: its models, the default, the
+/// budget and the keep-alive.
+fn served_models(fleet: &Fleet, keep_alive: KeepAlive) -> String {
+    let roster = fleet.roster();
+    let ids: Vec<&str> = roster.entries().iter().map(|e| e.id.as_str()).collect();
+    let default = match roster.default_entry() {
+        Some(entry) => format!("unknown names get {}", roster.entries()[entry].id),
+        None => "unknown names get 404".to_string(),
+    };
+    let keep = match keep_alive {
+        KeepAlive::Forever => "idle models stay loaded".to_string(),
+        KeepAlive::For(d) => format!("idle models unload after {}s", d.as_secs()),
+    };
+    format!(
+        "serving {} model(s): {} ({default}); {} memory budget; {keep}",
+        ids.len(),
+        ids.join(", "),
+        crate::format::human_bytes(fleet.budget())
+    )
 }
 
 enum Stop {

@@ -130,6 +130,8 @@ struct Inner {
     /// The counters of engines that were unloaded, so that totals survive swaps.
     retired: Mutex<ServiceStats>,
     shutting_down: AtomicBool,
+    /// The default model's first load has not ended yet (`/health` says "loading").
+    starting: AtomicBool,
 }
 
 /// The models a server serves. Cheap to clone.
@@ -225,6 +227,7 @@ impl Fleet {
             changed: tokio::sync::Notify::new(),
             retired: Mutex::default(),
             shutting_down: AtomicBool::new(false),
+            starting: AtomicBool::new(true),
         });
         let fleet = Self { inner };
         if let Ok(runtime) = tokio::runtime::Handle::try_current() {
@@ -257,6 +260,7 @@ impl Fleet {
                 changed: tokio::sync::Notify::new(),
                 retired: Mutex::default(),
                 shutting_down: AtomicBool::new(false),
+                starting: AtomicBool::new(false),
             }),
         }
     }
@@ -274,10 +278,13 @@ impl Fleet {
     /// engine's own error (what `serve` exits with).
     pub async fn start_default(&self) -> anyhow::Result<bool> {
         let Some(entry) = self.inner.roster.default_entry() else {
+            self.inner.starting.store(false, Ordering::SeqCst);
             return Ok(false);
         };
         let _swap = self.inner.swap.lock().await;
-        match self.load(entry, true).await {
+        let loaded = self.load(entry, true).await;
+        self.inner.starting.store(false, Ordering::SeqCst);
+        match loaded {
             Ok(()) => Ok(true),
             Err(e) => match lock(&self.inner.slots[entry]).start_error.take() {
                 Some(start) => Err(start.into()),
@@ -288,6 +295,9 @@ impl Fleet {
 
     /// True once nothing is loading for `serve`'s start.
     pub fn ready(&self) -> bool {
+        if self.inner.starting.load(Ordering::SeqCst) {
+            return false;
+        }
         self.inner.slots.iter().all(|s| {
             let mut slot = lock(s);
             // An attached engine becomes Loaded once its model is in.
@@ -327,6 +337,10 @@ impl Fleet {
             }
             self.make_room(entry).await?;
             self.load(entry, false).await?;
+            // Leased before the swap lock goes: the reaper cannot unload it in between.
+            if let Some(lease) = self.try_lease(entry, Some(keep_alive))? {
+                return Ok(lease);
+            }
         }
     }
 
