@@ -436,9 +436,13 @@ impl Fleet {
         &self.inner.roster.entries()[entry].id
     }
 
-    /// Every engine cancels what runs, saves every conversation and exits; returns once
-    /// all have (or `deadline` passed), with the first error.
-    pub async fn shutdown(&self, deadline: Duration) -> anyhow::Result<()> {
+    /// Tells every engine at once to cancel what runs, save every conversation and exit
+    /// (replies under way end now, not after the HTTP side's drain); the future resolves
+    /// once all have (or `deadline` passed), with the first error.
+    pub fn shutdown(
+        &self,
+        deadline: Duration,
+    ) -> impl std::future::Future<Output = anyhow::Result<()>> + 'static {
         self.inner.shutting_down.store(true, Ordering::SeqCst);
         let mut threads = Vec::new();
         for slot in &self.inner.slots {
@@ -451,23 +455,25 @@ impl Fleet {
                 threads.push(thread);
             }
         }
-        let joined = tokio::time::timeout(
-            deadline,
-            tokio::task::spawn_blocking(move || {
-                threads
-                    .into_iter()
-                    .map(EngineThread::join)
-                    .find_map(Result::err)
-            }),
-        )
-        .await;
-        match joined {
-            Ok(Ok(None)) => Ok(()),
-            Ok(Ok(Some(e))) => Err(e.into()),
-            Ok(Err(e)) => Err(anyhow::anyhow!("an engine thread panicked: {e}")),
-            Err(_) => Err(anyhow::anyhow!(
-                "the engines did not finish saving within {deadline:?}"
-            )),
+        async move {
+            let joined = tokio::time::timeout(
+                deadline,
+                tokio::task::spawn_blocking(move || {
+                    threads
+                        .into_iter()
+                        .map(EngineThread::join)
+                        .find_map(Result::err)
+                }),
+            )
+            .await;
+            match joined {
+                Ok(Ok(None)) => Ok(()),
+                Ok(Ok(Some(e))) => Err(e.into()),
+                Ok(Err(e)) => Err(anyhow::anyhow!("an engine thread panicked: {e}")),
+                Err(_) => Err(anyhow::anyhow!(
+                    "the engines did not finish saving within {deadline:?}"
+                )),
+            }
         }
     }
 }
