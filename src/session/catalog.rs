@@ -56,11 +56,13 @@ use std::collections::{HashMap, HashSet};
 use std::fs;
 use std::io;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use super::error::SessionError;
 use super::manifest::{SessionManifest, MANIFEST_FORMAT};
 use super::manifest_file::{decode_manifest, encode_manifest, MAX_MANIFEST_BYTES};
 use super::name::validate_name;
+use super::saved_logs::SavedLogCache;
 use crate::paths::Paths;
 use crate::store::fsutil::read_bounded;
 use crate::store::lock::{LockHolder, HOLDER_MAX_BYTES};
@@ -139,6 +141,8 @@ pub struct RemoveReport {
 pub struct SessionCatalog {
     dir: PathBuf,
     store: ObjectStore,
+    /// Saved logs by content (`saved_logs.rs`), shared by clones.
+    saved_logs: Arc<SavedLogCache>,
 }
 
 impl SessionCatalog {
@@ -147,7 +151,15 @@ impl SessionCatalog {
         let dir = paths.sessions();
         open_lock_dir(&dir)?;
         let store = ObjectStore::open(paths.objects())?;
-        Ok(Self { dir, store })
+        Ok(Self {
+            dir,
+            store,
+            saved_logs: Arc::default(),
+        })
+    }
+
+    pub(super) fn saved_log_cache(&self) -> &SavedLogCache {
+        &self.saved_logs
     }
 
     pub fn store(&self) -> &ObjectStore {
@@ -487,7 +499,7 @@ impl SessionCatalog {
     }
 
     /// Folder names that could be sessions, sorted.
-    fn folder_names(&self) -> Result<Vec<String>> {
+    pub(super) fn folder_names(&self) -> Result<Vec<String>> {
         let entries = match fs::read_dir(&self.dir) {
             Ok(rd) => rd,
             Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(Vec::new()),

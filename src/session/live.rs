@@ -16,6 +16,7 @@
 use std::collections::BTreeMap;
 use std::ops::{ControlFlow, Range};
 
+mod branch;
 mod chunk_read;
 mod commit;
 mod early;

@@ -21,6 +21,7 @@ pub mod live;
 pub mod manifest;
 mod manifest_file;
 pub mod name;
+pub mod saved_logs;
 #[cfg(test)]
 mod test_support;
 

@@ -203,8 +203,52 @@ fn a_shared_prefix_far_behind_another_conversations_end_is_restored_from_pages()
     let service = Service::start(home.path(), &model, 1);
     let b = generate(&service, named("run-2"), second.clone(), 8);
     let cached = b.usage().cached;
-    let boundary = shared.len() / 256 * 256;
-    assert_eq!(cached.cold + cached.warm, boundary, "{cached:?}");
+    // To the token: the page where the prompts part comes from the first run's save.
+    assert!(shared.len() % 256 != 0, "{}", shared.len());
+    assert_eq!(cached.cold + cached.warm, shared.len(), "{cached:?}");
     service.stop();
     assert_close(&b, &from_scratch(&model, &second, 8), SWA_BATCH_SHAPES);
+}
+
+/// Reuse to the token, across conversations and a restart: a prompt that parts from a saved
+/// conversation inside a page gets that page's cells up to the parting point (cut there),
+/// not only the whole pages before it; the answer is the from-scratch answer, bit for bit.
+/// With the first conversation's save gone, only whole pages (none here) could serve.
+#[test]
+fn a_prompt_parting_inside_a_page_reuses_its_cells_to_the_token() {
+    let model = tiny_model();
+    let home = Home::new();
+    let service = Service::start(home.path(), &model, 1);
+    let shared = service.tokenize(&long_text(1));
+    let ask = |text: &str| {
+        let mut prompt = shared.clone();
+        prompt.extend_from_slice(&service.tokenize(text)[1..]);
+        prompt
+    };
+    let first = ask(" First question: what about the apples?");
+    let second = ask(" Second question: and the pears?");
+    let parting = second
+        .iter()
+        .zip(&first)
+        .take_while(|(a, b)| a == b)
+        .count();
+    assert!(parting > 256 && parting % 256 != 0, "{parting}");
+    generate(&service, named("one"), first.clone(), 8);
+    service.stop();
+
+    let service = Service::start(home.path(), &model, 1);
+    let b = generate(&service, named("two"), second.clone(), 8);
+    let cached = b.usage().cached;
+    assert_eq!(cached.cold + cached.warm, parting, "{cached:?}");
+    // The other conversation's own turn comes back to the token as well.
+    let again = generate(&service, named("three"), first.clone(), 8);
+    assert_eq!(
+        again.usage().cached.total(),
+        first.len() - 1,
+        "{:?}",
+        again.usage()
+    );
+    service.stop();
+    assert_close(&b, &from_scratch(&model, &second, 8), 0.0);
+    assert_close(&again, &from_scratch(&model, &first, 8), 0.0);
 }

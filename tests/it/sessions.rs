@@ -186,7 +186,9 @@ fn check_prefix_reuse(model_path: &std::path::Path, exact: bool) {
     if exact {
         assert_eq!(diff, 0.0);
     } else {
-        assert!(diff < SWA_TOLERANCE, "{diff}");
+        // The prefix comes back to the token, so the rest prefills from inside a page: other
+        // batch shapes than from scratch (measured 0.10).
+        assert!(diff < crate::common::service::SWA_BATCH_SHAPES, "{diff}");
     }
 }
 

@@ -132,6 +132,19 @@ impl LiveSession<'_> {
         snap: &KvSnapshot,
         report: &mut RestoreReport,
     ) -> Result<usize> {
+        self.load_pages_to_cut(ctx, snap, 0, report)
+    }
+
+    /// [`Self::load_pages`], with the sliding window (iSWA caches) restored `cut` positions
+    /// further back than the end needs, so the sequence can then be cut up to `cut` tokens
+    /// short of the snapshot's end and still hold the window before the cut.
+    pub(super) fn load_pages_to_cut(
+        &mut self,
+        ctx: &mut Context<'_>,
+        snap: &KvSnapshot,
+        cut: usize,
+        report: &mut RestoreReport,
+    ) -> Result<usize> {
         let layout = self
             .layout
             .clone()
@@ -147,7 +160,7 @@ impl LiveSession<'_> {
             }
             _ => None,
         };
-        let n_swa = self.n_swa() as usize;
+        let n_swa = self.n_swa() as usize + cut;
         let window_pages = |intact: BTreeSet<usize>| layout.is_iswa().then_some((n_swa, intact));
         let optimistic = plan_restore(&PlanInput {
             page_tokens: p,

@@ -15,8 +15,8 @@ use crate::session::manifest::KvSnapshot;
 use crate::store::ObjectId;
 
 impl LiveSession<'_> {
-    /// For a log with no (usable) snapshot: restores the longest stored page chain it
-    /// starts with. Returns the tokens restored.
+    /// For a log with no (usable) snapshot: restores the longest cached prefix of it the
+    /// store holds (see [`Self::stored_prefix_len`]). Returns what was restored.
     pub fn reuse_prefix(
         &mut self,
         ctx: &mut Context<'_>,
@@ -24,41 +24,49 @@ impl LiveSession<'_> {
     ) -> Result<RestoreReport> {
         let started = Instant::now();
         let mut report = RestoreReport::default();
-        let tokens = seq.tokens().to_vec();
         if seq.kv_len() > 0 || self.recompute_whole {
             return Ok(report);
         }
-        if !self.memory.pages() {
-            let state = self.prompt_state(&tokens);
-            let restored = self.load_state(ctx, state, &mut report);
-            if restored > 0 {
-                let starts = seq.batch_starts().clone();
-                *seq = Sequence::restored(tokens, restored)
-                    .in_seq(self.slot.seq)
-                    .with_batch_starts(starts);
-                report.restored_tokens = restored;
-                report.restore_ms = started.elapsed().as_secs_f64() * 1e3;
-            }
-            return Ok(report);
-        }
-        // The session's own save, partial last page included, as far as the log agrees.
-        if let Some(restored) = self.reuse_own_snapshot(ctx, &tokens, &mut report)? {
+        let tokens = seq.tokens().to_vec();
+        let restored = self.restore_cells(ctx, &tokens, &mut report)?;
+        if restored > 0 {
+            // The log's own recorded batch starts (if any) still schedule what is left to
+            // prefill.
             let starts = seq.batch_starts().clone();
             *seq = Sequence::restored(tokens, restored)
                 .in_seq(self.slot.seq)
                 .with_batch_starts(starts);
             report.restored_tokens = restored;
-            report.reused_tokens = restored;
+            if self.memory.pages() {
+                report.reused_tokens = restored;
+            }
             report.restore_ms = started.elapsed().as_secs_f64() * 1e3;
-            return Ok(report);
         }
-        if tokens.len() < self.page_tokens + 1 {
-            return Ok(report);
+        Ok(report)
+    }
+
+    /// Loads the longest cached prefix of `tokens` into this session's empty sequence, in
+    /// this order: the whole state of a memory that is not paged; this session's own save
+    /// to the token; another saved log to the token (`branch.rs`); whole pages by content.
+    /// Returns the tokens loaded.
+    fn restore_cells(
+        &mut self,
+        ctx: &mut Context<'_>,
+        tokens: &[TokenId],
+        report: &mut RestoreReport,
+    ) -> Result<usize> {
+        if !self.memory.pages() {
+            let state = self.prompt_state(tokens);
+            return Ok(self.load_state(ctx, state, report));
+        }
+        if let Some(restored) = self.reuse_own_snapshot(ctx, tokens, report)? {
+            return Ok(restored);
         }
         let p = self.page_tokens;
-        let (ids, pages) = self.stored_prefix(&tokens)?;
-        if pages == 0 {
-            return Ok(report);
+        let (ids, pages) = self.stored_prefix(tokens)?;
+        let branch = self.branch(tokens, pages * p);
+        if pages == 0 && branch.is_none() {
+            return Ok(0);
         }
         if self.layout.is_none() {
             self.layout = Some(capture::probe_layout(
@@ -67,6 +75,14 @@ impl LiveSession<'_> {
                 self.n_swa(),
                 tokens[0],
             )?);
+        }
+        if let Some(branch) = branch {
+            if let Some(restored) = self.load_branch(ctx, &branch, report)? {
+                return Ok(restored);
+            }
+            if pages == 0 {
+                return Ok(0);
+            }
         }
         let snap = KvSnapshot {
             kv_len: pages * p,
@@ -83,17 +99,7 @@ impl LiveSession<'_> {
             tail: None,
             batch_starts: Default::default(),
         };
-        let restored = self.load_pages(ctx, &snap, &mut report)?;
-        // The log's own recorded batch starts (if any) still schedule what is left to
-        // prefill.
-        let starts = seq.batch_starts().clone();
-        *seq = Sequence::restored(tokens, restored)
-            .in_seq(self.slot.seq)
-            .with_batch_starts(starts);
-        report.restored_tokens = restored;
-        report.reused_tokens = restored;
-        report.restore_ms = started.elapsed().as_secs_f64() * 1e3;
-        Ok(report)
+        self.load_pages(ctx, &snap, report)
     }
 
     /// Loads this session's own saved snapshot, its tail included (the partial last page,
@@ -157,8 +163,9 @@ impl LiveSession<'_> {
 
     /// Tokens at the start of `tokens` that [`Self::reuse_prefix`] would restore from the
     /// store: this session's own save to the token where it reaches into its tail, else
-    /// whole pages, and (sliding-window models) only up to a page boundary whose window
-    /// rows are stored too.
+    /// as far as any saved log agrees with them (`branch.rs`), else whole pages, and
+    /// (sliding-window models) only up to a page boundary whose window rows are stored
+    /// too.
     pub fn stored_prefix_len(&self, tokens: &[TokenId]) -> Result<usize> {
         if self.recompute_whole {
             return Ok(0);
@@ -170,7 +177,8 @@ impl LiveSession<'_> {
         if own > 0 {
             return Ok(own);
         }
-        Ok(self.stored_prefix(tokens)?.1 * self.page_tokens)
+        let whole = self.stored_prefix(tokens)?.1 * self.page_tokens;
+        Ok(self.branch(tokens, whole).map_or(whole, |b| b.keep))
     }
 
     /// The page ids of `tokens` (all but the last token) and how many of them, from the

@@ -1,0 +1,84 @@
+//! Every saved session's log and snapshot, by content: where a new prompt parts from a log
+//! inside one of its pages, that page (or tail) is the only object that holds the cells
+//! before the parting point, and no page id can name it (ids chain over whole pages). The
+//! manifests are that index. They are read once and then again only when their file
+//! changes, so a lookup per request costs a folder listing and a stat per session.
+
+use std::collections::HashMap;
+use std::fs;
+use std::sync::{Arc, Mutex};
+use std::time::SystemTime;
+
+use super::catalog::SessionCatalog;
+use super::error::SessionError;
+use super::manifest::KvSnapshot;
+use crate::token::TokenId;
+
+/// A saved session's log, as far as its snapshot covers it.
+#[derive(Debug)]
+pub struct SavedLog {
+    pub name: String,
+    pub model_fingerprint: String,
+    /// The first `snapshot.kv_len` tokens of the log.
+    pub tokens: Vec<TokenId>,
+    pub snapshot: KvSnapshot,
+}
+
+/// A manifest file as last read: the file's modification time and length say whether it
+/// changed since.
+type Stamp = (SystemTime, u64);
+
+/// A session's manifest as last read: `None` when it has no usable snapshot.
+type Entry = (Stamp, Option<Arc<SavedLog>>);
+
+/// The cache behind [`SessionCatalog::saved_logs`], shared by the catalog's clones.
+#[derive(Debug, Default)]
+pub struct SavedLogCache {
+    logs: Mutex<HashMap<String, Entry>>,
+}
+
+impl SessionCatalog {
+    /// Every session with a KV snapshot, read from its manifest (verified as any read is).
+    /// An unreadable manifest is left out: its pages are only ever an optimization here.
+    pub fn saved_logs(&self) -> Result<Vec<Arc<SavedLog>>, SessionError> {
+        let names = self.folder_names()?;
+        let mut cache = self
+            .saved_log_cache()
+            .logs
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        cache.retain(|name, _| names.binary_search(name).is_ok());
+        let mut logs = Vec::new();
+        for name in names {
+            let Ok(meta) = fs::symlink_metadata(self.manifest_path(&name)) else {
+                cache.remove(&name);
+                continue;
+            };
+            let stamp = (
+                meta.modified().unwrap_or(SystemTime::UNIX_EPOCH),
+                meta.len(),
+            );
+            let fresh = cache.get(&name).is_some_and(|(s, _)| *s == stamp);
+            if !fresh {
+                let log = self.read_manifest(&name).ok().and_then(|m| {
+                    let snapshot = m.snapshot?;
+                    let mut tokens = m.tokens;
+                    tokens.truncate(snapshot.kv_len);
+                    (tokens.len() == snapshot.kv_len).then(|| {
+                        Arc::new(SavedLog {
+                            name: m.name,
+                            model_fingerprint: m.model.fingerprint,
+                            tokens,
+                            snapshot,
+                        })
+                    })
+                });
+                cache.insert(name.clone(), (stamp, log));
+            }
+            if let Some((_, Some(log))) = cache.get(&name) {
+                logs.push(Arc::clone(log));
+            }
+        }
+        Ok(logs)
+    }
+}
