@@ -194,3 +194,140 @@ fn claude_codes_main_and_small_model_calls_reach_two_models() {
     );
     assert_ne!(a, b);
 }
+
+/// The recorded Codex request as a JSON body, with its headers.
+fn codex_request() -> (Value, Vec<(String, String)>) {
+    let (_, headers, body) = recorded("codex-responses.json");
+    (serde_json::from_slice(&body).unwrap(), headers)
+}
+
+/// The prompt size of a Responses request, from a one-token, unstreamed reply.
+fn input_tokens(server: &Server, body: &Value) -> u64 {
+    let mut body = body.clone();
+    body["stream"] = Value::Bool(false);
+    body["max_output_tokens"] = 1.into();
+    let reply = server.post("/v1/responses", &body, &[]);
+    assert_eq!(reply.status, 200, "{}", reply.body);
+    reply.json()["usage"]["input_tokens"].as_u64().unwrap()
+}
+
+#[test]
+fn codex_namespace_tools_reach_the_prompt_and_come_back_namespaced() {
+    use serde_json::json;
+    let home = Home::new();
+    let server = Server::start(&home, &agent_shaped_model(), &[]);
+    let (codex, headers) = codex_request();
+    let headers: Vec<(&str, &str)> = headers
+        .iter()
+        .map(|(k, v)| (k.as_str(), v.as_str()))
+        .collect();
+
+    // Codex's `multi_agent_v1` namespace is rendered exactly as its five functions would be
+    // if they were given flat under `multi_agent_v1__<name>`; without it the prompt is
+    // shorter.
+    let tools = codex["tools"].as_array().unwrap();
+    let at = tools.iter().position(|t| t["type"] == "namespace").unwrap();
+    let namespace = tools[at]["name"].as_str().unwrap();
+    let mut flattened = codex.clone();
+    let inner: Vec<Value> = tools[at]["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| {
+            let mut t = t.clone();
+            t["name"] = format!("{namespace}__{}", t["name"].as_str().unwrap()).into();
+            t
+        })
+        .collect();
+    let flat_tools = flattened["tools"].as_array_mut().unwrap();
+    flat_tools.splice(at..=at, inner);
+    let mut without = codex.clone();
+    without["tools"].as_array_mut().unwrap().remove(at);
+    let (given, flat, none) = (
+        input_tokens(&server, &codex),
+        input_tokens(&server, &flattened),
+        input_tokens(&server, &without),
+    );
+    assert_eq!(given, flat, "the namespace's tools are not in the prompt");
+    assert!(
+        given > none + 500,
+        "{given} vs {none} without the namespace"
+    );
+
+    // A call forced onto a namespaced tool (an MCP server's, whose namespace ends in `__`)
+    // comes back with its name and namespace apart, streamed and whole.
+    let mut forced = codex.clone();
+    forced["tools"].as_array_mut().unwrap().push(json!({
+        "type": "namespace", "name": "mcp__files__", "description": "Files.",
+        "tools": [{"type": "function", "name": "read", "description": "Read a file.",
+            "parameters": {"type": "object", "required": ["path"],
+                "properties": {"path": {"type": "string", "maxLength": 8}}}}]}));
+    forced["tool_choice"] =
+        json!({"type": "function", "name": "read", "namespace": "mcp__files__"});
+    forced["max_output_tokens"] = 200.into();
+    let streamed = server.post("/v1/responses", &forced, &headers);
+    assert_eq!(streamed.status, 200, "{}", streamed.body);
+    let events = sse(&streamed);
+    assert_eq!(
+        events.last().unwrap().0.as_deref(),
+        Some("response.completed")
+    );
+    for kind in ["response.output_item.added", "response.output_item.done"] {
+        let (_, data) = events
+            .iter()
+            .find(|(e, d)| e.as_deref() == Some(kind) && d.contains("function_call"))
+            .unwrap_or_else(|| panic!("no function_call in {kind}: {}", streamed.body));
+        let item = &serde_json::from_str::<Value>(data).unwrap()["item"];
+        assert_eq!(
+            (&item["name"], &item["namespace"]),
+            (&json!("read"), &json!("mcp__files__")),
+            "{item}"
+        );
+    }
+    forced["stream"] = Value::Bool(false);
+    forced["store"] = Value::Bool(true);
+    let whole = server.post("/v1/responses", &forced, &headers);
+    assert_eq!(whole.status, 200, "{}", whole.body);
+    let whole = whole.json();
+    let call = whole["output"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|i| i["type"] == "function_call")
+        .unwrap_or_else(|| panic!("no function_call in {whole}"))
+        .clone();
+    assert_eq!(
+        (&call["name"], &call["namespace"]),
+        (&json!("read"), &json!("mcp__files__"))
+    );
+    let stored = server.get(
+        &format!("/v1/responses/{}", whole["id"].as_str().unwrap()),
+        &[],
+    );
+    assert_eq!(stored.json()["output"], whole["output"]);
+
+    // Sent back as history (as Codex does, the call item as it came, then its output), the
+    // call is rendered under the flat name the tools gave the model.
+    let mut next = codex.clone();
+    next["tools"] = forced["tools"].clone();
+    next["max_output_tokens"] = 8.into();
+    let input = next["input"].as_array_mut().unwrap();
+    input.push(call.clone());
+    input.push(
+        json!({"type": "function_call_output", "call_id": call["call_id"], "output": "hello"}),
+    );
+    let answered = server.post("/v1/responses", &next, &headers);
+    assert_eq!(answered.status, 200, "{}", answered.body);
+    assert_eq!(
+        sse(&answered).last().unwrap().0.as_deref(),
+        Some("response.completed"),
+        "{}",
+        answered.body
+    );
+    let mut joined = next.clone();
+    let last_call = joined["input"].as_array().unwrap().len() - 2;
+    let item = &mut joined["input"][last_call];
+    item.as_object_mut().unwrap().remove("namespace");
+    item["name"] = json!("mcp__files__read");
+    assert_eq!(input_tokens(&server, &next), input_tokens(&server, &joined));
+}

@@ -4,6 +4,7 @@
 
 use serde_json::Value;
 
+use super::tools::flat_name;
 use crate::server::errors::ApiError;
 use crate::server::openai::tool_call;
 use crate::server::render::{content_text, text_message};
@@ -56,6 +57,10 @@ fn push_item(messages: &mut Vec<Message>, item: &Value, at: &str) -> Result<(), 
         "function_call" => {
             let mut call = tool_call(item, at)?;
             call.id = string("call_id").or(call.id);
+            // A namespaced tool's call, rendered under the name the template shows it by.
+            if let Some(namespace) = string("namespace") {
+                call.function.name = flat_name(&namespace, &call.function.name);
+            }
             // Calls right after an assistant turn belong to it (chat templates expect one
             // assistant message holding its text and its calls).
             match messages.last_mut() {
@@ -125,6 +130,24 @@ mod tests {
             !rendered.contains("msg_random1") && !rendered.contains("fc_1"),
             "{rendered}"
         );
+    }
+
+    #[test]
+    fn a_namespaced_call_is_rendered_under_its_flat_name() {
+        let mut messages = Vec::new();
+        push_input(
+            &mut messages,
+            &json!([
+                {"type": "message", "role": "user", "content": "spawn one"},
+                {"type": "function_call", "call_id": "call_1", "namespace": "multi_agent_v1",
+                 "name": "spawn_agent", "arguments": "{}"},
+                {"type": "function_call_output", "call_id": "call_1", "output": "agent 7"},
+            ]),
+        )
+        .unwrap();
+        let flat = "multi_agent_v1__spawn_agent";
+        assert_eq!(messages[1].tool_calls[0].function.name, flat);
+        assert_eq!(messages[2].name.as_deref(), Some(flat));
     }
 
     #[test]

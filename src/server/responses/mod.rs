@@ -1,12 +1,14 @@
 //! OpenAI's Responses API: `POST /v1/responses`, `GET` and `DELETE /v1/responses/{id}`.
 //! Responses are stored on disk by default (`store`), so `previous_response_id` works
-//! across restarts. Built-in tool types (`web_search`, ...) are ignored with a warning.
+//! across restarts. Built-in tool types (`web_search`, ...) are ignored with a warning;
+//! `namespace` tools are served as their functions (see [`tools`]).
 
 mod input;
 mod output;
 mod reply;
 mod store;
 mod stream;
+mod tools;
 
 use axum::extract::{Path, State};
 use axum::http::HeaderMap;
@@ -20,12 +22,11 @@ use super::body::OpenAiBody;
 use super::errors::ApiError;
 use super::generation::{response_id, start, with_session_header};
 use super::naming::{conversation_key, NameSources};
-use super::openai::function_tools;
 use super::render::{max_reply_tokens, render_off_thread, text_message, Conversation, ReplyReader};
 use super::request::{json_format_grammar, parts, SamplingFields};
 use super::sse;
 use super::state::AppState;
-use super::tool_choice::{function_tool, openai_choice, ToolSet};
+use super::tool_choice::ToolSet;
 use crate::clock::unix_now;
 use crate::service::protocol::Ask;
 use crate::tools::ParsedReply;
@@ -70,30 +71,6 @@ struct ResponsesRequest {
 }
 
 impl ResponsesRequest {
-    /// Function tools, flat (`{type, name, description, parameters}`) as Responses has
-    /// them, or nested as chat has them; other types are ignored with a warning.
-    fn tool_definitions(&self) -> Vec<minijinja::Value> {
-        let converted: Vec<minijinja::Value> = self
-            .tools
-            .iter()
-            .flatten()
-            .map(|tool| {
-                let attr = |k: &str| tool.get_attr(k).ok().filter(|v| !v.is_undefined());
-                let is_function = attr("type").is_some_and(|t| t.as_str() == Some("function"));
-                let name = attr("name").and_then(|n| n.as_str().map(str::to_string));
-                match (is_function, attr("function"), name) {
-                    (true, None, Some(name)) => function_tool(
-                        &name,
-                        attr("description").as_ref(),
-                        attr("parameters").as_ref(),
-                    ),
-                    _ => tool.clone(),
-                }
-            })
-            .collect();
-        function_tools(&converted)
-    }
-
     /// The grammar `text.format` asks for (`json_schema` or `json_object`).
     fn format_grammar(&self) -> Result<Option<String>, ApiError> {
         let Some(format) = self.text.as_ref().and_then(|t| t.get("format")) else {
@@ -134,10 +111,8 @@ async fn create(
         messages.push(text_message("system", instructions.clone()));
     }
     messages.extend(history.iter().cloned());
-    let tools = ToolSet::new(
-        request.tool_definitions(),
-        openai_choice(request.tool_choice.as_ref())?,
-    )?;
+    let (definitions, namespaces) = tools::definitions(request.tools.as_deref().unwrap_or(&[]))?;
+    let tools = ToolSet::new(definitions, tools::choice(request.tool_choice.as_ref())?)?;
     let lease = request.target.lease(&state).await?;
     let (model, info) = parts(&lease);
     let conversation = Conversation {
@@ -193,6 +168,7 @@ async fn create(
     let reply = Reply {
         header,
         reader,
+        namespaces,
         history,
         paths: state.paths.clone(),
     };
@@ -203,7 +179,7 @@ async fn create(
     } else {
         let collected = generation.collect().await?;
         let parsed = reply.reader.parse(&collected.text, output::CALL_ID_PREFIX);
-        let items = whole_output(&parsed);
+        let items = whole_output(&parsed, &reply.namespaces);
         let status = output::final_status(collected.usage.finish);
         let object = reply
             .header
@@ -215,7 +191,7 @@ async fn create(
 }
 
 /// The output items of a whole reply.
-fn whole_output(parsed: &ParsedReply) -> Vec<Value> {
+fn whole_output(parsed: &ParsedReply, namespaces: &tools::Namespaces) -> Vec<Value> {
     let mut items = Vec::new();
     if let Some(reasoning) = &parsed.reasoning {
         items.push(output::reasoning_item(&response_id("rs_"), reasoning));
@@ -230,7 +206,13 @@ fn whole_output(parsed: &ParsedReply) -> Vec<Value> {
     for call in &parsed.tool_calls {
         let item_id = response_id("fc_");
         let arguments = call.arguments.to_string();
-        items.push(output::call_item(&item_id, call, &arguments, "completed"));
+        items.push(output::call_item(
+            &item_id,
+            call,
+            &arguments,
+            "completed",
+            namespaces,
+        ));
     }
     items
 }

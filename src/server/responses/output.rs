@@ -3,6 +3,7 @@
 
 use serde_json::{json, Value};
 
+use super::tools::Namespaces;
 use crate::server::generation::response_id;
 use crate::service::protocol::{FinishReason, Usage};
 use crate::tools::ParsedCall;
@@ -30,16 +31,28 @@ pub fn message_item(id: &str, text: &str, status: &str) -> Value {
     json!({"type": "message", "id": id, "status": status, "role": "assistant", "content": content})
 }
 
-/// A function call item; `call.id` is the `call_id` the client answers with.
-pub fn call_item(id: &str, call: &ParsedCall, arguments: &str, status: &str) -> Value {
-    json!({
+/// A function call item; `call.id` is the `call_id` the client answers with. A call to a
+/// namespaced tool names its function and its namespace apart, as the client defined them.
+pub fn call_item(
+    id: &str,
+    call: &ParsedCall,
+    arguments: &str,
+    status: &str,
+    namespaces: &Namespaces,
+) -> Value {
+    let mut item = json!({
         "type": "function_call",
         "id": id,
         "call_id": call.id,
         "name": call.name,
         "arguments": arguments,
         "status": status,
-    })
+    });
+    if let Some((namespace, name)) = namespaces.split(&call.name) {
+        item["name"] = json!(name);
+        item["namespace"] = json!(namespace);
+    }
+    item
 }
 
 /// `call_id`s start so.

@@ -1,5 +1,6 @@
 //! A Responses API reply: its header, its output items, and the copy kept for
-//! `previous_response_id`.
+//! `previous_response_id` (whose conversation names calls as the template saw them: a
+//! namespaced tool by its flat name).
 
 use serde_json::Value;
 
@@ -7,6 +8,7 @@ use super::super::errors::ApiError;
 use super::super::render::{text_message, ReplyReader};
 use super::output::Header;
 use super::store::StoredResponse;
+use super::tools::Namespaces;
 use crate::template::{FunctionCall, Message, ToolCall};
 use crate::tools::ParsedReply;
 
@@ -14,6 +16,8 @@ use crate::tools::ParsedReply;
 pub(super) struct Reply {
     pub(super) header: Header,
     pub(super) reader: ReplyReader,
+    /// Where calls to namespaced tools go back to.
+    pub(super) namespaces: Namespaces,
     /// The conversation so far, without `instructions` (stored for the next request).
     pub(super) history: Vec<Message>,
     pub(super) paths: std::sync::Arc<crate::paths::Paths>,

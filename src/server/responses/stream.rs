@@ -8,6 +8,7 @@ use serde_json::{json, Value};
 
 use super::output::{self, call_item, message_item, output_text_part, reasoning_item};
 use super::reply::Reply;
+use super::tools::Namespaces;
 use crate::server::generation::{response_id, Generation, Step};
 use crate::server::sse::{Disconnected, EventSink};
 use crate::tools::{ParsedReply, ReplyEvent};
@@ -20,6 +21,8 @@ enum Open {
 
 struct Writer<'a> {
     sink: &'a EventSink,
+    /// Where calls to namespaced tools go back to.
+    namespaces: &'a Namespaces,
     sequence: u64,
     open: Option<Open>,
     /// Finished items, in order.
@@ -153,7 +156,7 @@ impl Writer<'_> {
                 let (id, call) = output::fresh_call(call);
                 let index = self.output_index();
                 let arguments = call.arguments.to_string();
-                let added = call_item(&id, &call, "", "in_progress");
+                let added = call_item(&id, &call, "", "in_progress", self.namespaces);
                 self.emit(
                     "response.output_item.added",
                     json!({"output_index": index, "item": added}),
@@ -166,10 +169,10 @@ impl Writer<'_> {
                     .await?;
                 let mut done = at;
                 done["arguments"] = json!(arguments);
-                done["name"] = json!(call.name);
+                done["name"] = added["name"].clone();
                 self.emit("response.function_call_arguments.done", done)
                     .await?;
-                let item = call_item(&id, &call, &arguments, "completed");
+                let item = call_item(&id, &call, &arguments, "completed", self.namespaces);
                 self.emit(
                     "response.output_item.done",
                     json!({"output_index": index, "item": item.clone()}),
@@ -190,6 +193,7 @@ pub(super) async fn produce(
 ) -> Result<(), Disconnected> {
     let mut writer = Writer {
         sink,
+        namespaces: &reply.namespaces,
         sequence: 0,
         open: None,
         items: Vec::new(),
