@@ -42,6 +42,7 @@ pub struct FileConfig {
     pub request_timeout: Option<String>,
     pub header_timeout: Option<String>,
     pub cors_origin: Option<Vec<String>>,
+    pub durability: Option<settings::Durability>,
     // `kvrun serve` without MODEL.
     pub default_model: Option<String>,
     /// Alias (or `*` pattern) to model: `"claude-haiku-*" = "smollm2"`.
