@@ -355,8 +355,8 @@ pub struct ServeArgs {
     pub cors_origin: Vec<String>,
     /// When a finished reply's save is on disk: `before` its final event (`[DONE]`,
     /// `message_stop`, `response.completed`) or body is sent, so a reply the client has
-    /// read survives a crash; or `after`, a few ms sooner and lost to a crash in between.
-    /// Tokens stream as they come either way [default: before]
+    /// read survives a crash (no exit path loses a turn); or `after`, tens of ms sooner and
+    /// lost to a crash in between. Tokens stream as they come either way [default: before]
     #[arg(long, value_enum, value_name = "WHEN")]
     pub durability: Option<Durability>,
     #[command(flatten)]

@@ -185,6 +185,14 @@ mod tests {
     }
 
     #[test]
+    fn durability_takes_before_or_after_and_names_itself_otherwise() {
+        let c = FileConfig::parse("durability = \"after\"\n").unwrap();
+        assert_eq!(c.durability, Some(settings::Durability::After));
+        let e = FileConfig::parse("durability = \"sometimes\"\n").unwrap_err();
+        assert!(e.contains("`durability`") && e.contains("before"), "{e}");
+    }
+
+    #[test]
     fn wrong_type_names_the_key() {
         let e = FileConfig::parse("threads = \"many\"\n").unwrap_err();
         assert!(e.contains("`threads`"), "{e}");

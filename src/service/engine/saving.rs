@@ -3,7 +3,8 @@
 //! writer thread while the engine decodes on. Outcomes come back between batch steps.
 //!
 //! - The end of a reply queues its save and goes on; the outcome reaches the client's next
-//!   Save (a chat, `run --session`) or the log (the HTTP APIs).
+//!   Save (a chat, `run --session`) or the log (the HTTP APIs). With `serve --durability
+//!   before` the writer sends the reply's Done once the commit landed, with its outcome.
 //! - A client's Save waits for the session's earlier commit (so that it sees that commit's
 //!   outcome and repairs what it lost), then queues its own; the reply is sent from the
 //!   writer once the manifest is durable. While others decode, the Save waits parked, not
