@@ -132,6 +132,7 @@ set edit:completion:arg-completer[kvrun] = {|@words|
             cand --request-timeout 'Longest time to the start of a response (a stream, once started, runs on), e.g. 10m; 0 turns it off [default: 10m]'
             cand --header-timeout 'Longest time a client may take to send a request''s headers, and the longest a keep-alive connection may idle, e.g. 30s [default: 30s]'
             cand --cors-origin 'Allow browser requests from this origin (repeatable; `*` for any) [default: none, CORS off]'
+            cand --durability 'When a finished reply''s save is on disk: `before` its final event (`[DONE]`, `message_stop`, `response.completed`) or body is sent, so a reply the client has read survives a crash (no exit path loses a turn); or `after`, tens of ms sooner and lost to a crash in between. Tokens stream as they come either way [default: before]'
             cand --default-model 'The model a request gets when its `model` names none of the server''s models or aliases; `none` answers those with 404 [default: the config file''s `default-model`, then KVRUN_MODEL, the config file''s `model`, then gemma3 when it is pulled]'
             cand --model-alias 'Another name for a model, or a pattern of names (`claude-haiku-*=smollm2`); repeatable [default: the config file''s `[model-aliases]` table]'
             cand --memory-budget 'Memory every loaded model''s weights, context and compute buffers share, e.g. 8GiB; past it, idle models are unloaded [default: 90% of the RAM available at start, less the warm tier''s budget]'

@@ -4,7 +4,7 @@ use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand};
 
-use crate::settings::{self, ContextOverflow, FlashAttn, KvType};
+use crate::settings::{self, ContextOverflow, Durability, FlashAttn, KvType};
 
 mod bench;
 mod shared;
@@ -353,6 +353,12 @@ pub struct ServeArgs {
     /// CORS off]
     #[arg(long, value_name = "ORIGIN")]
     pub cors_origin: Vec<String>,
+    /// When a finished reply's save is on disk: `before` its final event (`[DONE]`,
+    /// `message_stop`, `response.completed`) or body is sent, so a reply the client has
+    /// read survives a crash (no exit path loses a turn); or `after`, tens of ms sooner and
+    /// lost to a crash in between. Tokens stream as they come either way [default: before]
+    #[arg(long, value_enum, value_name = "WHEN")]
+    pub durability: Option<Durability>,
     #[command(flatten)]
     pub models: ServeModelsArgs,
     #[command(flatten)]
@@ -498,6 +504,7 @@ macro_rules! value_enum {
 value_enum!(KvType: F16, Q8_0, Q4_0);
 value_enum!(FlashAttn: On, Off, Auto);
 value_enum!(ContextOverflow: Truncate, Error);
+value_enum!(Durability: Before, After);
 
 #[cfg(test)]
 mod tests {

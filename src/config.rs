@@ -42,6 +42,7 @@ pub struct FileConfig {
     pub request_timeout: Option<String>,
     pub header_timeout: Option<String>,
     pub cors_origin: Option<Vec<String>>,
+    pub durability: Option<settings::Durability>,
     // `kvrun serve` without MODEL.
     pub default_model: Option<String>,
     /// Alias (or `*` pattern) to model: `"claude-haiku-*" = "smollm2"`.
@@ -181,6 +182,14 @@ mod tests {
         assert!(e.contains("`parallel`"), "{e}");
         // The key has no config key: it belongs in the environment.
         assert!(FileConfig::parse("api-key = \"k\"\n").is_err());
+    }
+
+    #[test]
+    fn durability_takes_before_or_after_and_names_itself_otherwise() {
+        let c = FileConfig::parse("durability = \"after\"\n").unwrap();
+        assert_eq!(c.durability, Some(settings::Durability::After));
+        let e = FileConfig::parse("durability = \"sometimes\"\n").unwrap_err();
+        assert!(e.contains("`durability`") && e.contains("before"), "{e}");
     }
 
     #[test]

@@ -49,6 +49,39 @@ pub fn one_line_of(err: &(dyn std::error::Error + 'static)) -> String {
     line
 }
 
+/// `text` with each absolute path cut to its last two components (`.../objects/ab`): an
+/// error a client sees says what failed without telling it the server's folders.
+pub fn without_paths(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(at) = rest.find('/') {
+        let starts_path = rest[..at]
+            .chars()
+            .next_back()
+            .is_none_or(|c| c.is_whitespace() || "\"'`([{=<".contains(c));
+        if !starts_path {
+            out.push_str(&rest[..=at]);
+            rest = &rest[at + 1..];
+            continue;
+        }
+        out.push_str(&rest[..at]);
+        let path_len = rest[at..]
+            .find(|c: char| c.is_whitespace() || "\"'`)]}>,;".contains(c))
+            .unwrap_or(rest.len() - at);
+        let mut path = &rest[at..at + path_len];
+        // A colon or period that ends the path ends its sentence instead.
+        let trailing = path.len() - path.trim_end_matches([':', '.']).len();
+        path = &path[..path.len() - trailing];
+        let parts: Vec<&str> = path.split('/').filter(|p| !p.is_empty()).collect();
+        let tail = parts[parts.len().saturating_sub(2)..].join("/");
+        out.push_str(if parts.len() > 2 { ".../" } else { "/" });
+        out.push_str(&tail);
+        rest = &rest[at + path_len - trailing..];
+    }
+    out.push_str(rest);
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -62,5 +95,20 @@ mod tests {
         assert_eq!(human_bytes(512), "512 B");
         assert_eq!(human_bytes(1536), "1.5 KiB");
         assert_eq!(human_bytes(3 << 30), "3.0 GiB");
+    }
+
+    #[test]
+    fn without_paths_keeps_the_last_two_components_only() {
+        assert_eq!(
+            without_paths("cannot create /root/.cache/kvrun/kv/objects/ab: Not a directory"),
+            "cannot create .../objects/ab: Not a directory"
+        );
+        assert_eq!(
+            without_paths("writing '/home/u/x/sessions/s1/manifest.json.tmp' failed."),
+            "writing '.../s1/manifest.json.tmp' failed."
+        );
+        assert_eq!(without_paths("at /tmp."), "at /tmp.");
+        assert_eq!(without_paths("3/4 pages, a/b"), "3/4 pages, a/b");
+        assert_eq!(without_paths("no paths here"), "no paths here");
     }
 }

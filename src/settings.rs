@@ -91,6 +91,29 @@ impl ContextOverflow {
     }
 }
 
+/// `serve --durability`: when a finished reply's save must be on disk.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Durability {
+    /// The save is durable before the reply's final event is sent, so a client that read
+    /// the end of a turn never loses it to a crash (the default: no exit path loses a
+    /// conversation).
+    #[default]
+    Before,
+    /// The save lands shortly after the final event (lowest latency at a turn's end); a
+    /// crash in between loses that turn.
+    After,
+}
+
+impl Durability {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Durability::Before => "before",
+            Durability::After => "after",
+        }
+    }
+}
+
 /// The valid values of a numeric setting. Flags (through `cli`'s value parsers), the config file
 /// ([`crate::config::FileConfig::validate`]) and session manifests ([`LlamaSettings::validate`],
 /// [`SamplingSettings::validate`]) are all checked against these, so a value means the same

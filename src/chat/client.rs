@@ -404,6 +404,7 @@ impl<'m> Chat<'m, '_> {
             cancel: CancelToken::watching(self.interrupt.stop_flag()),
             replies: replies_tx,
             received: Instant::now(),
+            save_before_done: false,
         };
         let prompt_len = request.ask.prompt.len();
         if let Err(e) = self.service.submit(request) {

@@ -21,7 +21,7 @@ use crate::server::{AppState, Guard};
 use crate::service::engine::ContextSizing;
 use crate::service::fleet::{FleetOptions, KeepAlive, Roster};
 use crate::service::{Fleet, ServiceOptions};
-use crate::settings::{CtxSize, LlamaSettings, SamplingSettings, TierSettings};
+use crate::settings::{CtxSize, Durability, LlamaSettings, SamplingSettings, TierSettings};
 use crate::tiers::{parse_bytes, parse_duration};
 
 const DEFAULT_PORT: u16 = 8080;
@@ -52,6 +52,7 @@ struct ServeSettings {
     roster: Roster,
     budget: u64,
     keep_alive: KeepAlive,
+    durability: Durability,
 }
 
 pub fn run(env: &Env, args: ServeArgs) -> Result<ExitCode> {
@@ -196,6 +197,7 @@ fn settle(env: &Env, args: &ServeArgs) -> Result<ServeSettings> {
         roster,
         budget,
         keep_alive,
+        durability: args.durability.or(config.durability).unwrap_or_default(),
     })
 }
 
@@ -331,6 +333,7 @@ async fn serve(env: &Env, settings: ServeSettings) -> Result<ExitCode> {
         roster,
         budget,
         keep_alive,
+        durability,
     } = settings;
     // Bind before loading, so a taken port fails in a moment rather than after the load,
     // and /health can answer "loading" meanwhile.
@@ -347,6 +350,7 @@ async fn serve(env: &Env, settings: ServeSettings) -> Result<ExitCode> {
     let mut state = AppState::new(fleet.clone(), std::sync::Arc::new(env.paths.clone()));
     state.sampling = std::sync::Arc::new(sampling);
     state.max_tokens = max_tokens;
+    state.durability = durability;
     let app = crate::server::app(state, &guard);
     let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
     let server = tokio::spawn(crate::server::listen::serve(

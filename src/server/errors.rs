@@ -67,6 +67,9 @@ impl ApiError {
     }
 
     pub fn internal(message: impl Into<String>) -> Self {
+        // Internal errors often quote a file (the store, a stored response): the client is
+        // told which, never where the server keeps it.
+        let message = crate::format::without_paths(&message.into());
         Self::new(StatusCode::INTERNAL_SERVER_ERROR, message)
     }
 
@@ -170,7 +173,8 @@ impl ApiError {
 
 impl From<ServiceError> for ApiError {
     fn from(e: ServiceError) -> Self {
-        let message = e.to_string();
+        // The engine's errors may quote store files; a client hears no server folder.
+        let message = crate::format::without_paths(&e.to_string());
         match e {
             ServiceError::PromptTooLong { .. } => Self::bad_request(message)
                 .param("messages")

@@ -7,6 +7,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Instant;
 
+use axum::http::HeaderValue;
 use tokio::sync::mpsc::{unbounded_channel, UnboundedReceiver};
 
 use super::counters::ServerCounters;
@@ -14,10 +15,11 @@ use super::errors::ApiError;
 use super::request_log::RequestLog;
 use super::state::AppState;
 use crate::service::protocol::{
-    Ask, CancelToken, ConversationKey, FinishReason, Reply, Request, RequestId, Started,
-    TokenPiece, Usage,
+    Ask, CancelToken, ConversationKey, FinishReason, Reply, Request, RequestId, SaveStatus,
+    Started, TokenPiece, Usage,
 };
 use crate::service::Lease;
+use crate::settings::Durability;
 
 static NEXT_ID: AtomicU64 = AtomicU64::new(1);
 
@@ -72,6 +74,7 @@ pub async fn start(state: &AppState, lease: &Lease, ask: Ask) -> Result<Generati
         cancel: cancel.clone(),
         replies: replies_tx,
         received: Instant::now(),
+        save_before_done: state.durability == Durability::Before,
     })?;
     let started = match replies.recv().await {
         Some(Reply::Started(started)) => started,
@@ -174,4 +177,51 @@ pub fn with_session_header(
         response.headers_mut().insert("x-kvrun-session", value);
     }
     response
+}
+
+/// For a reply that waited for its save (`--durability before`): `x-kvrun-save: ok` or
+/// `failed`, and the failure's one line in `x-kvrun-save-error`.
+pub fn with_save_headers(
+    mut response: axum::response::Response,
+    usage: &Usage,
+) -> axum::response::Response {
+    let headers = response.headers_mut();
+    match &usage.saved {
+        None => {}
+        Some(SaveStatus::Saved) => {
+            headers.insert("x-kvrun-save", HeaderValue::from_static("ok"));
+        }
+        Some(SaveStatus::Failed(reason)) => {
+            headers.insert("x-kvrun-save", HeaderValue::from_static("failed"));
+            // A header holds visible ASCII only.
+            let ascii: String = reason
+                .chars()
+                .map(|c| {
+                    if c.is_ascii_graphic() || c == ' ' {
+                        c
+                    } else {
+                        '?'
+                    }
+                })
+                .collect();
+            if let Ok(value) = HeaderValue::from_str(&ascii) {
+                headers.insert("x-kvrun-save-error", value);
+            }
+        }
+    }
+    response
+}
+
+/// What a stream's final event adds under `kvrun` for a reply that waited for its save (its
+/// headers are long sent): `{"session", "saved", "save_error"?}`. SDKs ignore the field.
+pub fn save_extension(usage: &Usage) -> Option<serde_json::Value> {
+    let mut object = serde_json::json!({"session": usage.session});
+    match usage.saved.as_ref()? {
+        SaveStatus::Saved => object["saved"] = true.into(),
+        SaveStatus::Failed(reason) => {
+            object["saved"] = false.into();
+            object["save_error"] = reason.as_str().into();
+        }
+    }
+    Some(object)
 }

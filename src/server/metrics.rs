@@ -239,6 +239,11 @@ pub fn render(
             counters.billing_blocks_dropped.load(Ordering::Relaxed),
         ),
         (
+            "kvrun_save_failures_total",
+            "conversation saves that failed (the session's previous save stays intact)",
+            stats.save_failures,
+        ),
+        (
             "kvrun_ctx_resizes_total",
             "times the elastic context was recreated at another size",
             stats.ctx_resizes,

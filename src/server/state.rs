@@ -4,7 +4,7 @@ use std::sync::Arc;
 
 use crate::paths::Paths;
 use crate::service::Fleet;
-use crate::settings::SamplingSettings;
+use crate::settings::{Durability, SamplingSettings};
 
 use super::counters::ServerCounters;
 use super::misses::PromptHistory;
@@ -24,6 +24,8 @@ pub struct AppState {
     pub sampling: Arc<SamplingSettings>,
     /// `serve --max-tokens`: the largest reply a request may get.
     pub max_tokens: Option<u32>,
+    /// `serve --durability`: whether a reply's final event waits for its save.
+    pub durability: Durability,
 }
 
 impl AppState {
@@ -36,6 +38,7 @@ impl AppState {
             prompts: Arc::default(),
             sampling: Arc::new(SamplingSettings::defaults()),
             max_tokens: None,
+            durability: Durability::default(),
         }
     }
 }

@@ -128,6 +128,11 @@ pub struct Request {
     pub replies: UnboundedSender<Reply>,
     /// When the front end received the request (queue time counts from here).
     pub received: Instant,
+    /// Send `Done` only once the reply's save is durable, with its outcome in
+    /// [`Usage::saved`] (`serve --durability before`): a client that has read the end of
+    /// a reply can count on the turn surviving a crash. Tokens stream as they come either
+    /// way.
+    pub save_before_done: bool,
 }
 
 /// GBNF (root rule `root`) a reply must match.
@@ -229,6 +234,20 @@ pub struct Usage {
     /// Restore plus prefill, until the first token was sampled.
     pub time_to_first_token: Duration,
     pub decode: Duration,
+    /// How the reply's save ended, for a request that waited for it
+    /// ([`Request::save_before_done`]); `None` when `Done` did not wait.
+    pub saved: Option<SaveStatus>,
+}
+
+/// The outcome of the save that ends a reply, as its client hears it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SaveStatus {
+    /// The token log and manifest are durable.
+    Saved,
+    /// The save failed (the session's previous save is intact); one line, with no
+    /// absolute path in it.
+    Failed(String),
 }
 
 /// Why a request failed; the API layers map each variant to a status code.

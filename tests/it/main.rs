@@ -24,6 +24,7 @@ mod run;
 mod serve;
 mod serve_agents;
 mod serve_api;
+mod serve_durability;
 mod serve_models;
 mod serve_sdk;
 mod service;

@@ -69,6 +69,7 @@ impl Engine {
                 cancel: CancelToken::new(),
                 replies: tx,
                 received: Instant::now(),
+                save_before_done: false,
             })
             .unwrap();
         let (mut tokens, mut logprobs) = (Vec::new(), Vec::new());

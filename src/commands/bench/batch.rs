@@ -202,6 +202,7 @@ impl Service {
                 cancel: cancel.clone(),
                 replies: tx,
                 received: Instant::now(),
+                save_before_done: false,
             })
             .map_err(anyhow::Error::from)?;
         Ok(Stream {

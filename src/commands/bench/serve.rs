@@ -251,6 +251,7 @@ fn in_process_call(
             cancel: CancelToken::new(),
             replies,
             received: sent,
+            save_before_done: false,
         })
         .map_err(|e| anyhow!("{e}"))?;
     let (mut first, mut last, mut call) = (None, sent, None);

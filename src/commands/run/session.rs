@@ -205,6 +205,7 @@ impl Turn<'_> {
             cancel: CancelToken::watching(interrupt.stop_flag()),
             replies: replies_tx,
             received: Instant::now(),
+            save_before_done: false,
         };
         let to_prefill = request.ask.prompt.len() - opened.cached.total();
         self.service

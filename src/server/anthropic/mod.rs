@@ -17,7 +17,7 @@ use shape::{Shape, TOOL_USE_ID_PREFIX};
 
 use super::body::AnthropicBody;
 use super::errors::ApiError;
-use super::generation::{response_id, start, with_session_header};
+use super::generation::{response_id, start, with_save_headers, with_session_header};
 use super::naming::{conversation_key, NameSources};
 use super::render::{max_reply_tokens, render_off_thread, Prompt, ReplyReader};
 use super::request::{parts, stop_strings, StopField};
@@ -99,7 +99,8 @@ async fn messages_inner(
     } else {
         let collected = generation.collect().await?;
         let reply = shape.reader.parse(&collected.text, TOOL_USE_ID_PREFIX);
-        Json(shape.message(&reply, &collected.usage)).into_response()
+        let body = Json(shape.message(&reply, &collected.usage)).into_response();
+        with_save_headers(body, &collected.usage)
     };
     Ok(with_session_header(response, &session))
 }

@@ -7,7 +7,7 @@ use serde_json::{json, Value};
 
 use super::shape::{usage_object, Shape, TOOL_USE_ID_PREFIX};
 use crate::server::generation::response_id;
-use crate::server::generation::{Generation, Step};
+use crate::server::generation::{save_extension, Generation, Step};
 use crate::server::sse::{Disconnected, EventSink};
 use crate::tools::{ParsedCall, ReplyEvent};
 
@@ -140,11 +140,14 @@ pub(super) async fn produce(
     }
     blocks.close().await?;
     let (stop_reason, stop_sequence) = Shape::stop(&usage, blocks.called_tools);
-    let delta = json!({
+    let mut delta = json!({
         "type": "message_delta",
         "delta": {"stop_reason": stop_reason, "stop_sequence": stop_sequence},
         "usage": usage_object(usage.prompt_tokens, &usage.cached, usage.generated),
     });
+    if let Some(saved) = save_extension(&usage) {
+        delta["kvrun"] = saved;
+    }
     sink.named("message_delta", &delta).await?;
     sink.named("message_stop", &json!({"type": "message_stop"}))
         .await

@@ -12,7 +12,9 @@ use crate::clock::unix_now;
 use crate::llama::Model;
 use crate::server::body::OpenAiBody;
 use crate::server::errors::ApiError;
-use crate::server::generation::{response_id, start, with_session_header, Generation, Step};
+use crate::server::generation::{
+    response_id, save_extension, start, with_save_headers, with_session_header, Generation, Step,
+};
 use crate::server::naming::{conversation_key, NameSources};
 use crate::server::render::{max_reply_tokens, render_off_thread, ReplyReader};
 use crate::server::request::{parts, stop_strings};
@@ -107,7 +109,7 @@ async fn whole(
         json!({"content": content})
     });
     let usage = collected.usage;
-    Ok(Json(json!({
+    let body = Json(json!({
         "id": shape.id,
         "object": "chat.completion",
         "created": shape.created,
@@ -120,8 +122,8 @@ async fn whole(
             "finish_reason": finish_reason(usage.finish, !reply.tool_calls.is_empty()),
         }],
         "usage": usage_object(&usage),
-    }))
-    .into_response())
+    }));
+    Ok(with_save_headers(body.into_response(), &usage))
 }
 
 impl Shape {
@@ -168,8 +170,11 @@ async fn stream(
     let rest = parser.finish();
     send_events(sink, shape, rest, &mut calls, &mut pending_logprobs).await?;
     let finish = finish_reason(usage.finish, calls > 0);
-    sink.data(&shape.chunk(json!({}), Some(finish), None))
-        .await?;
+    let mut last = shape.chunk(json!({}), Some(finish), None);
+    if let Some(saved) = save_extension(&usage) {
+        last["kvrun"] = saved;
+    }
+    sink.data(&last).await?;
     if include_usage {
         let mut last = shape.chunk(json!({}), None, None);
         last["choices"] = json!([]);

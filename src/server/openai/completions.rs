@@ -13,7 +13,8 @@ use crate::llama::{Model, TokenId};
 use crate::server::body::OpenAiBody;
 use crate::server::errors::ApiError;
 use crate::server::generation::{
-    response_id, start, with_session_header, Collected, Generation, Step,
+    response_id, save_extension, start, with_save_headers, with_session_header, Collected,
+    Generation, Step,
 };
 use crate::server::naming::{conversation_key, NameSources};
 use crate::server::render::{check_fits, check_length_fits, max_reply_tokens};
@@ -155,7 +156,8 @@ pub async fn handle(
     );
     body["choices"][0]["logprobs"] = json!(logprobs);
     body["usage"] = usage_object(&collected.usage);
-    Ok(with_session_header(Json(body).into_response(), &session))
+    let response = with_save_headers(Json(body).into_response(), &collected.usage);
+    Ok(with_session_header(response, &session))
 }
 
 struct Shape {
@@ -214,7 +216,11 @@ async fn stream(
         }
     };
     let finish = finish_reason(usage.finish, false);
-    sink.data(&shape.object("", Some(finish))).await?;
+    let mut last = shape.object("", Some(finish));
+    if let Some(saved) = save_extension(&usage) {
+        last["kvrun"] = saved;
+    }
+    sink.data(&last).await?;
     if include_usage {
         let mut last = shape.object("", None);
         last["choices"] = json!([]);

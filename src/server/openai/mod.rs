@@ -98,6 +98,7 @@ mod tests {
             tokens: vec![7; 5],
             finish: FinishReason::EndOfGeneration,
             stop_sequence: None,
+            saved: None,
             queued: Duration::ZERO,
             time_to_first_token: Duration::ZERO,
             decode: Duration::ZERO,

@@ -20,7 +20,7 @@ use serde_json::{json, Value};
 
 use super::body::OpenAiBody;
 use super::errors::ApiError;
-use super::generation::{response_id, start, with_session_header};
+use super::generation::{response_id, start, with_save_headers, with_session_header};
 use super::naming::{conversation_key, NameSources};
 use super::render::{max_reply_tokens, render_off_thread, text_message, Conversation, ReplyReader};
 use super::request::{json_format_grammar, parts, SamplingFields};
@@ -185,7 +185,7 @@ async fn create(
             .header
             .response(status, &items, Some(&collected.usage));
         reply.store(&object, &parsed, &collected.usage.session)?;
-        Json(object).into_response()
+        with_save_headers(Json(object).into_response(), &collected.usage)
     };
     Ok(with_session_header(response, &session))
 }

@@ -9,7 +9,7 @@ use serde_json::{json, Value};
 use super::output::{self, call_item, message_item, output_text_part, reasoning_item};
 use super::reply::Reply;
 use super::tools::Namespaces;
-use crate::server::generation::{response_id, Generation, Step};
+use crate::server::generation::{response_id, save_extension, Generation, Step};
 use crate::server::sse::{Disconnected, EventSink};
 use crate::tools::{ParsedReply, ReplyEvent};
 
@@ -234,9 +234,13 @@ pub(super) async fn produce(
         writer.close().await?;
     }
     let status = output::final_status(usage.finish);
-    let object = header.response(status, &writer.items, Some(&usage));
+    let mut object = header.response(status, &writer.items, Some(&usage));
     if let Err(e) = reply.store(&object, &writer.reply, &usage.session) {
         return failed(&mut writer, reply, &e.message).await;
+    }
+    // After the store: a later `previous_response_id` gets the response, not this save.
+    if let Some(saved) = save_extension(&usage) {
+        object["kvrun"] = saved;
     }
     writer
         .emit("response.completed", json!({"response": object}))

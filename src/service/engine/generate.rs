@@ -274,6 +274,7 @@ impl<'c, 'm> Engine<'c, 'm> {
             } else {
                 Duration::ZERO
             },
+            saved: None,
         };
         self.counters.record_finish(&usage);
         // The prefill rate the restore-or-recompute choice weighs restores against (the
@@ -283,15 +284,23 @@ impl<'c, 'm> Engine<'c, 'm> {
             usage.prefilled,
             usage.time_to_first_token.as_secs_f64() * 1e3,
         );
-        if !active.failed {
+        let index = self.conversations.find(&active.conversation);
+        // `--durability before`: the save's commit sends Done from the writer thread once
+        // the manifest is durable, so this thread decodes on meanwhile.
+        let done_after_save = !active.failed && index.is_some() && active.request.save_before_done;
+        let mut done = None;
+        if done_after_save {
+            done = Some((active.request.replies.clone(), usage));
+        } else if !active.failed {
             let _ = active.request.replies.send(Reply::Done(usage));
         }
         self.pending.fetch_sub(1, Ordering::SeqCst);
-        if let Some(index) = self.conversations.find(&active.conversation) {
+        if let Some(index) = index {
             let interrupted = finish == FinishReason::Cancelled;
             let template = active.request.ask.template.clone();
             let transcript = active.request.transcript.as_ref();
-            self.save_reply(ctx, index, prompt_len, interrupted, (transcript, template));
+            let reply = (transcript, template);
+            self.save_reply(ctx, index, prompt_len, interrupted, reply, done);
         }
         self.enforce_cold_budget(ctx);
     }
@@ -317,6 +326,7 @@ impl<'c, 'm> Engine<'c, 'm> {
             queued: now.saturating_duration_since(request.received),
             time_to_first_token: Duration::ZERO,
             decode: Duration::ZERO,
+            saved: None,
         };
         let _ = request.replies.send(Reply::Done(usage));
         self.pending.fetch_sub(1, Ordering::SeqCst);

@@ -271,6 +271,9 @@ impl<'c, 'm> Engine<'c, 'm> {
                 }
             }
             Command::Stats(reply) => {
+                // A client told of a failed save (by the writer thread) and asking
+                // /metrics next finds it counted, without waiting for the next loop.
+                self.route_all_outcomes();
                 let _ = reply.send(self.stats(ctx));
             }
             Command::Settle(name, reply) => {

@@ -3,7 +3,8 @@
 //! writer thread while the engine decodes on. Outcomes come back between batch steps.
 //!
 //! - The end of a reply queues its save and goes on; the outcome reaches the client's next
-//!   Save (a chat, `run --session`) or the log (the HTTP APIs).
+//!   Save (a chat, `run --session`) or the log (the HTTP APIs). With `serve --durability
+//!   before` the writer sends the reply's Done once the commit landed, with its outcome.
 //! - A client's Save waits for the session's earlier commit (so that it sees that commit's
 //!   outcome and repairs what it lost), then queues its own; the reply is sent from the
 //!   writer once the manifest is durable. While others decode, the Save waits parked, not
@@ -17,18 +18,21 @@
 use super::parked::ParkedSave;
 use std::time::Instant;
 
+use tokio::sync::mpsc::UnboundedSender;
 use tokio::sync::oneshot;
 
 use super::open::MAX_UNHEARD_WARNINGS;
 use super::Engine;
 use crate::llama::Context;
 use crate::service::handle::Saved;
-use crate::service::protocol::{ServiceError, Transcript};
-use crate::session::live::{CommitOutcome, SaveOrigin, SaveReport};
+use crate::service::protocol::{Reply, SaveStatus, ServiceError, Transcript, Usage};
+use crate::session::live::{CommitNotice, CommitOutcome, SaveOrigin, SaveReport};
 use crate::template::TemplateIdentity;
 
 impl<'c, 'm> Engine<'c, 'm> {
-    /// Queues the save that ends a reply in conversation `index` and marks it idle.
+    /// Queues the save that ends a reply in conversation `index` and marks it idle. With
+    /// `done` (`--durability before`), the reply's Done is sent once the save is durable or
+    /// has failed, with that outcome.
     pub(super) fn save_reply(
         &mut self,
         ctx: &mut Context<'m>,
@@ -36,6 +40,7 @@ impl<'c, 'm> Engine<'c, 'm> {
         prompt_len: usize,
         interrupted: bool,
         (transcript, template): (Option<&Transcript>, Option<TemplateIdentity>),
+        done: Option<(UnboundedSender<Reply>, Usage)>,
     ) {
         let open = &mut self.conversations.open[index];
         open.busy = false;
@@ -51,9 +56,10 @@ impl<'c, 'm> Engine<'c, 'm> {
         let raw = Transcript::raw();
         let state = transcript.unwrap_or(&raw).state(template);
         let origin = SaveOrigin::ReplyEnd { client_saves };
+        let notice = done.map(|(replies, usage)| done_once_saved(replies, usage));
         let planned = open
             .live
-            .save_in_background(ctx, &open.seq, state, origin, None);
+            .save_in_background(ctx, &open.seq, state, origin, notice);
         match planned {
             Ok(engine_ms) => self.counters.record_save_queued(engine_ms),
             Err(e) => {
@@ -128,9 +134,7 @@ impl<'c, 'm> Engine<'c, 'm> {
     /// and runs the parked Saves whose session has no commit in flight any more (all of
     /// them once nothing decodes).
     pub(super) fn settle_saves(&mut self, ctx: &mut Context<'m>) {
-        for index in 0..self.conversations.open.len() {
-            self.route_outcomes(index);
-        }
+        self.route_all_outcomes();
         self.repair_saves(ctx);
         if self.parked_saves.is_empty() {
             return;
@@ -201,6 +205,13 @@ impl<'c, 'm> Engine<'c, 'm> {
         }
     }
 
+    /// Hands every landed commit's outcome to its client or the log, and counts it.
+    pub(super) fn route_all_outcomes(&mut self) {
+        for index in 0..self.conversations.open.len() {
+            self.route_outcomes(index);
+        }
+    }
+
     fn route_outcomes(&mut self, index: usize) {
         let open = &mut self.conversations.open[index];
         for outcome in open.live.take_outcomes() {
@@ -245,6 +256,26 @@ fn report_failure(name: &str, client_saves: bool, e: &crate::session::LiveError)
             crate::format::one_line_of(e)
         );
     }
+}
+
+/// Sends a reply's Done with its save's outcome, on the writer thread once the commit
+/// landed (or at once, when the save failed before it was queued).
+fn done_once_saved(replies: UnboundedSender<Reply>, mut usage: Usage) -> CommitNotice {
+    Box::new(
+        move |result: &Result<SaveReport, crate::session::LiveError>| {
+            usage.saved = Some(match result {
+                Ok(_) => SaveStatus::Saved,
+                // The client sees this line: it names the session and what failed, never the
+                // server's folders.
+                Err(e) => SaveStatus::Failed(crate::format::without_paths(&format!(
+                    "saving session '{}' failed: {}",
+                    usage.session,
+                    crate::format::one_line_of(e)
+                ))),
+            });
+            let _ = replies.send(Reply::Done(usage));
+        },
+    )
 }
 
 /// A save's report as the client hears it, after the warnings it had not heard yet.

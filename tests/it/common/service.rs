@@ -209,6 +209,7 @@ pub fn request(
         cancel: cancel.clone(),
         replies: tx,
         received: Instant::now(),
+        save_before_done: false,
     };
     (
         request,
