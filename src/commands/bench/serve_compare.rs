@@ -74,8 +74,19 @@ struct Measured {
 }
 
 pub(super) fn run(env: &Env, work: &Path, setup: &Setup<'_>) -> Result<()> {
+    // llama-server leaves out the tools of a template that renders none (SmolLM2's), where
+    // kvrun describes them in the system message: written into the system text here, both
+    // servers render the same messages with the model's own template.
+    let system = format!(
+        "{}\nTools, as JSON schemas:\n{}\n",
+        setup.system, setup.tools
+    );
+    let setup = &Setup {
+        system: &system,
+        tools: &Value::Null,
+        ..*setup
+    };
     let mut measured = Measured::default();
-    let mut prompt_tokens = 0;
     for r in 0..setup.repeat {
         env.ui.note(format!(
             "run {} of {}: kvrun serve ...",
@@ -89,13 +100,8 @@ pub(super) fn run(env: &Env, work: &Path, setup: &Setup<'_>) -> Result<()> {
             setup.repeat
         ));
         llama_side(&work.join(format!("llama-{r}")), setup, &mut measured)?;
-        prompt_tokens = measured
-            .kvrun
-            .iter()
-            .find(|(row, _)| *row == Row::Cold)
-            .map_or(0, |(_, c)| c.prompt_tokens);
     }
-    print_table(&measured, setup, prompt_tokens);
+    print_table(&measured, setup);
     Ok(())
 }
 
@@ -169,11 +175,22 @@ fn other(system: &str) -> Value {
     ])
 }
 
-fn print_table(m: &Measured, s: &Setup<'_>, prompt_tokens: u64) {
+fn print_table(m: &Measured, s: &Setup<'_>) {
+    let prompt = |calls: &[(Row, Call)]| {
+        calls
+            .iter()
+            .find(|(row, _)| *row == Row::Cold)
+            .map_or(0, |(_, c)| c.prompt_tokens)
+    };
     println!(
-        "kvrun serve and llama-server, an agent prompt of {prompt_tokens} tokens ({} threads, \
-         -c {}, one slot, greedy, {} generated); medians of {}",
-        s.llama.threads, s.ctx, s.decode_tokens, s.repeat
+        "kvrun serve and llama-server, an agent prompt of {} tokens (llama-server: {}); {} \
+         threads, -c {}, one slot, greedy, {} generated; medians of {}",
+        prompt(&m.kvrun),
+        prompt(&m.llama),
+        s.llama.threads,
+        s.ctx,
+        s.decode_tokens,
+        s.repeat
     );
     println!(
         "{:<46} {:>10} {:>12} {:>8} {:>8}",
