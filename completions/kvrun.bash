@@ -697,7 +697,7 @@ _kvrun() {
             return 0
             ;;
         kvrun__subcmd__bench__subcmd__serve)
-            opts="-c -t -b -v -q -h -V --chat-template --prompt-tokens --decode-tokens --streams --ctx-size --threads --gpu-layers --batch-size --kv-type --flash-attn --verbose --quiet --help --version"
+            opts="-c -t -b -v -q -h -V --chat-template --prompt-tokens --decode-tokens --streams --llama-server --repeat --ctx-size --threads --gpu-layers --batch-size --kv-type --flash-attn --verbose --quiet --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -716,6 +716,14 @@ _kvrun() {
                     return 0
                     ;;
                 --streams)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --llama-server)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --repeat)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;

@@ -490,6 +490,8 @@ set edit:completion:arg-completer[kvrun] = {|@words|
             cand --prompt-tokens 'Tokens in the agent-shaped prompt (system blocks and tool schemas)'
             cand --decode-tokens 'Tokens generated per call'
             cand --streams 'Concurrent streams for the aggregate decode rows'
+            cand --llama-server 'A llama-server binary to run the same conversation against, side by side (same model, threads, context, one slot, greedy); prints that table instead of the others. Build it from the pinned llama.cpp as the README''s "Serving over HTTP" benchmark says'
+            cand --repeat 'Times each side-by-side row is measured, each from a fresh home; medians are shown'
             cand -c 'Context size in tokens, or `auto`: grow with the live tokens (kvrun serve up to --max-ctx-size, kvrun chat up to the model''s training context; other commands take 8192) [default: auto for kvrun serve, else 8192; capped at the model''s training context]'
             cand --ctx-size 'Context size in tokens, or `auto`: grow with the live tokens (kvrun serve up to --max-ctx-size, kvrun chat up to the model''s training context; other commands take 8192) [default: auto for kvrun serve, else 8192; capped at the model''s training context]'
             cand -t 'CPU threads [default: the number of cores]'

@@ -86,6 +86,14 @@ pub struct BenchServeArgs {
     /// Concurrent streams for the aggregate decode rows
     #[arg(long, value_delimiter = ',', default_values_t = [1, 2, 4, 8])]
     pub streams: Vec<u32>,
+    /// A llama-server binary to run the same conversation against, side by side (same model,
+    /// threads, context, one slot, greedy); prints that table instead of the others. Build it
+    /// from the pinned llama.cpp as the README's "Serving over HTTP" benchmark says.
+    #[arg(long, value_name = "PATH")]
+    pub llama_server: Option<PathBuf>,
+    /// Times each side-by-side row is measured, each from a fresh home; medians are shown
+    #[arg(long, default_value_t = 1, requires = "llama_server", value_parser = clap::value_parser!(u32).range(1..=20))]
+    pub repeat: u32,
     #[command(flatten)]
     pub llama: LlamaArgs,
 }

@@ -3,7 +3,8 @@
 //! the first call (prefill from scratch), the next turn (the prefix from the store), and the
 //! first call after a restart (the prefix from disk). The same-length prompt through the
 //! engine in this process gives the server's own overhead; streams side by side give the
-//! aggregate decode rate.
+//! aggregate decode rate. `--llama-server` runs the conversation against llama.cpp's server
+//! instead ([`super::serve_compare`]).
 
 use std::path::Path;
 use std::process::ExitCode;
@@ -47,6 +48,20 @@ pub fn run(env: &Env, args: BenchServeArgs) -> Result<ExitCode> {
     let tool_tokens = model.tokenize(&tools.to_string(), false).len();
     let system = agent_system_text(&model, target.saturating_sub(tool_tokens));
     drop(model);
+    if let Some(binary) = &args.llama_server {
+        let setup = super::serve_compare::Setup {
+            binary,
+            choice: &choice,
+            llama: &llama,
+            ctx,
+            system: &system,
+            tools: &tools,
+            decode_tokens: args.decode_tokens,
+            repeat: args.repeat,
+        };
+        super::serve_compare::run(env, work.path(), &setup)?;
+        return Ok(ExitCode::SUCCESS);
+    }
     let turn = |n: usize| agent_messages(&system, n);
 
     env.ui.note(format!(
@@ -181,7 +196,7 @@ fn agent_tools() -> Value {
 }
 
 /// The conversation after `turns` earlier exchanges: each call adds one user turn.
-fn agent_messages(system: &str, turns: usize) -> Value {
+pub(super) fn agent_messages(system: &str, turns: usize) -> Value {
     let mut messages = vec![json!({"role": "system", "content": system})];
     for i in 0..turns {
         messages.push(json!({"role": "user", "content": format!("Task {i}: list the files.")}));
