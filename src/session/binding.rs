@@ -14,6 +14,7 @@ use super::catalog::SessionCatalog;
 use super::identity::{kv_identity, model_identity, FingerprintError};
 use super::live::LiveSession;
 use super::manifest::{KvIdentity, ModelIdentity, SessionManifest};
+use super::saved_logs::SavedLogs;
 use crate::kv::MemoryKind;
 use crate::llama::{Context, Model};
 use crate::settings::{LlamaSettings, SamplingSettings};
@@ -27,6 +28,8 @@ pub struct SessionBinding<'c> {
     llama: LlamaSettings,
     memory: MemoryKind,
     warm: Option<Arc<WarmPool>>,
+    /// The saved logs of this model, by content (reuse to the token across sessions).
+    saved_logs: Arc<SavedLogs>,
 }
 
 impl<'c> SessionBinding<'c> {
@@ -50,6 +53,7 @@ impl<'c> SessionBinding<'c> {
         }
         Ok(Self {
             catalog,
+            saved_logs: Arc::new(SavedLogs::new(&identity.fingerprint)),
             model: identity,
             kv: kv_identity(ctx.info()),
             llama,
@@ -91,6 +95,7 @@ impl<'c> SessionBinding<'c> {
         if let Some(warm) = &self.warm {
             live.set_warm_pool(warm.clone());
         }
+        live.set_saved_logs(self.saved_logs.clone());
         live
     }
 }

@@ -56,13 +56,11 @@ use std::collections::{HashMap, HashSet};
 use std::fs;
 use std::io;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
 
 use super::error::SessionError;
 use super::manifest::{SessionManifest, MANIFEST_FORMAT};
 use super::manifest_file::{decode_manifest, encode_manifest, MAX_MANIFEST_BYTES};
 use super::name::validate_name;
-use super::saved_logs::SavedLogCache;
 use crate::paths::Paths;
 use crate::store::fsutil::read_bounded;
 use crate::store::lock::{LockHolder, HOLDER_MAX_BYTES};
@@ -141,8 +139,6 @@ pub struct RemoveReport {
 pub struct SessionCatalog {
     dir: PathBuf,
     store: ObjectStore,
-    /// Saved logs by content (`saved_logs.rs`), shared by clones.
-    saved_logs: Arc<SavedLogCache>,
 }
 
 impl SessionCatalog {
@@ -151,15 +147,7 @@ impl SessionCatalog {
         let dir = paths.sessions();
         open_lock_dir(&dir)?;
         let store = ObjectStore::open(paths.objects())?;
-        Ok(Self {
-            dir,
-            store,
-            saved_logs: Arc::default(),
-        })
-    }
-
-    pub(super) fn saved_log_cache(&self) -> &SavedLogCache {
-        &self.saved_logs
+        Ok(Self { dir, store })
     }
 
     pub fn store(&self) -> &ObjectStore {

@@ -95,6 +95,9 @@ pub struct LiveSession<'c> {
     slot: capture::Slot,
     /// RAM cache of pages in front of the store (the warm tier), if any.
     warm: Option<std::sync::Arc<crate::tiers::WarmPool>>,
+    /// Every saved log of this model by content, shared by the process's sessions of it
+    /// (`live/branch.rs`); without it, reuse stops at whole pages.
+    saved_logs: Option<std::sync::Arc<crate::session::saved_logs::SavedLogs>>,
     /// The last reply was cut short; recorded in the next save's manifest.
     interrupted: bool,
     /// A new session under a generated name (recorded in its first manifest).
@@ -156,6 +159,7 @@ impl<'c> LiveSession<'c> {
             capture_error: None,
             slot: capture::Slot::default(),
             warm: None,
+            saved_logs: None,
             interrupted: saved.as_ref().is_some_and(|m| m.interrupted),
             unnamed: false,
             prompt_tokens: saved.as_ref().map_or(0, |m| m.prompt_tokens),
@@ -226,6 +230,10 @@ impl<'c> LiveSession<'c> {
     /// Reads and writes pages through a RAM pool (the warm tier).
     pub fn set_warm_pool(&mut self, warm: std::sync::Arc<crate::tiers::WarmPool>) {
         self.warm = Some(warm);
+    }
+
+    pub fn set_saved_logs(&mut self, logs: std::sync::Arc<crate::session::saved_logs::SavedLogs>) {
+        self.saved_logs = Some(logs);
     }
 
     /// The KV layout, once a save or restore has seen it.

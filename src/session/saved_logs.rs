@@ -18,7 +18,6 @@ use crate::token::TokenId;
 #[derive(Debug)]
 pub struct SavedLog {
     pub name: String,
-    pub model_fingerprint: String,
     /// The first `snapshot.kv_len` tokens of the log.
     pub tokens: Vec<TokenId>,
     pub snapshot: KvSnapshot,
@@ -28,29 +27,38 @@ pub struct SavedLog {
 /// changed since.
 type Stamp = (SystemTime, u64);
 
-/// A session's manifest as last read: `None` when it has no usable snapshot.
+/// A session's manifest as last read: `None` when it has no usable snapshot of this model.
 type Entry = (Stamp, Option<Arc<SavedLog>>);
 
-/// The cache behind [`SessionCatalog::saved_logs`], shared by the catalog's clones.
-#[derive(Debug, Default)]
-pub struct SavedLogCache {
+/// The saved logs of one model, shared by a process's sessions of it
+/// ([`super::SessionBinding`]).
+#[derive(Debug)]
+pub struct SavedLogs {
+    model_fingerprint: String,
     logs: Mutex<HashMap<String, Entry>>,
 }
 
-impl SessionCatalog {
-    /// Every session with a KV snapshot, read from its manifest (verified as any read is).
-    /// An unreadable manifest is left out: its pages are only ever an optimization here.
-    pub fn saved_logs(&self) -> Result<Vec<Arc<SavedLog>>, SessionError> {
-        let names = self.folder_names()?;
+impl SavedLogs {
+    pub fn new(model_fingerprint: &str) -> Self {
+        Self {
+            model_fingerprint: model_fingerprint.to_string(),
+            logs: Mutex::default(),
+        }
+    }
+
+    /// Every session of this model in `catalog` with a KV snapshot, read from its manifest
+    /// (verified as any read is). An unreadable manifest is left out: its pages are only
+    /// ever an optimization here.
+    pub fn read(&self, catalog: &SessionCatalog) -> Result<Vec<Arc<SavedLog>>, SessionError> {
+        let names = catalog.folder_names()?;
         let mut cache = self
-            .saved_log_cache()
             .logs
             .lock()
             .unwrap_or_else(|poisoned| poisoned.into_inner());
         cache.retain(|name, _| names.binary_search(name).is_ok());
         let mut logs = Vec::new();
         for name in names {
-            let Ok(meta) = fs::symlink_metadata(self.manifest_path(&name)) else {
+            let Ok(meta) = fs::symlink_metadata(catalog.manifest_path(&name)) else {
                 cache.remove(&name);
                 continue;
             };
@@ -60,14 +68,15 @@ impl SessionCatalog {
             );
             let fresh = cache.get(&name).is_some_and(|(s, _)| *s == stamp);
             if !fresh {
-                let log = self.read_manifest(&name).ok().and_then(|m| {
-                    let snapshot = m.snapshot?;
+                let log = catalog.read_manifest(&name).ok().and_then(|m| {
+                    let snapshot = m
+                        .snapshot
+                        .filter(|_| m.model.fingerprint == self.model_fingerprint)?;
                     let mut tokens = m.tokens;
                     tokens.truncate(snapshot.kv_len);
                     (tokens.len() == snapshot.kv_len).then(|| {
                         Arc::new(SavedLog {
                             name: m.name,
-                            model_fingerprint: m.model.fingerprint,
                             tokens,
                             snapshot,
                         })

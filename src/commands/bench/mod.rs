@@ -2,6 +2,7 @@
 //! belong here, never in the tests. [`harness`] holds what several of them share: prompt
 //! tokens, child processes, the page cache, a prefilled session.
 
+mod agent_prompt;
 mod batch;
 mod ctx;
 mod harness;

@@ -164,7 +164,7 @@ fn llama_side(dir: &Path, s: &Setup<'_>, m: &mut Measured) -> Result<()> {
 
 /// The conversation after `turns` earlier exchanges, as `bench serve` sends it.
 fn turn(system: &str, turns: usize) -> Value {
-    super::serve::agent_messages(system, turns)
+    super::agent_prompt::agent_messages(system, turns)
 }
 
 /// A new conversation: the same system prompt, a different first user turn.

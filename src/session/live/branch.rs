@@ -35,12 +35,12 @@ impl LiveSession<'_> {
             return None;
         }
         let limit = tokens.len() - 1;
-        let logs = self.catalog.saved_logs().ok()?;
+        let logs = self.saved_logs.as_ref()?.read(self.catalog).ok()?;
         let mut best: Option<Branch> = None;
         for log in logs {
             // This session's own save is [`Self::reuse_own_snapshot`]'s, with its own
             // rules for damage.
-            if log.name == self.name || log.model_fingerprint != self.model.fingerprint {
+            if log.name == self.name {
                 continue;
             }
             let keep = common_prefix(&log.tokens, tokens).min(limit);
