@@ -136,12 +136,26 @@ impl LiveSession<'_> {
             ctx.clear_seq(seq);
             return Ok(None);
         }
-        let keep = branch.keep.min(restored);
+        Ok(self.cut_restored(ctx, restored, branch.keep))
+    }
+
+    /// Cuts the `restored` tokens just loaded back to `keep` (where the prompt parts from
+    /// the log they came from). Returns the tokens held, or `None` when llama.cpp refuses
+    /// the cut or a sliding window would lose cells the cut needs: the sequence is emptied
+    /// then, and is recomputed rather than continued from a state not its own.
+    pub(super) fn cut_restored(
+        &self,
+        ctx: &mut Context<'_>,
+        restored: usize,
+        keep: usize,
+    ) -> Option<usize> {
+        let seq = self.slot.seq;
+        let keep = keep.min(restored);
         let window_kept = keep_is_valid(keep, ctx.seq_pos_min(seq), self.n_swa());
         if keep < restored && !(window_kept && ctx.truncate_seq(seq, keep)) {
             ctx.clear_seq(seq);
-            return Ok(None);
+            return None;
         }
-        Ok(Some(keep))
+        Some(keep)
     }
 }

@@ -132,14 +132,7 @@ impl LiveSession<'_> {
             ctx.clear_seq(self.slot.seq);
             return Ok(None);
         }
-        let keep = keep.min(restored);
-        let seq = self.slot.seq;
-        let window_kept = crate::sequence::keep_is_valid(keep, ctx.seq_pos_min(seq), self.n_swa());
-        if keep < restored && !(window_kept && ctx.truncate_seq(seq, keep)) {
-            ctx.clear_seq(seq);
-            return Ok(None);
-        }
-        Ok(Some(keep))
+        Ok(self.cut_restored(ctx, restored, keep))
     }
 
     /// How far [`Self::reuse_own_snapshot`] would restore `tokens`: as far as they agree
