@@ -16,7 +16,9 @@ use std::time::{Duration, Instant};
 use crate::llama::{Context, LlamaError, Model, Sampler, TokenId, TokenLogprob, Utf8Stream};
 
 mod batch_starts;
+mod checkpoints;
 pub use batch_starts::BatchStarts;
+pub use checkpoints::{thin as thin_checkpoints, Checkpoint, Checkpoints, MAX_CHECKPOINTS};
 
 /// The sequence id of the live session inside a context.
 pub const MAIN_SEQ: i32 = 0;
@@ -57,6 +59,9 @@ pub struct Sequence {
     /// Where the batches that computed those cells started (and, after a restore, where
     /// the saved session's did, so a recompute replays them).
     batch_starts: BatchStarts,
+    /// States at page boundaries within `kv_len`, for memory that cannot be cut (recurrent,
+    /// hybrid): the engine records them while the cells are in the context.
+    checkpoints: Checkpoints,
 }
 
 /// Why generation stopped.
@@ -103,7 +108,26 @@ impl Sequence {
             tokens,
             kv_len,
             batch_starts: BatchStarts::default(),
+            checkpoints: Checkpoints::default(),
         }
+    }
+
+    /// Checkpoints of the log's first tokens that hold for this sequence too: those within
+    /// its cached cells (the caller checked that the tokens before them agree).
+    pub fn with_checkpoints(mut self, mut checkpoints: Checkpoints) -> Self {
+        checkpoints.truncate(self.kv_len);
+        self.checkpoints = checkpoints;
+        self
+    }
+
+    /// The states at page boundaries kept for this sequence ([`Checkpoints`]).
+    pub fn checkpoints(&self) -> &Checkpoints {
+        &self.checkpoints
+    }
+
+    /// Keeps `bytes`, the state of the sequence's first `kv_len` tokens (all it caches now).
+    pub fn record_checkpoint(&mut self, bytes: impl Into<std::sync::Arc<[u8]>>) {
+        self.checkpoints.record(self.kv_len, bytes);
     }
 
     /// The batch schedule the log was first decoded by ([`BatchStarts::for_replay`]):
@@ -154,6 +178,7 @@ impl Sequence {
         self.tokens.clear();
         self.kv_len = 0;
         self.batch_starts = BatchStarts::default();
+        self.checkpoints.clear();
     }
 
     /// Brings the KV cache up to the log: every token but the last in page-aligned batches,
@@ -251,10 +276,12 @@ impl Sequence {
         self.batch_starts.truncate(to);
         if ctx.truncate_seq(self.seq_id, to) {
             self.kv_len = to;
+            self.checkpoints.truncate(to);
             return true;
         }
         ctx.clear_seq(self.seq_id);
         self.kv_len = 0;
+        self.checkpoints.clear();
         false
     }
 
@@ -266,6 +293,7 @@ impl Sequence {
             self.batch_starts.record(self.kv_len);
         } else {
             self.batch_starts.truncate(kv_len);
+            self.checkpoints.truncate(kv_len);
         }
         self.kv_len = kv_len;
     }

@@ -71,6 +71,16 @@ impl PageKey {
             .finish()
     }
 
+    /// The object holding a recurrent or hybrid sequence's checkpoint right after `page`
+    /// ([`crate::sequence::Checkpoints`]): named by the page chain, so sessions whose logs
+    /// agree up to that page share it.
+    pub fn checkpoint_id(page: &ObjectId) -> ObjectId {
+        IdChain::new()
+            .part(b"recurrent checkpoint")
+            .part(page.as_bytes())
+            .finish()
+    }
+
     /// The object holding a page's sliding-window rows.
     pub fn swa_id(page: &ObjectId) -> ObjectId {
         IdChain::new()

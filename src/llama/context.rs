@@ -44,13 +44,19 @@ pub enum KvCapture {
     Full,
     /// Only the sliding-window section of an iSWA cache (llama.cpp's `PARTIAL_ONLY`).
     SlidingWindowOnly,
+    /// A recurrent or hybrid sequence's checkpoint ([`crate::sequence::Checkpoints`]):
+    /// everything but the full-attention cells, that is the recurrent state and a hybrid's
+    /// sliding-window rows (the same `PARTIAL_ONLY` flag, as llama.cpp's server uses it).
+    Checkpoint,
 }
 
 impl KvCapture {
     fn flags(self) -> LlamaStateSeqFlags {
         match self {
             KvCapture::Full => LlamaStateSeqFlags::empty(),
-            KvCapture::SlidingWindowOnly => LlamaStateSeqFlags::PARTIAL_ONLY,
+            KvCapture::SlidingWindowOnly | KvCapture::Checkpoint => {
+                LlamaStateSeqFlags::PARTIAL_ONLY
+            }
         }
     }
 }

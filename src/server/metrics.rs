@@ -244,6 +244,11 @@ pub fn render(
             stats.save_failures,
         ),
         (
+            "kvrun_checkpoints_total",
+            "states of recurrent and hybrid sequences kept at page boundaries",
+            stats.checkpoints,
+        ),
+        (
             "kvrun_ctx_resizes_total",
             "times the elastic context was recreated at another size",
             stats.ctx_resizes,
@@ -318,6 +323,11 @@ pub fn render(
             "kvrun_active_sequences",
             "requests decoding now",
             stats.active as u64,
+        ),
+        (
+            "kvrun_checkpoint_bytes",
+            "RAM held by the hot recurrent and hybrid sequences' checkpoints",
+            stats.checkpoint_bytes,
         ),
     ];
     for (name, help, value) in gauges {

@@ -186,6 +186,12 @@ pub struct ServiceStats {
     pub save_writer_ms: f64,
     /// Saves whose planning or commit failed (each reported to its client or the log).
     pub save_failures: u64,
+    /// Checkpoints taken of recurrent and hybrid sequences at page boundaries, and the
+    /// engine thread's time copying them out of llama.cpp.
+    pub checkpoints: u64,
+    pub checkpoint_ms: f64,
+    /// RAM the hot sequences' checkpoints hold now.
+    pub checkpoint_bytes: u64,
     /// Requests waiting for a sequence.
     pub queued: usize,
     /// Requests decoding now.

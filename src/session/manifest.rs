@@ -70,6 +70,12 @@ pub struct SessionManifest {
     /// tokens, which a restore loads instead of recomputing them.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub state: Option<StateCheckpoint>,
+    /// For a recurrent or hybrid log: llama.cpp's partial state (the recurrent part) after
+    /// some of its page boundaries, in increasing order ([`crate::sequence::Checkpoints`]).
+    /// A prompt that parts from the log inside it starts from the last one before the
+    /// parting point (a hybrid's attention cells come from `state`, cut there).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub checkpoints: Vec<StateCheckpoint>,
 }
 
 /// A sequence's whole state, as llama.cpp serializes it, kept as one object.
@@ -144,10 +150,12 @@ pub struct KvSnapshot {
 
 impl SessionManifest {
     /// Every object this session keeps alive: what a restore reads, and the earlier pages'
-    /// window rows that only prefix reuse needs.
+    /// window rows and the checkpoints that only prefix reuse needs.
     pub fn referenced_objects(&self) -> impl Iterator<Item = ObjectId> + '_ {
         let prefix_swa = self.snapshot.iter().flat_map(|s| &s.prefix_swa_pages);
-        self.restore_objects().chain(prefix_swa.map(|(_, id)| *id))
+        self.restore_objects()
+            .chain(prefix_swa.map(|(_, id)| *id))
+            .chain(self.checkpoints.iter().map(|c| c.object))
     }
 
     /// The objects a restore of this session reads (what prefetching warms): everything

@@ -2,7 +2,9 @@
 //! inside one of its pages, that page (or tail) is the only object that holds the cells
 //! before the parting point, and no page id can name it (ids chain over whole pages). The
 //! manifests are that index. They are read once and then again only when their file
-//! changes, so a lookup per request costs a folder listing and a stat per session.
+//! changes, so a lookup per request costs a folder listing and a stat per session. Logs of a
+//! memory kvrun does not page are indexed the same way, with their whole state and
+//! checkpoints (`live/checkpoints.rs`).
 
 use std::collections::HashMap;
 use std::fs;
@@ -11,16 +13,20 @@ use std::time::SystemTime;
 
 use super::catalog::SessionCatalog;
 use super::error::SessionError;
-use super::manifest::KvSnapshot;
+use super::manifest::{KvSnapshot, StateCheckpoint};
 use crate::token::TokenId;
 
-/// A saved session's log, as far as its snapshot covers it.
+/// A saved session's log, as far as its snapshot (paged memory) or its whole state (a
+/// memory kvrun does not page) covers it.
 #[derive(Debug)]
 pub struct SavedLog {
     pub name: String,
-    /// The first `snapshot.kv_len` tokens of the log.
+    /// The first `snapshot.kv_len` (or `state.kv_len`) tokens of the log.
     pub tokens: Vec<TokenId>,
-    pub snapshot: KvSnapshot,
+    pub snapshot: Option<KvSnapshot>,
+    /// The whole state at the log's end, and the checkpoints before it.
+    pub state: Option<StateCheckpoint>,
+    pub checkpoints: Vec<StateCheckpoint>,
 }
 
 /// A manifest file as last read: the file's modification time and length say whether it
@@ -69,16 +75,23 @@ impl SavedLogs {
             let fresh = cache.get(&name).is_some_and(|(s, _)| *s == stamp);
             if !fresh {
                 let log = catalog.read_manifest(&name).ok().and_then(|m| {
-                    let snapshot = m
-                        .snapshot
-                        .filter(|_| m.model.fingerprint == self.model_fingerprint)?;
+                    if m.model.fingerprint != self.model_fingerprint {
+                        return None;
+                    }
+                    let kv_len = match (&m.snapshot, &m.state) {
+                        (Some(s), _) => s.kv_len,
+                        (None, Some(s)) => s.kv_len,
+                        (None, None) => return None,
+                    };
                     let mut tokens = m.tokens;
-                    tokens.truncate(snapshot.kv_len);
-                    (tokens.len() == snapshot.kv_len).then(|| {
+                    tokens.truncate(kv_len);
+                    (tokens.len() == kv_len).then(|| {
                         Arc::new(SavedLog {
                             name: m.name,
                             tokens,
-                            snapshot,
+                            snapshot: m.snapshot,
+                            state: m.state,
+                            checkpoints: m.checkpoints,
                         })
                     })
                 });

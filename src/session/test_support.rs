@@ -139,5 +139,6 @@ pub(crate) fn manifest(
         }),
         replay: Default::default(),
         state: None,
+        checkpoints: Vec::new(),
     }
 }

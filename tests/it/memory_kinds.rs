@@ -1,9 +1,9 @@
 //! Models whose memory is not per-token attention KV: a tiny Mamba2 (recurrent), a tiny
 //! Granite 4 style hybrid (Mamba2 layers between attention layers) and a tiny LFM2 (short
-//! convolutions between attention layers). kvrun keeps their token
-//! logs and the whole state at each log's end, never pages, cuts or shares them; nothing it
-//! reports as cached or restored was recomputed, and every continuation equals the
-//! uninterrupted run's.
+//! convolutions between attention layers, with and without a sliding window). kvrun keeps
+//! their token logs, the whole state at each log's end and checkpoints at page boundaries,
+//! never pages, cuts or copies a recurrent state; nothing it reports as cached or restored
+//! was recomputed, and every continuation equals the uninterrupted run's.
 
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
@@ -12,6 +12,10 @@ use crate::common::inproc::uninterrupted;
 use crate::common::service::*;
 use crate::common::*;
 use kvrun::llama::TokenId;
+use kvrun::sequence::common_prefix;
+
+/// The page size the services below run with (the checkpoints' spacing).
+const PAGE: usize = 256;
 use kvrun::synth::TinyRecurrentArch;
 
 /// The tiny model of `arch`, written once per test binary (tests run in parallel threads,
@@ -157,31 +161,86 @@ fn a_damaged_saved_state_is_recomputed_exactly() {
     }
 }
 
-/// A second session starting with a saved one's prompt shares nothing (a recurrent state
-/// cannot be cut to the shared part) and computes exactly what a fresh home does.
-#[test]
-fn a_shared_prefix_is_recomputed_not_copied() {
+/// A document, and a prompt that asks about it.
+fn document_and_question() -> (String, String) {
     let doc = long_text(2);
     let extended = format!("{doc} A new question follows the same document.");
+    (doc, extended)
+}
+
+/// `second`, a session's turn on `text`, is bit for bit the same turn in a fresh home.
+fn assert_same_as_in_a_fresh_home(
+    arch: TinyRecurrentArch,
+    model: &Path,
+    second: &serde_json::Value,
+    text: &str,
+) {
+    let fresh = turn(&Home::new(), model, "second", text);
+    assert_eq!(fresh["restored_tokens"], 0);
+    assert_eq!(tokens(second), tokens(&fresh), "{arch:?}");
+    assert_eq!(
+        max_diff(&logprobs(second), &logprobs(&fresh)),
+        0.0,
+        "{arch:?}"
+    );
+}
+
+/// A second session starting with a saved one's prompt starts from that session's last
+/// checkpoint inside the shared part (a hybrid's attention cells from its whole state, cut
+/// there), and computes exactly what a fresh home does.
+#[test]
+fn a_shared_prefix_starts_from_the_other_sessions_checkpoint_exactly() {
+    let (doc, extended) = document_and_question();
     for arch in ARCHS {
         let model = tiny_memory_model(arch);
         let shared = Home::new();
         turn(&shared, &model, "base", &doc);
         let second = turn(&shared, &model, "second", &extended);
-        assert_eq!(second["reused_tokens"], 0, "{arch:?}: {second}");
-        let fresh = turn(&Home::new(), &model, "second", &extended);
-        assert_eq!(tokens(&second), tokens(&fresh), "{arch:?}");
-        assert_eq!(
-            max_diff(&logprobs(&second), &logprobs(&fresh)),
-            0.0,
-            "{arch:?}"
+        let restored = second["restored_tokens"].as_u64().unwrap() as usize;
+        assert!(
+            restored >= PAGE && restored % PAGE == 0,
+            "{arch:?}: {second}"
         );
+        // Past it lies at most a page and the rest of the new prompt.
+        let prompt = second["prompt_tokens"].as_u64().unwrap() as usize;
+        assert!(prompt - restored < PAGE + 40, "{arch:?}: {second}");
+        assert_same_as_in_a_fresh_home(arch, &model, &second, &extended);
     }
 }
 
-/// The server at `--parallel 4`: two conversations sharing an opening, each continued, then
-/// a restart and a return. A turn that extends a conversation as it stands in memory is
-/// served from it; nothing else is reported as cached.
+/// A damaged checkpoint is caught by its checksum, reported, and the prompt recomputed:
+/// still exactly what a fresh home computes.
+#[test]
+fn a_damaged_checkpoint_is_recomputed_exactly() {
+    let (doc, extended) = document_and_question();
+    for arch in ARCHS {
+        let model = tiny_memory_model(arch);
+        let home = Home::new();
+        turn(&home, &model, "base", &doc);
+        let checkpoints = manifest_json(&home, "base")["checkpoints"].clone();
+        let listed = checkpoints.as_array().map_or(0, Vec::len);
+        assert!(listed > 0, "{arch:?}: no checkpoint saved");
+        for c in checkpoints.as_array().unwrap() {
+            flip_last_byte(&object_path(&home, c["object"].as_str().unwrap()));
+        }
+        let out = turn_output(&home, &model, "second", &extended);
+        assert!(out.status.success(), "{}", stderr(&out));
+        assert!(
+            stderr(&out).contains("saved checkpoint"),
+            "{}",
+            stderr(&out)
+        );
+        let second: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        assert_eq!(second["restored_tokens"], 0, "{arch:?}: {second}");
+        assert_same_as_in_a_fresh_home(arch, &model, &second, &extended);
+    }
+}
+
+/// The server at `--parallel 4`: two conversations sharing an opening, each continued, one
+/// edited, then a restart, a return and another edit. A turn that extends a conversation
+/// as it stands in memory is served from it; one that parts from it, or from another
+/// conversation, starts from the last checkpoint before the parting point, in memory or
+/// saved; nothing else is reported as cached.
 #[test]
 fn served_conversations_sharing_a_prefix_continue_exactly_and_after_a_restart() {
     for arch in ARCHS {
@@ -197,10 +256,15 @@ fn served_conversations_sharing_a_prefix_continue_exactly_and_after_a_restart() 
 
         let a1 = generate(&service, named("a"), first_a.clone(), 12);
         let b1 = generate(&service, named("b"), first_b.clone(), 12);
+        // The shared opening comes from a's checkpoint at the last page boundary in it: a
+        // recurrent state is never copied whole.
+        let shared = common_prefix(&first_a, &first_b);
+        assert!(shared >= PAGE, "{arch:?}: the opening is {shared} tokens");
         assert_eq!(
             b1.usage().cached.hot,
-            0,
-            "{arch:?}: a recurrent state was shared"
+            shared / PAGE * PAGE,
+            "{arch:?}: {:?}",
+            b1.usage().cached
         );
         let second_a = second_turn(&first_a, &a1.tokens(), usize::MAX, &more[1..]);
         let second_b = second_turn(&first_b, &b1.tokens(), usize::MAX, &more[1..]);
@@ -212,9 +276,47 @@ fn served_conversations_sharing_a_prefix_continue_exactly_and_after_a_restart() 
             let decoded = prompt.len() + reply.usage().tokens.len() - 1;
             assert_eq!(cached.hot, decoded, "{arch:?}: {cached:?}");
         }
+        // b's next turn rewrites its last question (an agent moving a reminder): b goes
+        // back to its own checkpoint before the change, never continuing past it.
+        let edited = service.tokenize(" A question asked otherwise.");
+        let third_b: Vec<TokenId> = second_b[..first_b.len() - 2]
+            .iter()
+            .chain(&edited[1..])
+            .copied()
+            .collect();
+        let b3 = generate(&service, named("b"), third_b.clone(), 12);
+        let parted = common_prefix(&second_b, &third_b);
+        assert!(parted < second_b.len() - 1, "{arch:?}");
+        assert_eq!(
+            b3.usage().cached.hot,
+            parted / PAGE * PAGE,
+            "{arch:?}: {:?}",
+            b3.usage().cached
+        );
         service.stop();
 
-        // A restart: the conversation returns from its saved state.
+        // A restart.
+        let service = Service::start(home.path(), &model, 4);
+        // b's question rewritten once more: its saved checkpoint before the change.
+        // (First, alone in the context: its cells land where from-scratch ones do.)
+        let fourth_b: Vec<TokenId> = third_b[..third_b.len() - 2]
+            .iter()
+            .chain(&more[1..])
+            .copied()
+            .collect();
+        let b4 = generate(&service, named("b"), fourth_b.clone(), 12);
+        let parted = common_prefix(&third_b, &fourth_b);
+        let cached = b4.usage().cached;
+        assert_eq!(
+            (cached.hot, cached.warm + cached.cold),
+            (0, parted / PAGE * PAGE),
+            "{arch:?}: {cached:?}"
+        );
+        service.stop();
+
+        // Another restart: the other returns from its saved state (alone in the context
+        // too: beside another conversation's cells, the split of CPU flash attention over
+        // the cells in view changes, and the rounding with it).
         let service = Service::start(home.path(), &model, 4);
         let third_a = second_turn(&second_a, &a2.tokens(), usize::MAX, &more[1..]);
         let a3 = generate(&service, named("a"), third_a.clone(), 12);
@@ -227,18 +329,22 @@ fn served_conversations_sharing_a_prefix_continue_exactly_and_after_a_restart() 
         );
         service.stop();
 
-        // Each equals its conversation alone and uninterrupted, from scratch.
-        for (out, prompt) in [
-            (&b1, &first_b),
-            (&a2, &second_a),
-            (&b2, &second_b),
-            (&a3, &third_a),
+        // Each equals its conversation alone and uninterrupted, from scratch. From a
+        // checkpoint, the rest is prefilled in the same page batches as from scratch:
+        // bit-identical.
+        for (out, prompt, bound) in [
+            (&b1, &first_b, 0.0),
+            (&b3, &third_b, 0.0),
+            (&b4, &fourth_b, 0.0),
+            (&a2, &second_a, ROUNDING),
+            (&b2, &second_b, ROUNDING),
+            (&a3, &third_a, ROUNDING),
         ] {
             let reference = from_scratch(&model, prompt, 12);
             assert_eq!(out.tokens(), reference.tokens(), "{arch:?}");
-            // Served from the kept state, the turn prefilled in other batches than from
+            // Served from the kept state, a turn prefilled in other batches than from
             // scratch: rounding, nothing more.
-            assert_close(out, &reference, ROUNDING);
+            assert_close(out, &reference, bound);
         }
     }
 }

@@ -8,8 +8,9 @@ use super::open::Target;
 use super::prefix::{common_prefix, plan, HotCandidate, PrefixSource};
 use super::stats::restored_by_tier;
 use super::Engine;
-use crate::llama::{Context, Sampler, TokenId};
-use crate::sequence::Sequence;
+use crate::kv::MemoryKind;
+use crate::llama::{Context, KvCapture, Sampler, TokenId};
+use crate::sequence::{Checkpoint, Sequence};
 use crate::service::protocol::{CachedTokens, Reply, Request, ServiceError, Started};
 use crate::session::capture::Slot;
 
@@ -222,12 +223,16 @@ impl<'c, 'm> Engine<'c, 'm> {
             .filter_map(|(i, o)| {
                 let s = o.hot?;
                 let kv_len = o.seq.kv_len();
+                let common = common_prefix(&o.seq.tokens()[..kv_len], prompt);
+                let usable = common.min(prompt.len().saturating_sub(1));
+                let checkpoint = o.seq.checkpoints().at_or_before(usable);
                 (kv_len > 0).then(|| HotCandidate {
                     index: i,
                     own: i == index,
-                    common: common_prefix(&o.seq.tokens()[..kv_len], prompt),
+                    common,
                     kv_len,
                     pos_min: ctx.seq_pos_min(s),
+                    checkpoint: checkpoint.map_or(0, |c| c.pos),
                 })
             })
             .collect();
@@ -247,22 +252,36 @@ impl<'c, 'm> Engine<'c, 'm> {
         // Where the conversation's log and the prompt agree, the log's recorded batch starts
         // hold: whatever the restore leaves for prefill (a damaged page, a partial restore)
         // is recomputed in its original batches, so it comes out bit-identical.
-        let starts = {
+        // So do its checkpoints, while their cells stay in the context.
+        let (starts, checkpoints) = {
             let old = &self.conversations.open[index].seq;
+            let common = common_prefix(old.tokens(), prompt);
             let mut starts = old.batch_starts().clone();
-            starts.truncate(common_prefix(old.tokens(), prompt));
-            starts
+            starts.truncate(common);
+            let mut checkpoints = old.checkpoints().clone();
+            checkpoints.truncate(common);
+            (starts, checkpoints)
         };
         let open_seq = |tokens: &[i32], kv| {
             Sequence::restored(tokens.to_vec(), kv)
                 .in_seq(seq_id)
                 .with_batch_starts(starts.clone())
+                .with_checkpoints(checkpoints.clone())
         };
         match source {
             PrefixSource::Own { keep } => {
-                // The plan cuts only memory that can be cut; should llama.cpp still refuse,
-                // the prompt is recomputed, not continued from a state that is not its own.
-                if ctx.truncate_seq(seq_id, keep) {
+                let kv_len = self.conversations.open[index].seq.kv_len();
+                // The plan cuts only memory that can be cut, or goes back to a checkpoint;
+                // should llama.cpp still refuse, the prompt is recomputed, not continued
+                // from a state that is not its own.
+                let kept = if memory.cuts() || keep == kv_len {
+                    ctx.truncate_seq(seq_id, keep)
+                } else {
+                    let checkpoint = self.conversations.open[index].seq.checkpoints();
+                    let checkpoint = checkpoint.at_or_before(keep).cloned();
+                    load_checkpoint(ctx, seq_id, checkpoint.as_ref(), keep)
+                };
+                if kept {
                     self.conversations.open[index].seq = open_seq(prompt, keep);
                     cached.hot = keep;
                 } else {
@@ -275,10 +294,38 @@ impl<'c, 'm> Engine<'c, 'm> {
             }
             PrefixSource::Share { from, keep } => {
                 let src = self.conversations.open[from].hot.expect("a hot candidate");
+                let mut copied = None;
                 ctx.clear_seq(seq_id);
-                ctx.share_range(src, seq_id, 0, keep);
-                self.conversations.open[index].seq = open_seq(prompt, keep);
-                cached.hot = keep;
+                let shared = if memory.shares_ranges() {
+                    ctx.share_range(src, seq_id, 0, keep);
+                    true
+                } else {
+                    // A hybrid's attention cells are shared by range; `seq_cp` makes the
+                    // recurrent half alias the source's whole state, which the checkpoint
+                    // then replaces in this sequence alone.
+                    if memory == MemoryKind::Hybrid {
+                        ctx.share_range(src, seq_id, 0, keep);
+                    }
+                    let checkpoint = self.conversations.open[from].seq.checkpoints();
+                    copied = checkpoint.at_or_before(keep).cloned();
+                    load_checkpoint(ctx, seq_id, copied.as_ref(), keep)
+                };
+                if shared {
+                    let mut seq = open_seq(prompt, keep);
+                    // The state it starts from is this conversation's checkpoint too.
+                    if let Some(c) = copied {
+                        seq.record_checkpoint(c.bytes);
+                    }
+                    self.conversations.open[index].seq = seq;
+                    cached.hot = keep;
+                } else {
+                    tracing::debug!(
+                        "llama.cpp refused the checkpoint at {keep} for sequence {seq_id}: \
+                         recomputing"
+                    );
+                    ctx.clear_seq(seq_id);
+                    self.conversations.open[index].seq = open_seq(prompt, 0);
+                }
             }
             PrefixSource::Pages => {
                 ctx.clear_seq(seq_id);
@@ -311,6 +358,26 @@ impl<'c, 'm> Engine<'c, 'm> {
         });
         Ok(cached)
     }
+}
+
+/// Takes sequence `seq` (a hybrid's holding at least `keep` attention cells of the right
+/// tokens; a recurrent one anything) to `checkpoint`, the state after the first `keep`
+/// tokens: the checkpoint's recurrent state is loaded and the attention cells are cut at
+/// `keep`. Says whether llama.cpp did all of it and the sequence now holds exactly `keep`
+/// positions; on false the caller empties it.
+fn load_checkpoint(
+    ctx: &mut Context<'_>,
+    seq: i32,
+    checkpoint: Option<&Checkpoint>,
+    keep: usize,
+) -> bool {
+    let Some(checkpoint) = checkpoint.filter(|c| c.pos == keep) else {
+        return false;
+    };
+    ctx.state_set(seq, &checkpoint.bytes, KvCapture::Checkpoint)
+        .is_ok()
+        && ctx.truncate_seq(seq, keep)
+        && ctx.seq_len(seq) == keep
 }
 
 /// Cells the hot sequences hold, not counting conversation `index`'s own `own` cells.

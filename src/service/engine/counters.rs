@@ -18,6 +18,9 @@ pub struct Counters {
     pub(super) saves_landed: u64,
     pub(super) save_writer_ms: f64,
     pub(super) save_failures: u64,
+    /// Checkpoints of recurrent and hybrid sequences, and their capture time.
+    pub(super) checkpoints: u64,
+    pub(super) checkpoint_ms: f64,
 }
 
 impl Counters {
@@ -37,6 +40,11 @@ impl Counters {
     pub fn record_save_landed(&mut self, writer_ms: f64) {
         self.saves_landed += 1;
         self.save_writer_ms += writer_ms;
+    }
+
+    pub fn record_checkpoint(&mut self, took: std::time::Duration) {
+        self.checkpoints += 1;
+        self.checkpoint_ms += took.as_secs_f64() * 1e3;
     }
 
     pub fn record_start(&mut self, request: &Request, cached: CachedTokens) {

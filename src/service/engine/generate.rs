@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 
 use super::schedule::{plan_step, Demand};
 use super::Engine;
-use crate::llama::{BatchEntry, Context, TokenId, TokenLogprob};
+use crate::llama::{BatchEntry, Context, KvCapture, TokenId, TokenLogprob};
 use crate::sequence::{NoObserver, SyncObserver};
 use crate::service::protocol::{
     CachedTokens, FinishReason, Reply, Request, ServiceError, TokenPiece, Usage,
@@ -146,6 +146,7 @@ impl<'c, 'm> Engine<'c, 'm> {
                 self.accept(i, index, token, logprob);
             }
             if end % page == 0 {
+                self.checkpoint(ctx, index);
                 // The page's sliding-window rows, while they are still in the window.
                 let open = &mut self.conversations.open[index];
                 let mut observer = SessionObserver {
@@ -154,6 +155,24 @@ impl<'c, 'm> Engine<'c, 'm> {
                 };
                 let _ = observer.page_filled(ctx, end - page..end, &open.seq.tokens()[..end]);
             }
+        }
+    }
+
+    /// Keeps the state of conversation `index`'s sequence, which just reached a page
+    /// boundary, as a checkpoint, when its memory cannot be cut
+    /// ([`crate::sequence::Checkpoints`]). One llama.cpp cannot give is only not kept.
+    fn checkpoint(&mut self, ctx: &Context<'m>, index: usize) {
+        if self.model.facts().memory.cuts() {
+            return;
+        }
+        let seq = &mut self.conversations.open[index].seq;
+        let started = Instant::now();
+        match ctx.state_get(seq.seq_id(), KvCapture::Checkpoint) {
+            Ok(bytes) => {
+                self.counters.record_checkpoint(started.elapsed());
+                seq.record_checkpoint(bytes);
+            }
+            Err(e) => tracing::debug!("no checkpoint at {}: {e}", seq.kv_len()),
         }
     }
 

@@ -18,14 +18,20 @@ pub struct HotCandidate {
     /// The lowest position it still holds cells for (llama.cpp's `seq_pos_min`; on a
     /// sliding-window model, cells that left the window are gone).
     pub pos_min: Option<usize>,
+    /// For memory that cannot be cut (recurrent, hybrid): the last of its checkpoints at
+    /// or before the prompt's usable prefix of it (0: none). See
+    /// [`crate::sequence::Checkpoints`].
+    pub checkpoint: usize,
 }
 
 /// Where the prompt's cached prefix comes from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum PrefixSource {
-    /// Keep the first `keep` tokens of the own sequence, drop the rest.
+    /// Keep the first `keep` tokens of the own sequence, drop the rest. On memory that
+    /// cannot be cut, `keep` short of the sequence's length is its checkpoint there.
     Own { keep: usize },
-    /// Copy the first `keep` tokens' cells from another conversation's sequence.
+    /// Copy the first `keep` tokens' cells from another conversation's sequence; on memory
+    /// that cannot be shared by range, with its checkpoint at `keep`.
     Share { from: usize, keep: usize },
     /// Restore whole pages from the warm or cold tier (or nothing: `stored` may be 0).
     Pages,
@@ -35,8 +41,8 @@ pub enum PrefixSource {
 /// is always decoded (its logits start the reply). `stored` is what the pages give. Ties go
 /// to the hot tier (no I/O), and among hot sequences to the own one (no copy).
 ///
-/// A memory that cannot be cut or shared by range (recurrent, hybrid) is reused only as it
-/// stands: the own sequence, when the prompt extends all of it.
+/// A memory that cannot be cut or shared by range (recurrent, hybrid) is reused as it
+/// stands (the own sequence, when the prompt extends all of it) or up to a checkpoint.
 pub fn plan(
     prompt_len: usize,
     candidates: &[HotCandidate],
@@ -46,12 +52,12 @@ pub fn plan(
     let limit = prompt_len.saturating_sub(1);
     let mut best: Option<(HotCandidate, usize)> = None;
     for c in candidates {
-        let keep = c.common.min(c.kv_len).min(limit);
-        if keep == 0 || !keep_is_valid(keep, c.pos_min, memory.n_swa()) {
-            continue;
+        let mut keep = c.common.min(c.kv_len).min(limit);
+        let whole = c.own && keep == c.kv_len;
+        if !memory.cuts() && !whole {
+            keep = c.checkpoint.min(keep);
         }
-        let whole = keep == c.kv_len;
-        if !(memory.cuts() || whole) || !(c.own || memory.shares_ranges()) {
+        if keep == 0 || !keep_is_valid(keep, c.pos_min, memory.n_swa()) {
             continue;
         }
         let better = match &best {
@@ -104,6 +110,7 @@ mod tests {
             common,
             kv_len,
             pos_min: Some(pos_min),
+            checkpoint: 0,
         }
     }
 
@@ -184,7 +191,31 @@ mod tests {
     }
 
     #[test]
-    fn recurrent_memory_is_reused_only_whole_and_only_by_its_own_conversation() {
+    fn recurrent_memory_is_reused_up_to_a_checkpoint_by_any_conversation() {
+        for memory in [MemoryKind::Recurrent, MemoryKind::Hybrid] {
+            let at = |c: HotCandidate, checkpoint| HotCandidate { checkpoint, ..c };
+            // The own sequence parts from the prompt at 600: back to its checkpoint at 512.
+            let c = [at(hot(0, true, 600, 800, 0), 512)];
+            assert_eq!(
+                plan(900, &c, 0, memory),
+                (PrefixSource::Own { keep: 512 }, 512)
+            );
+            // Another conversation's checkpoint beats a shorter one of the own.
+            let c = [
+                at(hot(0, true, 300, 800, 0), 256),
+                at(hot(2, false, 900, 1000, 0), 768),
+            ];
+            assert_eq!(
+                plan(1000, &c, 0, memory),
+                (PrefixSource::Share { from: 2, keep: 768 }, 768)
+            );
+            // More stored than any checkpoint gives: the store.
+            assert_eq!(plan(1000, &c, 800, memory), (PrefixSource::Pages, 800));
+        }
+    }
+
+    #[test]
+    fn recurrent_memory_without_checkpoints_is_reused_only_whole_and_only_by_its_own() {
         for memory in [MemoryKind::Recurrent, MemoryKind::Hybrid] {
             // The prompt extends the whole sequence: kept as it stands.
             let c = [hot(0, true, 80, 80, 0)];
@@ -198,7 +229,7 @@ mod tests {
             assert_eq!(plan(100, &c, 0, memory), (PrefixSource::Pages, 0));
             let c = [hot(0, true, 80, 80, 0)];
             assert_eq!(plan(80, &c, 0, memory), (PrefixSource::Pages, 0));
-            // Another conversation's state is never copied, even whole.
+            // Another conversation's state is never copied, even whole (no checkpoint).
             let c = [hot(3, false, 80, 80, 0)];
             assert_eq!(plan(100, &c, 0, memory), (PrefixSource::Pages, 0));
         }

@@ -83,6 +83,14 @@ impl<'c, 'm> Engine<'c, 'm> {
             saves_landed: c.saves_landed,
             save_writer_ms: c.save_writer_ms,
             save_failures: c.save_failures,
+            checkpoints: c.checkpoints,
+            checkpoint_ms: c.checkpoint_ms,
+            checkpoint_bytes: self
+                .conversations
+                .open
+                .iter()
+                .map(|o| o.seq.checkpoints().bytes() as u64)
+                .sum(),
             queued: self.schedule.queue.len(),
             active: self.schedule.active.len(),
             hot_cells_used: self.conversations.hot_cells() as u64,

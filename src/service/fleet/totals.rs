@@ -17,6 +17,8 @@ pub fn add_counters(to: &mut ServiceStats, from: &ServiceStats) {
     to.saves_landed += from.saves_landed;
     to.save_writer_ms += from.save_writer_ms;
     to.save_failures += from.save_failures;
+    to.checkpoints += from.checkpoints;
+    to.checkpoint_ms += from.checkpoint_ms;
     to.ctx_resizes += from.ctx_resizes;
 }
 
@@ -29,6 +31,7 @@ pub fn add_use(to: &mut ServiceStats, from: ServiceStats) {
     to.hot_cells += from.hot_cells;
     to.ctx_ceiling += from.ctx_ceiling;
     to.hot.used += from.hot.used;
+    to.checkpoint_bytes += from.checkpoint_bytes;
     to.hot.pages += from.hot.pages;
     to.warm = from.warm;
     to.cold = from.cold;

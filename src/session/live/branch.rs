@@ -60,7 +60,7 @@ impl LiveSession<'_> {
     /// for those tokens (same model, same KV settings, same log) and every object is stored.
     fn branch_snapshot(&self, log: &SavedLog, keep: usize) -> Option<KvSnapshot> {
         let p = self.page_tokens;
-        let snap = &log.snapshot;
+        let snap = log.snapshot.as_ref()?;
         let need = keep.div_ceil(p);
         let (pages, tail) = if need <= snap.pages.len() {
             (need, None)

@@ -56,8 +56,8 @@ impl LiveSession<'_> {
         report: &mut RestoreReport,
     ) -> Result<usize> {
         if !self.memory.pages() {
-            let state = self.prompt_state(tokens);
-            return Ok(self.load_state(ctx, state, report));
+            let start = self.unpaged_start(tokens);
+            return Ok(self.load_unpaged(ctx, start, report));
         }
         if let Some(restored) = self.reuse_own_snapshot(ctx, tokens, report)? {
             return Ok(restored);
@@ -164,7 +164,7 @@ impl LiveSession<'_> {
             return Ok(0);
         }
         if !self.memory.pages() {
-            return Ok(self.own_state_len(tokens));
+            return Ok(self.unpaged_start(tokens).len());
         }
         let own = self.own_snapshot_keep(tokens);
         if own > 0 {

@@ -243,6 +243,7 @@ impl LiveSession<'_> {
         )?;
         drop(captured);
         let state = self.plan_state(ctx, seq, &mut |job| objects.push(job))?;
+        let checkpoints = self.plan_checkpoints(seq, &mut |job| objects.push(job))?;
         report.phases.slice_ms = ms(slice_started);
         for job in &objects {
             self.ledger.queued.insert(job.id);
@@ -303,6 +304,7 @@ impl LiveSession<'_> {
                 seq.batch_starts().for_replay(seq.kv_len())
             },
             state,
+            checkpoints,
         };
         report
             .warnings

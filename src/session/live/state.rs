@@ -3,10 +3,11 @@
 //! end of the log as one object, named by every token it holds. A restore of the same
 //! session, or a request that extends its log, loads it instead of recomputing the log.
 //!
-//! It is not shared: a recurrent state holds the whole log and no earlier point, so it
-//! serves only a log that starts with all of it. llama.cpp checks every count, type and
-//! size of the state it loads; a refusal, a damaged object or a log that no longer matches
-//! means recompute (the token log is the truth).
+//! A recurrent state holds the whole log and no earlier point, so this object serves only a
+//! log that starts with all of it; a prompt that parts from the log inside it starts from a
+//! checkpoint (`checkpoints.rs`). llama.cpp checks every count, type and size of the state
+//! it loads; a refusal, a damaged object or a log that no longer matches means recompute
+//! (the token log is the truth).
 
 use crate::llama::{Context, KvCapture, TokenId};
 use crate::sequence::{common_prefix, Sequence};
@@ -58,30 +59,8 @@ impl LiveSession<'_> {
         let Some(state) = state else {
             return 0;
         };
-        let read = read_pages(
-            self.catalog.store(),
-            self.warm.as_deref(),
-            &[PageRequest {
-                id: state.object,
-                expected_len: None,
-            }],
-        );
-        report.phases.read_ms += read.read_ms;
-        report.phases.verify_ms += read.verify_ms;
-        let bytes = match read.results.into_iter().next() {
-            Some(Ok(bytes)) => bytes,
-            Some(Err(e)) => {
-                if e.store_error().is_some() {
-                    self.ledger.damaged.insert(state.object);
-                }
-                report.warnings.push(format!(
-                    "session '{}': its saved state ({}) is unusable ({e:#}); recomputing \
-                     {} tokens by prefill",
-                    self.name, state.object, state.kv_len
-                ));
-                return 0;
-            }
-            None => return 0,
+        let Some(bytes) = self.read_state_object(&state, "state", report) else {
+            return 0;
         };
         let seq = self.slot.seq;
         ctx.clear_seq(seq);
@@ -108,6 +87,40 @@ impl LiveSession<'_> {
         }
     }
 
+    /// Reads a saved state or checkpoint object (`what`, for the warning), checked. A damaged
+    /// one is noted for the next save to rewrite.
+    pub(super) fn read_state_object(
+        &mut self,
+        state: &StateCheckpoint,
+        what: &str,
+        report: &mut RestoreReport,
+    ) -> Option<Vec<u8>> {
+        let read = read_pages(
+            self.catalog.store(),
+            self.warm.as_deref(),
+            &[PageRequest {
+                id: state.object,
+                expected_len: None,
+            }],
+        );
+        report.phases.read_ms += read.read_ms;
+        report.phases.verify_ms += read.verify_ms;
+        match read.results.into_iter().next()? {
+            Ok(bytes) => Some(bytes),
+            Err(e) => {
+                if e.store_error().is_some() {
+                    self.ledger.damaged.insert(state.object);
+                }
+                report.warnings.push(format!(
+                    "session '{}': its saved {what} ({}) is unusable ({e:#}); recomputing \
+                     {} tokens by prefill",
+                    self.name, state.object, state.kv_len
+                ));
+                None
+            }
+        }
+    }
+
     /// This session's saved state, when `tokens` start with the whole log it holds.
     pub(super) fn own_state(&self, tokens: &[TokenId]) -> Option<StateCheckpoint> {
         let m = self.saved.as_ref()?;
@@ -121,10 +134,5 @@ impl LiveSession<'_> {
     /// past it (its last token is always decoded, for the logits that start the reply).
     pub(super) fn prompt_state(&self, prompt: &[TokenId]) -> Option<StateCheckpoint> {
         self.own_state(prompt).filter(|s| prompt.len() > s.kv_len)
-    }
-
-    /// Tokens at the start of a prompt that its saved state gives.
-    pub(super) fn own_state_len(&self, prompt: &[TokenId]) -> usize {
-        self.prompt_state(prompt).map_or(0, |s| s.kv_len)
     }
 }
