@@ -1,6 +1,7 @@
 //! Models whose memory is not per-token attention KV: a tiny Mamba2 (recurrent), a tiny
-//! Granite 4 style hybrid (Mamba2 layers between attention layers) and a tiny LFM2 (short
-//! convolutions between attention layers). kvrun keeps their token
+//! Granite 4 style hybrid (Mamba2 layers between attention layers), a tiny LFM2 (short
+//! convolutions between attention layers) and a tiny Qwen3.5 (gated delta-net layers
+//! between M-RoPE attention layers). kvrun keeps their token
 //! logs and the whole state at each log's end, never pages, cuts or shares them; nothing it
 //! reports as cached or restored was recomputed, and every continuation equals the
 //! uninterrupted run's.
@@ -17,7 +18,7 @@ use kvrun::synth::TinyRecurrentArch;
 /// The tiny model of `arch`, written once per test binary (tests run in parallel threads,
 /// so each file is written under its own lock).
 fn tiny_memory_model(arch: TinyRecurrentArch) -> PathBuf {
-    static PATHS: [OnceLock<PathBuf>; 4] = [const { OnceLock::new() }; 4];
+    static PATHS: [OnceLock<PathBuf>; 5] = [const { OnceLock::new() }; 5];
     let index = ARCHS.iter().position(|&a| a == arch).unwrap();
     PATHS[index]
         .get_or_init(|| {
@@ -30,11 +31,12 @@ fn tiny_memory_model(arch: TinyRecurrentArch) -> PathBuf {
         .clone()
 }
 
-const ARCHS: [TinyRecurrentArch; 4] = [
+const ARCHS: [TinyRecurrentArch; 5] = [
     TinyRecurrentArch::Mamba2,
     TinyRecurrentArch::GraniteHybrid,
     TinyRecurrentArch::Lfm2,
     TinyRecurrentArch::Lfm2Swa,
+    TinyRecurrentArch::Qwen35,
 ];
 
 fn turn(home: &Home, model: &Path, session: &str, text: &str) -> serde_json::Value {
