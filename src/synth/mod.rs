@@ -11,6 +11,7 @@
 mod q4_0;
 mod rng;
 mod tiny;
+mod tiny_qwen35;
 mod tiny_recurrent;
 mod writer;
 

@@ -143,3 +143,49 @@ fn q4_0_tiny_llama_streams_valid_blocks_and_passes_the_loadability_checks() {
     let bad = TinyLlamaSpec { n_ff: 500, ..spec };
     assert!(write_tiny_llama(&dir.path().join("bad.gguf"), &bad).is_err());
 }
+
+/// The tiny qwen35 holds exactly the tensors qwen35.cpp's `load_arch_tensors` creates for
+/// its two layer kinds (llama.cpp refuses a file with one too many or too few), in their
+/// shapes, and its delta-net heads decay from fast to nearly not at all.
+#[test]
+fn tiny_qwen35_has_llama_cpps_tensors_and_slow_heads() {
+    let dir = tmp();
+    let p = dir.path().join("qwen35.gguf");
+    write_tiny_recurrent(&p, TinyRecurrentArch::Qwen35, 1).expect("write qwen35");
+    let f = read_header(&p).expect("valid");
+    assert_eq!(f.info().architecture, "qwen35");
+    // Embedding, final norm, output; 14 per delta-net layer (0, 2), 11 per attention
+    // layer (1, 3).
+    assert_eq!(f.tensors().len(), 3 + 2 * 14 + 2 * 11);
+    let dims = |n: &str| f.tensor(n).map(|t| t.dims.clone());
+    // q and k: 2 heads of 64; v: 4 heads of 64.
+    assert_eq!(dims("blk.0.attn_qkv.weight"), Some(vec![64, 512]));
+    assert_eq!(dims("blk.0.attn_gate.weight"), Some(vec![64, 256]));
+    assert_eq!(dims("blk.2.ssm_conv1d.weight"), Some(vec![4, 512]));
+    assert_eq!(dims("blk.0.ssm_beta.weight"), Some(vec![64, 4]));
+    assert_eq!(dims("blk.0.ssm_norm.weight"), Some(vec![64]));
+    assert_eq!(dims("blk.0.ssm_out.weight"), Some(vec![256, 64]));
+    // Q and its gate in one projection.
+    assert_eq!(dims("blk.1.attn_q.weight"), Some(vec![64, 128]));
+    assert_eq!(dims("blk.3.attn_k.weight"), Some(vec![64, 32]));
+    assert_eq!(dims("blk.1.attn_q_norm.weight"), Some(vec![16]));
+    assert_eq!(dims("blk.1.post_attention_norm.weight"), Some(vec![64]));
+    assert_eq!(dims("blk.0.ffn_norm.weight"), None);
+    assert_eq!(dims("blk.1.attn_qkv.weight"), None);
+    assert_eq!(f.get_u32("qwen35.full_attention_interval"), Some(2));
+
+    let a = f.tensor("blk.2.ssm_a").expect("ssm_a");
+    assert_eq!((a.dims.clone(), a.ggml_type), (vec![4], GgmlType::F32));
+    let bytes = std::fs::read(&p).expect("read");
+    let at = (f.data_offset() + a.offset) as usize;
+    let ssm_a: Vec<f32> = bytes[at..at + 16]
+        .chunks(4)
+        .map(|b| f32::from_le_bytes(b.try_into().unwrap()))
+        .collect();
+    assert!((ssm_a[0] + 1.0).abs() < 1e-6, "{ssm_a:?}");
+    assert!((ssm_a[3] + 1e-4).abs() < 1e-8, "{ssm_a:?}");
+    assert!(
+        ssm_a.windows(2).all(|p| p[0] < p[1] && p[1] < 0.0),
+        "{ssm_a:?}"
+    );
+}

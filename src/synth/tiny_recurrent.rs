@@ -1,6 +1,7 @@
 //! Tiny random-weight models whose memory is not (only) per-token attention KV: a pure
 //! Mamba2 model (recurrent memory), a Granite 4 style hybrid (Mamba2 layers between
-//! attention layers) and an LFM2 hybrid (short convolutions between attention layers).
+//! attention layers), an LFM2 hybrid (short convolutions between attention layers) and a
+//! Qwen3.5 hybrid (gated delta-net layers between attention layers, in `tiny_qwen35.rs`).
 //! Tests run kvrun's save, restore and serve paths on them.
 //!
 //! Names, shapes and keys follow the pinned llama.cpp: src/models/mamba2.cpp,
@@ -18,7 +19,7 @@ use std::io;
 use std::path::Path;
 
 use super::rng::SplitMix64;
-use super::tiny::{add_tiny_tokenizer, tiny_vocab, CHATML_TEMPLATE};
+use super::tiny::{add_tiny_tokenizer, tiny_vocab, TinyVocab, CHATML_TEMPLATE};
 use super::writer::GgufWriter;
 
 /// Which memory the tiny model's layers have.
@@ -36,6 +37,10 @@ pub enum TinyRecurrentArch {
     /// `lfm2` whose attention layers keep a sliding window of [`N_SWA`] tokens: llama.cpp's
     /// hybrid memory with an iSWA attention cache.
     Lfm2Swa,
+    /// `qwen35` (Qwen3.5): gated delta-net layers (a matrix state per head) and gated
+    /// full-attention layers with interleaved M-RoPE, each followed by an FFN; llama.cpp's
+    /// hybrid memory. Written by `tiny_qwen35.rs`.
+    Qwen35,
 }
 
 impl TinyRecurrentArch {
@@ -44,6 +49,7 @@ impl TinyRecurrentArch {
             Self::Mamba2 => "mamba2",
             Self::GraniteHybrid => "granitehybrid",
             Self::Lfm2 | Self::Lfm2Swa => "lfm2",
+            Self::Qwen35 => "qwen35",
         }
     }
 
@@ -53,18 +59,18 @@ impl TinyRecurrentArch {
 }
 
 // Shapes: small, but every dimension distinct from the others so a wrong stride shows.
-const N_LAYER: u32 = 4;
-const N_EMBD: u32 = 64;
+pub(super) const N_LAYER: u32 = 4;
+pub(super) const N_EMBD: u32 = 64;
 /// granitehybrid supports only an expansion factor of 2 (`GGML_ASSERT(2 * n_embd == d_inner)`).
 const D_INNER: u32 = 2 * N_EMBD;
 const D_STATE: u32 = 16;
-const D_CONV: u32 = 4;
+pub(super) const D_CONV: u32 = 4;
 /// Mamba2 heads (`ssm.time_step_rank`): head_dim = D_INNER / 8 = 16.
 const N_SSM_HEAD: u32 = 8;
 const N_GROUP: u32 = 1;
-const N_HEAD: u32 = 4;
-const N_HEAD_KV: u32 = 2;
-const N_FF: u32 = 128;
+pub(super) const N_HEAD: u32 = 4;
+pub(super) const N_HEAD_KV: u32 = 2;
+pub(super) const N_FF: u32 = 128;
 /// LFM2's convolution window (`shortconv.l_cache`).
 const L_CACHE: u32 = 3;
 /// [`TinyRecurrentArch::Lfm2Swa`]'s window.
@@ -77,18 +83,12 @@ pub fn write_tiny_recurrent(path: &Path, arch: TinyRecurrentArch, seed: u64) -> 
 }
 
 pub fn tiny_recurrent_writer(arch: TinyRecurrentArch, seed: u64) -> GgufWriter {
-    let vocab = tiny_vocab();
-    let n_vocab = vocab.tokens.len() as u32;
+    if arch == TinyRecurrentArch::Qwen35 {
+        return super::tiny_qwen35::qwen35_writer(seed);
+    }
     let a = arch.gguf_name();
-    let mut w = GgufWriter::new();
-    w.add_str("general.architecture", a)
-        .add_str("general.name", format!("kvrun-tiny-{a}"))
-        .add_u32("general.file_type", 1) // LLAMA_FTYPE_MOSTLY_F16
-        .add_u32(format!("{a}.context_length"), CONTEXT)
-        .add_u32(format!("{a}.embedding_length"), N_EMBD)
-        .add_u32(format!("{a}.block_count"), N_LAYER)
-        .add_f32(format!("{a}.attention.layer_norm_rms_epsilon"), 1e-5)
-        .add_u32(format!("{a}.vocab_size"), n_vocab);
+    let (mut w, vocab) = tiny_header(a);
+    let n_vocab = vocab.tokens.len() as u32;
     if arch == TinyRecurrentArch::Lfm2Swa {
         w.add_u32(format!("{a}.attention.sliding_window"), N_SWA);
     }
@@ -158,9 +158,7 @@ pub fn tiny_recurrent_writer(arch: TinyRecurrentArch, seed: u64) -> GgufWriter {
         }
         if arch != TinyRecurrentArch::Mamba2 {
             w.add_tensor_f32(name("ffn_norm.weight"), &[e.into()], &ones(e));
-            matrix(&mut w, name("ffn_gate.weight"), e, N_FF);
-            matrix(&mut w, name("ffn_up.weight"), e, N_FF);
-            matrix(&mut w, name("ffn_down.weight"), N_FF, e);
+            ffn(&mut w, &mut matrix, i);
         }
     }
     // LFM2 names its final norm `token_embd_norm` (llama-arch.cpp: "fix for wrong tensor
@@ -172,6 +170,35 @@ pub fn tiny_recurrent_writer(arch: TinyRecurrentArch, seed: u64) -> GgufWriter {
     w.add_tensor_f32(output_norm, &[e.into()], &ones(e));
     matrix(&mut w, "output.weight".into(), e, v);
     w
+}
+
+/// The keys every tiny recurrent model has (`general.*`, the shared sizes; the tokenizer is
+/// added by the caller, after its own keys), and the vocabulary they describe.
+pub(super) fn tiny_header(a: &str) -> (GgufWriter, TinyVocab) {
+    let vocab = tiny_vocab();
+    let mut w = GgufWriter::new();
+    w.add_str("general.architecture", a)
+        .add_str("general.name", format!("kvrun-tiny-{a}"))
+        .add_u32("general.file_type", 1) // LLAMA_FTYPE_MOSTLY_F16
+        .add_u32(format!("{a}.context_length"), CONTEXT)
+        .add_u32(format!("{a}.embedding_length"), N_EMBD)
+        .add_u32(format!("{a}.block_count"), N_LAYER)
+        .add_f32(format!("{a}.attention.layer_norm_rms_epsilon"), 1e-5)
+        .add_u32(format!("{a}.vocab_size"), vocab.tokens.len() as u32);
+    (w, vocab)
+}
+
+/// A SwiGLU feed-forward block's three matrices (llama.cpp's `build_ffn` with
+/// `LLM_FFN_SILU, LLM_FFN_PAR`).
+pub(super) fn ffn(
+    w: &mut GgufWriter,
+    matrix: &mut impl FnMut(&mut GgufWriter, String, u32, u32),
+    layer: u32,
+) {
+    let name = |t: &str| format!("blk.{layer}.{t}");
+    matrix(w, name("ffn_gate.weight"), N_EMBD, N_FF);
+    matrix(w, name("ffn_up.weight"), N_EMBD, N_FF);
+    matrix(w, name("ffn_down.weight"), N_FF, N_EMBD);
 }
 
 fn is_attention(arch: TinyRecurrentArch, layer: u32) -> bool {
@@ -189,29 +216,13 @@ fn mamba2_mixer(
     let conv_dim = D_INNER + 2 * N_GROUP * D_STATE;
     let d_in_proj = D_INNER + conv_dim + N_SSM_HEAD;
     matrix(w, name("ssm_in.weight"), N_EMBD, d_in_proj);
-    let conv = conv_kernel(seed ^ (0x5eed_0000 + u64::from(layer)), D_CONV, conv_dim);
-    w.add_tensor_f32(
-        name("ssm_conv1d.weight"),
-        &[D_CONV.into(), conv_dim.into()],
-        &conv,
-    );
-    w.add_tensor_f32(
-        name("ssm_conv1d.bias"),
-        &[conv_dim.into()],
-        &vec![0.0; conv_dim as usize],
-    );
+    ssm_conv1d(w, layer, seed ^ (0x5eed_0000 + u64::from(layer)), conv_dim);
+    add_filled(w, name("ssm_conv1d.bias"), conv_dim, 0.0);
     // dt = softplus(x·W + bias): a negative bias keeps steps small, so slow heads keep
     // their state for thousands of tokens.
-    w.add_tensor_f32(
-        name("ssm_dt.bias"),
-        &[N_SSM_HEAD.into()],
-        &vec![-1.0; N_SSM_HEAD as usize],
-    );
-    // A = -exp(A_log), stored already negated. Head h decays by exp(dt·A) per token: from
-    // A = -1 (a few tokens) down to A = -1e-4 (the whole context).
-    let a: Vec<f32> = (0..N_SSM_HEAD)
-        .map(|h| -(10f32).powf(-4.0 * h as f32 / (N_SSM_HEAD - 1) as f32))
-        .collect();
+    add_filled(w, name("ssm_dt.bias"), N_SSM_HEAD, -1.0);
+    // Head h decays by exp(dt·A) per token.
+    let a = decay_spread(N_SSM_HEAD);
     w.add_tensor_f32(name("ssm_a"), &[1, N_SSM_HEAD.into()], &a);
     w.add_tensor_f32(
         name("ssm_d"),
@@ -225,6 +236,30 @@ fn mamba2_mixer(
         &vec![1.0; D_INNER as usize],
     );
     matrix(w, name("ssm_out.weight"), D_INNER, N_EMBD);
+}
+
+/// A layer's `ssm_conv1d.weight`: a [`D_CONV`]-tap kernel for each of `channels`.
+pub(super) fn ssm_conv1d(w: &mut GgufWriter, layer: u32, seed: u64, channels: u32) {
+    let conv = conv_kernel(seed, D_CONV, channels);
+    w.add_tensor_f32(
+        format!("blk.{layer}.ssm_conv1d.weight"),
+        &[D_CONV.into(), channels.into()],
+        &conv,
+    );
+}
+
+/// Per-head decay rates `A = -exp(A_log)`, stored already negated as llama.cpp reads
+/// them, spread log-evenly from -1 (a state that forgets within a few tokens) to -1e-4
+/// (one that holds the whole context).
+pub(super) fn decay_spread(n_heads: u32) -> Vec<f32> {
+    (0..n_heads)
+        .map(|h| -(10f32).powf(-4.0 * h as f32 / (n_heads - 1) as f32))
+        .collect()
+}
+
+/// A 1-D F32 tensor of `n` copies of `value` (biases, norm weights).
+pub(super) fn add_filled(w: &mut GgufWriter, name: String, n: u32, value: f32) {
+    w.add_tensor_f32(name, &[n.into()], &vec![value; n as usize]);
 }
 
 /// A `width`-tap kernel per channel, F32 (ggml_ssm_conv takes no other type), scaled like a

@@ -1,9 +1,10 @@
 //! Models whose memory is not per-token attention KV: a tiny Mamba2 (recurrent), a tiny
-//! Granite 4 style hybrid (Mamba2 layers between attention layers) and a tiny LFM2 (short
-//! convolutions between attention layers, with and without a sliding window). kvrun keeps
-//! their token logs, the whole state at each log's end and checkpoints at page boundaries,
-//! never pages, cuts or copies a recurrent state; nothing it reports as cached or restored
-//! was recomputed, and every continuation equals the uninterrupted run's.
+//! Granite 4 style hybrid (Mamba2 layers between attention layers), a tiny LFM2 (short
+//! convolutions between attention layers, with and without a sliding window) and a tiny
+//! Qwen3.5 (gated delta-net layers between M-RoPE attention layers). kvrun keeps their
+//! token logs, the whole state at each log's end and checkpoints at page boundaries, never
+//! pages, cuts or copies a recurrent state; nothing it reports as cached or restored was
+//! recomputed, and every continuation equals the uninterrupted run's.
 
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
@@ -21,7 +22,7 @@ use kvrun::synth::TinyRecurrentArch;
 /// The tiny model of `arch`, written once per test binary (tests run in parallel threads,
 /// so each file is written under its own lock).
 fn tiny_memory_model(arch: TinyRecurrentArch) -> PathBuf {
-    static PATHS: [OnceLock<PathBuf>; 4] = [const { OnceLock::new() }; 4];
+    static PATHS: [OnceLock<PathBuf>; 5] = [const { OnceLock::new() }; 5];
     let index = ARCHS.iter().position(|&a| a == arch).unwrap();
     PATHS[index]
         .get_or_init(|| {
@@ -34,11 +35,12 @@ fn tiny_memory_model(arch: TinyRecurrentArch) -> PathBuf {
         .clone()
 }
 
-const ARCHS: [TinyRecurrentArch; 4] = [
+const ARCHS: [TinyRecurrentArch; 5] = [
     TinyRecurrentArch::Mamba2,
     TinyRecurrentArch::GraniteHybrid,
     TinyRecurrentArch::Lfm2,
     TinyRecurrentArch::Lfm2Swa,
+    TinyRecurrentArch::Qwen35,
 ];
 
 fn turn(home: &Home, model: &Path, session: &str, text: &str) -> serde_json::Value {
