@@ -58,6 +58,9 @@ _kvrun() {
             kvrun__subcmd__bench,batch)
                 cmd="kvrun__subcmd__bench__subcmd__batch"
                 ;;
+            kvrun__subcmd__bench,checkpoints)
+                cmd="kvrun__subcmd__bench__subcmd__checkpoints"
+                ;;
             kvrun__subcmd__bench,ctx)
                 cmd="kvrun__subcmd__bench__subcmd__ctx"
                 ;;
@@ -84,6 +87,9 @@ _kvrun() {
                 ;;
             kvrun__subcmd__bench__subcmd__help,batch)
                 cmd="kvrun__subcmd__bench__subcmd__help__subcmd__batch"
+                ;;
+            kvrun__subcmd__bench__subcmd__help,checkpoints)
+                cmd="kvrun__subcmd__bench__subcmd__help__subcmd__checkpoints"
                 ;;
             kvrun__subcmd__bench__subcmd__help,ctx)
                 cmd="kvrun__subcmd__bench__subcmd__help__subcmd__ctx"
@@ -150,6 +156,9 @@ _kvrun() {
                 ;;
             kvrun__subcmd__help__subcmd__bench,batch)
                 cmd="kvrun__subcmd__help__subcmd__bench__subcmd__batch"
+                ;;
+            kvrun__subcmd__help__subcmd__bench,checkpoints)
+                cmd="kvrun__subcmd__help__subcmd__bench__subcmd__checkpoints"
                 ;;
             kvrun__subcmd__help__subcmd__bench,ctx)
                 cmd="kvrun__subcmd__help__subcmd__bench__subcmd__ctx"
@@ -271,7 +280,7 @@ _kvrun() {
             return 0
             ;;
         kvrun__subcmd__bench)
-            opts="-v -q -h -V --verbose --quiet --help --version speed restore switch serve batch kv-types ctx swap help"
+            opts="-v -q -h -V --verbose --quiet --help --version speed restore switch serve batch kv-types ctx swap checkpoints help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -308,6 +317,60 @@ _kvrun() {
                     return 0
                     ;;
                 --rounds)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --ctx-size)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                -c)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --threads)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                -t)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --gpu-layers)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --batch-size)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                -b)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --kv-type)
+                    COMPREPLY=($(compgen -W "f16 q8_0 q4_0" -- "${cur}"))
+                    return 0
+                    ;;
+                --flash-attn)
+                    COMPREPLY=($(compgen -W "on off auto" -- "${cur}"))
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        kvrun__subcmd__bench__subcmd__checkpoints)
+            opts="-c -t -b -v -q -h -V --tokens --ctx-size --threads --gpu-layers --batch-size --kv-type --flash-attn --verbose --quiet --help --version"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --tokens)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -417,7 +480,7 @@ _kvrun() {
             return 0
             ;;
         kvrun__subcmd__bench__subcmd__help)
-            opts="speed restore switch serve batch kv-types ctx swap help"
+            opts="speed restore switch serve batch kv-types ctx swap checkpoints help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -431,6 +494,20 @@ _kvrun() {
             return 0
             ;;
         kvrun__subcmd__bench__subcmd__help__subcmd__batch)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        kvrun__subcmd__bench__subcmd__help__subcmd__checkpoints)
             opts=""
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
@@ -1129,7 +1206,7 @@ _kvrun() {
             return 0
             ;;
         kvrun__subcmd__help__subcmd__bench)
-            opts="speed restore switch serve batch kv-types ctx swap"
+            opts="speed restore switch serve batch kv-types ctx swap checkpoints"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -1143,6 +1220,20 @@ _kvrun() {
             return 0
             ;;
         kvrun__subcmd__help__subcmd__bench__subcmd__batch)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        kvrun__subcmd__help__subcmd__bench__subcmd__checkpoints)
             opts=""
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )

@@ -32,6 +32,24 @@ pub enum BenchCommand {
     /// a returning conversation's time to first token against a cold prefill, and the
     /// peak resident memory against the budget.
     Swap(BenchSwapArgs),
+    /// Checkpoints of recurrent and hybrid models: bytes and capture time of each against
+    /// the prefill that made them, and the time to first token of a prompt that parts from
+    /// a held conversation, from the last checkpoint before the parting point.
+    Checkpoints(BenchCheckpointsArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct BenchCheckpointsArgs {
+    /// Recurrent or hybrid models: .gguf paths or names in the models folder [default:
+    /// kvrun's tiny random-weight Mamba2, Granite-hybrid, LFM2 (with and without a sliding
+    /// window) and Qwen3.5 models, written into the benchmark's folder]
+    #[arg(value_name = "MODEL")]
+    pub models: Vec<String>,
+    /// Prompt tokens of each measurement.
+    #[arg(long, value_delimiter = ',', default_values_t = [1024, 4096])]
+    pub tokens: Vec<u32>,
+    #[command(flatten)]
+    pub llama: LlamaArgs,
 }
 
 #[derive(Debug, Args)]

@@ -14,9 +14,11 @@
 //! Per-token pages describe only the first two. A recurrent state cannot be cut at a token
 //! (llama.cpp's `seq_rm` refuses), copying a range of it copies all of it, and its bytes at
 //! token k are gone once token k+1 is decoded. So for the last two kinds kvrun keeps the
-//! token log (the truth) and, at its end, llama.cpp's whole state of the sequence as one
-//! object (`session::live::state`): a conversation is reused only where its log is extended
-//! as it stands, in memory or from that object, and anything else is recomputed.
+//! token log (the truth), at its end llama.cpp's whole state of the sequence as one object
+//! (`session::live::state`), and the state at page boundaries as checkpoints
+//! ([`crate::sequence::Checkpoints`], `session::live::checkpoints`): a conversation is
+//! reused as it stands where its log is extended, else from the last checkpoint before
+//! the prompt parts from it, in memory or stored, and the rest is recomputed.
 
 /// The kind of memory a model's sequences live in.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -112,18 +114,19 @@ impl MemoryKind {
             } => None,
             MemoryKind::Attention { .. } => Some(
                 "its cache cells carry M-RoPE positions, which kvrun's pages do not hold yet: \
-                 sessions keep the token log and the whole state at its end, which only a \
-                 turn that extends the log reuses; anything else is recomputed",
+                 sessions keep the token log and the whole state at its end, cut back where \
+                 a prompt parts from the log",
             ),
             MemoryKind::Recurrent => Some(
                 "its recurrent state cannot be cut into token pages: sessions keep the token \
-                 log and the whole state at its end, which only a turn that extends the log \
-                 reuses; anything else is recomputed",
+                 log, the whole state at its end and checkpoints at page boundaries; a prompt \
+                 that parts from a log starts from the last checkpoint before it",
             ),
             MemoryKind::Hybrid => Some(
                 "its recurrent layers' state cannot be cut into token pages: sessions keep \
-                 the token log and the whole state at its end, which only a turn that \
-                 extends the log reuses; anything else is recomputed",
+                 the token log, the whole state at its end and checkpoints at page \
+                 boundaries; a prompt that parts from a log starts from the last checkpoint \
+                 before it",
             ),
         }
     }

@@ -4,7 +4,9 @@
 
 mod agent_prompt;
 mod batch;
+mod checkpoints;
 mod ctx;
+mod engine;
 mod harness;
 mod kv_types;
 mod llama_server;
@@ -33,5 +35,6 @@ pub fn run(env: &Env, command: BenchCommand) -> Result<ExitCode> {
         BenchCommand::Ctx(args) => ctx::run(env, args),
         BenchCommand::KvTypes(args) => kv_types::run(env, args),
         BenchCommand::Swap(args) => swap::run(env, args),
+        BenchCommand::Checkpoints(args) => checkpoints::run(env, args),
     }
 }
