@@ -5,6 +5,7 @@
 mod agent_prompt;
 mod batch;
 mod ctx;
+mod grammar;
 mod harness;
 mod kv_types;
 mod llama_server;
@@ -33,5 +34,6 @@ pub fn run(env: &Env, command: BenchCommand) -> Result<ExitCode> {
         BenchCommand::Ctx(args) => ctx::run(env, args),
         BenchCommand::KvTypes(args) => kv_types::run(env, args),
         BenchCommand::Swap(args) => swap::run(env, args),
+        BenchCommand::Grammar(args) => grammar::run(env, args),
     }
 }
