@@ -443,6 +443,7 @@ Register-ArgumentCompleter -Native -CommandName 'kvrun' -ScriptBlock {
             [CompletionResult]::new('ctx', 'ctx', [CompletionResultType]::ParameterValue, 'The elastic context (`kvrun serve --ctx-size auto`) against a fixed one of the same ceiling: the server''s resident memory idle and holding each length, and what a growth step paused')
             [CompletionResult]::new('swap', 'swap', [CompletionResultType]::ParameterValue, '`kvrun serve` of two models under a budget that holds one: what a swap costs (unload with its saves, then load; from the page cache and cold) against a fresh process, a returning conversation''s time to first token against a cold prefill, and the peak resident memory against the budget')
             [CompletionResult]::new('checkpoints', 'checkpoints', [CompletionResultType]::ParameterValue, 'Checkpoints of recurrent and hybrid models: bytes and capture time of each against the prefill that made them, and the time to first token of a prompt that parts from a held conversation, from the last checkpoint before the parting point')
+            [CompletionResult]::new('grammar', 'grammar', [CompletionResultType]::ParameterValue, 'Tool-call constraints on the recorded agents'' tool schemas (tests/agents): the time to build each (llama.cpp''s GBNF, forced and lazy, and llguidance) and its cost per sampled token against unconstrained sampling')
             [CompletionResult]::new('help', 'help', [CompletionResultType]::ParameterValue, 'Print this message or the help of the given subcommand(s)')
             break
         }
@@ -666,6 +667,30 @@ Register-ArgumentCompleter -Native -CommandName 'kvrun' -ScriptBlock {
             [CompletionResult]::new('--version', '--version', [CompletionResultType]::ParameterName, 'Print version')
             break
         }
+        'kvrun;bench;grammar' {
+            [CompletionResult]::new('--models', '--models', [CompletionResultType]::ParameterName, 'Models, each a .gguf path, a name in the models folder, or smollm2/gemma3')
+            [CompletionResult]::new('--agents', '--agents', [CompletionResultType]::ParameterName, 'The folder of recorded agent requests (claude-code-messages.json, codex-responses.json, opencode-main.json)')
+            [CompletionResult]::new('--tokens', '--tokens', [CompletionResultType]::ParameterName, 'Tokens generated under each constraint, at most (a call may end sooner)')
+            [CompletionResult]::new('--repeat', '--repeat', [CompletionResultType]::ParameterName, 'Builds of each constraint; the table shows the median')
+            [CompletionResult]::new('-c', '-c', [CompletionResultType]::ParameterName, 'Context size in tokens, or `auto`: grow with the live tokens (kvrun serve up to --max-ctx-size, kvrun chat up to the model''s training context; other commands take 8192) [default: auto for kvrun serve, else 8192; capped at the model''s training context]')
+            [CompletionResult]::new('--ctx-size', '--ctx-size', [CompletionResultType]::ParameterName, 'Context size in tokens, or `auto`: grow with the live tokens (kvrun serve up to --max-ctx-size, kvrun chat up to the model''s training context; other commands take 8192) [default: auto for kvrun serve, else 8192; capped at the model''s training context]')
+            [CompletionResult]::new('-t', '-t', [CompletionResultType]::ParameterName, 'CPU threads [default: the number of cores]')
+            [CompletionResult]::new('--threads', '--threads', [CompletionResultType]::ParameterName, 'CPU threads [default: the number of cores]')
+            [CompletionResult]::new('--gpu-layers', '--gpu-layers', [CompletionResultType]::ParameterName, 'Layers to offload to the GPU (needs a GPU build) [default: all when built with a GPU backend, else 0]')
+            [CompletionResult]::new('-b', '-b', [CompletionResultType]::ParameterName, 'Largest prompt batch in tokens; batches never cross a KV page boundary [default: 256]')
+            [CompletionResult]::new('--batch-size', '--batch-size', [CompletionResultType]::ParameterName, 'Largest prompt batch in tokens; batches never cross a KV page boundary [default: 256]')
+            [CompletionResult]::new('--kv-type', '--kv-type', [CompletionResultType]::ParameterName, 'KV cache element type [default: f16]')
+            [CompletionResult]::new('--flash-attn', '--flash-attn', [CompletionResultType]::ParameterName, 'Flash attention [default: auto]')
+            [CompletionResult]::new('-v', '-v', [CompletionResultType]::ParameterName, 'Show more diagnostics on stderr (-v: info and llama.cpp''s log, -vv: debug). KVRUN_LOG takes a tracing filter instead (e.g. KVRUN_LOG=kvrun=debug)')
+            [CompletionResult]::new('--verbose', '--verbose', [CompletionResultType]::ParameterName, 'Show more diagnostics on stderr (-v: info and llama.cpp''s log, -vv: debug). KVRUN_LOG takes a tracing filter instead (e.g. KVRUN_LOG=kvrun=debug)')
+            [CompletionResult]::new('-q', '-q', [CompletionResultType]::ParameterName, 'Hide progress bars and notes; errors still print')
+            [CompletionResult]::new('--quiet', '--quiet', [CompletionResultType]::ParameterName, 'Hide progress bars and notes; errors still print')
+            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help')
+            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help')
+            [CompletionResult]::new('-V', '-V ', [CompletionResultType]::ParameterName, 'Print version')
+            [CompletionResult]::new('--version', '--version', [CompletionResultType]::ParameterName, 'Print version')
+            break
+        }
         'kvrun;bench;help' {
             [CompletionResult]::new('speed', 'speed', [CompletionResultType]::ParameterValue, 'Prefill and decode tokens per second, kvrun''s schedule next to llama.cpp''s')
             [CompletionResult]::new('restore', 'restore', [CompletionResultType]::ParameterValue, 'Session restore against cold prefill and llama.cpp''s own state files')
@@ -676,6 +701,7 @@ Register-ArgumentCompleter -Native -CommandName 'kvrun' -ScriptBlock {
             [CompletionResult]::new('ctx', 'ctx', [CompletionResultType]::ParameterValue, 'The elastic context (`kvrun serve --ctx-size auto`) against a fixed one of the same ceiling: the server''s resident memory idle and holding each length, and what a growth step paused')
             [CompletionResult]::new('swap', 'swap', [CompletionResultType]::ParameterValue, '`kvrun serve` of two models under a budget that holds one: what a swap costs (unload with its saves, then load; from the page cache and cold) against a fresh process, a returning conversation''s time to first token against a cold prefill, and the peak resident memory against the budget')
             [CompletionResult]::new('checkpoints', 'checkpoints', [CompletionResultType]::ParameterValue, 'Checkpoints of recurrent and hybrid models: bytes and capture time of each against the prefill that made them, and the time to first token of a prompt that parts from a held conversation, from the last checkpoint before the parting point')
+            [CompletionResult]::new('grammar', 'grammar', [CompletionResultType]::ParameterValue, 'Tool-call constraints on the recorded agents'' tool schemas (tests/agents): the time to build each (llama.cpp''s GBNF, forced and lazy, and llguidance) and its cost per sampled token against unconstrained sampling')
             [CompletionResult]::new('help', 'help', [CompletionResultType]::ParameterValue, 'Print this message or the help of the given subcommand(s)')
             break
         }
@@ -704,6 +730,9 @@ Register-ArgumentCompleter -Native -CommandName 'kvrun' -ScriptBlock {
             break
         }
         'kvrun;bench;help;checkpoints' {
+            break
+        }
+        'kvrun;bench;help;grammar' {
             break
         }
         'kvrun;bench;help;help' {
@@ -817,6 +846,7 @@ Register-ArgumentCompleter -Native -CommandName 'kvrun' -ScriptBlock {
             [CompletionResult]::new('ctx', 'ctx', [CompletionResultType]::ParameterValue, 'The elastic context (`kvrun serve --ctx-size auto`) against a fixed one of the same ceiling: the server''s resident memory idle and holding each length, and what a growth step paused')
             [CompletionResult]::new('swap', 'swap', [CompletionResultType]::ParameterValue, '`kvrun serve` of two models under a budget that holds one: what a swap costs (unload with its saves, then load; from the page cache and cold) against a fresh process, a returning conversation''s time to first token against a cold prefill, and the peak resident memory against the budget')
             [CompletionResult]::new('checkpoints', 'checkpoints', [CompletionResultType]::ParameterValue, 'Checkpoints of recurrent and hybrid models: bytes and capture time of each against the prefill that made them, and the time to first token of a prompt that parts from a held conversation, from the last checkpoint before the parting point')
+            [CompletionResult]::new('grammar', 'grammar', [CompletionResultType]::ParameterValue, 'Tool-call constraints on the recorded agents'' tool schemas (tests/agents): the time to build each (llama.cpp''s GBNF, forced and lazy, and llguidance) and its cost per sampled token against unconstrained sampling')
             break
         }
         'kvrun;help;bench;speed' {
@@ -844,6 +874,9 @@ Register-ArgumentCompleter -Native -CommandName 'kvrun' -ScriptBlock {
             break
         }
         'kvrun;help;bench;checkpoints' {
+            break
+        }
+        'kvrun;help;bench;grammar' {
             break
         }
         'kvrun;help;completions' {

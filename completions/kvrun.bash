@@ -64,6 +64,9 @@ _kvrun() {
             kvrun__subcmd__bench,ctx)
                 cmd="kvrun__subcmd__bench__subcmd__ctx"
                 ;;
+            kvrun__subcmd__bench,grammar)
+                cmd="kvrun__subcmd__bench__subcmd__grammar"
+                ;;
             kvrun__subcmd__bench,help)
                 cmd="kvrun__subcmd__bench__subcmd__help"
                 ;;
@@ -93,6 +96,9 @@ _kvrun() {
                 ;;
             kvrun__subcmd__bench__subcmd__help,ctx)
                 cmd="kvrun__subcmd__bench__subcmd__help__subcmd__ctx"
+                ;;
+            kvrun__subcmd__bench__subcmd__help,grammar)
+                cmd="kvrun__subcmd__bench__subcmd__help__subcmd__grammar"
                 ;;
             kvrun__subcmd__bench__subcmd__help,help)
                 cmd="kvrun__subcmd__bench__subcmd__help__subcmd__help"
@@ -162,6 +168,9 @@ _kvrun() {
                 ;;
             kvrun__subcmd__help__subcmd__bench,ctx)
                 cmd="kvrun__subcmd__help__subcmd__bench__subcmd__ctx"
+                ;;
+            kvrun__subcmd__help__subcmd__bench,grammar)
+                cmd="kvrun__subcmd__help__subcmd__bench__subcmd__grammar"
                 ;;
             kvrun__subcmd__help__subcmd__bench,kv-types)
                 cmd="kvrun__subcmd__help__subcmd__bench__subcmd__kv__subcmd__types"
@@ -280,7 +289,7 @@ _kvrun() {
             return 0
             ;;
         kvrun__subcmd__bench)
-            opts="-v -q -h -V --verbose --quiet --help --version speed restore switch serve batch kv-types ctx swap checkpoints help"
+            opts="-v -q -h -V --verbose --quiet --help --version speed restore switch serve batch kv-types ctx swap checkpoints grammar help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -479,8 +488,74 @@ _kvrun() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
+        kvrun__subcmd__bench__subcmd__grammar)
+            opts="-c -t -b -v -q -h -V --models --agents --tokens --repeat --ctx-size --threads --gpu-layers --batch-size --kv-type --flash-attn --verbose --quiet --help --version"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --models)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --agents)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --tokens)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --repeat)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --ctx-size)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                -c)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --threads)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                -t)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --gpu-layers)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --batch-size)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                -b)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --kv-type)
+                    COMPREPLY=($(compgen -W "f16 q8_0 q4_0" -- "${cur}"))
+                    return 0
+                    ;;
+                --flash-attn)
+                    COMPREPLY=($(compgen -W "on off auto" -- "${cur}"))
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
         kvrun__subcmd__bench__subcmd__help)
-            opts="speed restore switch serve batch kv-types ctx swap checkpoints help"
+            opts="speed restore switch serve batch kv-types ctx swap checkpoints grammar help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -522,6 +597,20 @@ _kvrun() {
             return 0
             ;;
         kvrun__subcmd__bench__subcmd__help__subcmd__ctx)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        kvrun__subcmd__bench__subcmd__help__subcmd__grammar)
             opts=""
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
@@ -1206,7 +1295,7 @@ _kvrun() {
             return 0
             ;;
         kvrun__subcmd__help__subcmd__bench)
-            opts="speed restore switch serve batch kv-types ctx swap checkpoints"
+            opts="speed restore switch serve batch kv-types ctx swap checkpoints grammar"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -1248,6 +1337,20 @@ _kvrun() {
             return 0
             ;;
         kvrun__subcmd__help__subcmd__bench__subcmd__ctx)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        kvrun__subcmd__help__subcmd__bench__subcmd__grammar)
             opts=""
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )

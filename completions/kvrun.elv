@@ -412,6 +412,7 @@ set edit:completion:arg-completer[kvrun] = {|@words|
             cand ctx 'The elastic context (`kvrun serve --ctx-size auto`) against a fixed one of the same ceiling: the server''s resident memory idle and holding each length, and what a growth step paused'
             cand swap '`kvrun serve` of two models under a budget that holds one: what a swap costs (unload with its saves, then load; from the page cache and cold) against a fresh process, a returning conversation''s time to first token against a cold prefill, and the peak resident memory against the budget'
             cand checkpoints 'Checkpoints of recurrent and hybrid models: bytes and capture time of each against the prefill that made them, and the time to first token of a prompt that parts from a held conversation, from the last checkpoint before the parting point'
+            cand grammar 'Tool-call constraints on the recorded agents'' tool schemas (tests/agents): the time to build each (llama.cpp''s GBNF, forced and lazy, and llguidance) and its cost per sampled token against unconstrained sampling'
             cand help 'Print this message or the help of the given subcommand(s)'
         }
         &'kvrun;bench;speed'= {
@@ -625,6 +626,29 @@ set edit:completion:arg-completer[kvrun] = {|@words|
             cand -V 'Print version'
             cand --version 'Print version'
         }
+        &'kvrun;bench;grammar'= {
+            cand --models 'Models, each a .gguf path, a name in the models folder, or smollm2/gemma3'
+            cand --agents 'The folder of recorded agent requests (claude-code-messages.json, codex-responses.json, opencode-main.json)'
+            cand --tokens 'Tokens generated under each constraint, at most (a call may end sooner)'
+            cand --repeat 'Builds of each constraint; the table shows the median'
+            cand -c 'Context size in tokens, or `auto`: grow with the live tokens (kvrun serve up to --max-ctx-size, kvrun chat up to the model''s training context; other commands take 8192) [default: auto for kvrun serve, else 8192; capped at the model''s training context]'
+            cand --ctx-size 'Context size in tokens, or `auto`: grow with the live tokens (kvrun serve up to --max-ctx-size, kvrun chat up to the model''s training context; other commands take 8192) [default: auto for kvrun serve, else 8192; capped at the model''s training context]'
+            cand -t 'CPU threads [default: the number of cores]'
+            cand --threads 'CPU threads [default: the number of cores]'
+            cand --gpu-layers 'Layers to offload to the GPU (needs a GPU build) [default: all when built with a GPU backend, else 0]'
+            cand -b 'Largest prompt batch in tokens; batches never cross a KV page boundary [default: 256]'
+            cand --batch-size 'Largest prompt batch in tokens; batches never cross a KV page boundary [default: 256]'
+            cand --kv-type 'KV cache element type [default: f16]'
+            cand --flash-attn 'Flash attention [default: auto]'
+            cand -v 'Show more diagnostics on stderr (-v: info and llama.cpp''s log, -vv: debug). KVRUN_LOG takes a tracing filter instead (e.g. KVRUN_LOG=kvrun=debug)'
+            cand --verbose 'Show more diagnostics on stderr (-v: info and llama.cpp''s log, -vv: debug). KVRUN_LOG takes a tracing filter instead (e.g. KVRUN_LOG=kvrun=debug)'
+            cand -q 'Hide progress bars and notes; errors still print'
+            cand --quiet 'Hide progress bars and notes; errors still print'
+            cand -h 'Print help'
+            cand --help 'Print help'
+            cand -V 'Print version'
+            cand --version 'Print version'
+        }
         &'kvrun;bench;help'= {
             cand speed 'Prefill and decode tokens per second, kvrun''s schedule next to llama.cpp''s'
             cand restore 'Session restore against cold prefill and llama.cpp''s own state files'
@@ -635,6 +659,7 @@ set edit:completion:arg-completer[kvrun] = {|@words|
             cand ctx 'The elastic context (`kvrun serve --ctx-size auto`) against a fixed one of the same ceiling: the server''s resident memory idle and holding each length, and what a growth step paused'
             cand swap '`kvrun serve` of two models under a budget that holds one: what a swap costs (unload with its saves, then load; from the page cache and cold) against a fresh process, a returning conversation''s time to first token against a cold prefill, and the peak resident memory against the budget'
             cand checkpoints 'Checkpoints of recurrent and hybrid models: bytes and capture time of each against the prefill that made them, and the time to first token of a prompt that parts from a held conversation, from the last checkpoint before the parting point'
+            cand grammar 'Tool-call constraints on the recorded agents'' tool schemas (tests/agents): the time to build each (llama.cpp''s GBNF, forced and lazy, and llguidance) and its cost per sampled token against unconstrained sampling'
             cand help 'Print this message or the help of the given subcommand(s)'
         }
         &'kvrun;bench;help;speed'= {
@@ -654,6 +679,8 @@ set edit:completion:arg-completer[kvrun] = {|@words|
         &'kvrun;bench;help;swap'= {
         }
         &'kvrun;bench;help;checkpoints'= {
+        }
+        &'kvrun;bench;help;grammar'= {
         }
         &'kvrun;bench;help;help'= {
         }
@@ -745,6 +772,7 @@ set edit:completion:arg-completer[kvrun] = {|@words|
             cand ctx 'The elastic context (`kvrun serve --ctx-size auto`) against a fixed one of the same ceiling: the server''s resident memory idle and holding each length, and what a growth step paused'
             cand swap '`kvrun serve` of two models under a budget that holds one: what a swap costs (unload with its saves, then load; from the page cache and cold) against a fresh process, a returning conversation''s time to first token against a cold prefill, and the peak resident memory against the budget'
             cand checkpoints 'Checkpoints of recurrent and hybrid models: bytes and capture time of each against the prefill that made them, and the time to first token of a prompt that parts from a held conversation, from the last checkpoint before the parting point'
+            cand grammar 'Tool-call constraints on the recorded agents'' tool schemas (tests/agents): the time to build each (llama.cpp''s GBNF, forced and lazy, and llguidance) and its cost per sampled token against unconstrained sampling'
         }
         &'kvrun;help;bench;speed'= {
         }
@@ -763,6 +791,8 @@ set edit:completion:arg-completer[kvrun] = {|@words|
         &'kvrun;help;bench;swap'= {
         }
         &'kvrun;help;bench;checkpoints'= {
+        }
+        &'kvrun;help;bench;grammar'= {
         }
         &'kvrun;help;completions'= {
         }

@@ -9,8 +9,8 @@ use crate::settings::{self, ContextOverflow, Durability, FlashAttn, KvType};
 mod bench;
 mod shared;
 pub use bench::{
-    BenchArgs, BenchBatchArgs, BenchCheckpointsArgs, BenchCommand, BenchCtxArgs, BenchKvTypesArgs,
-    BenchRestoreArgs, BenchServeArgs, BenchShape, BenchSwapArgs, BenchSwitchArgs,
+    BenchArgs, BenchBatchArgs, BenchCheckpointsArgs, BenchCommand, BenchCtxArgs, BenchGrammarArgs,
+    BenchKvTypesArgs, BenchRestoreArgs, BenchServeArgs, BenchShape, BenchSwapArgs, BenchSwitchArgs,
 };
 pub use shared::{in_range, LlamaArgs, ModelArg};
 

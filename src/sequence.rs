@@ -232,7 +232,7 @@ impl Sequence {
             })?;
             self.kv_len = n;
             observer.decoded(ctx, self.seq_id, n);
-            if n % page == 0 {
+            if n.is_multiple_of(page) {
                 observer.page_filled(ctx, n - page..n, &self.tokens[..n])?;
             }
             let _ = observer.progress(total, total);

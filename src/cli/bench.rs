@@ -36,6 +36,10 @@ pub enum BenchCommand {
     /// the prefill that made them, and the time to first token of a prompt that parts from
     /// a held conversation, from the last checkpoint before the parting point.
     Checkpoints(BenchCheckpointsArgs),
+    /// Tool-call constraints on the recorded agents' tool schemas (tests/agents): the time
+    /// to build each (llama.cpp's GBNF, forced and lazy, and llguidance) and its cost per
+    /// sampled token against unconstrained sampling.
+    Grammar(BenchGrammarArgs),
 }
 
 #[derive(Debug, Args)]
@@ -48,6 +52,25 @@ pub struct BenchCheckpointsArgs {
     /// Prompt tokens of each measurement.
     #[arg(long, value_delimiter = ',', default_values_t = [1024, 4096])]
     pub tokens: Vec<u32>,
+    #[command(flatten)]
+    pub llama: LlamaArgs,
+}
+
+#[derive(Debug, Args)]
+pub struct BenchGrammarArgs {
+    /// Models, each a .gguf path, a name in the models folder, or smollm2/gemma3
+    #[arg(long, value_delimiter = ',', default_values_t = ["smollm2".to_string(), "gemma3".to_string()])]
+    pub models: Vec<String>,
+    /// The folder of recorded agent requests (claude-code-messages.json,
+    /// codex-responses.json, opencode-main.json)
+    #[arg(long, value_name = "DIR", default_value = "tests/agents")]
+    pub agents: PathBuf,
+    /// Tokens generated under each constraint, at most (a call may end sooner)
+    #[arg(long, default_value_t = 64)]
+    pub tokens: u32,
+    /// Builds of each constraint; the table shows the median
+    #[arg(long, default_value_t = 5)]
+    pub repeat: u32,
     #[command(flatten)]
     pub llama: LlamaArgs,
 }

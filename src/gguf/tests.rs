@@ -60,7 +60,7 @@ impl Raw {
         self.u32(ty).u64(offset)
     }
     fn pad(&mut self) -> &mut Self {
-        while self.0.len() % 32 != 0 {
+        while !self.0.len().is_multiple_of(32) {
             self.0.push(0);
         }
         self
@@ -448,7 +448,7 @@ fn accepts_quantized_and_custom_alignment() {
     let mut r = Raw::new(3, 2, 2);
     r.arch().kv_u32("general.alignment", 64);
     r.tensor("q", &[256, 2], 12, 0).tensor("z", &[0, 4], 0, 320);
-    while r.0.len() % 64 != 0 {
+    while !r.0.len().is_multiple_of(64) {
         r.0.push(0);
     }
     r.zeros(320);

@@ -301,7 +301,7 @@ impl<'m> Context<'m> {
 
     /// Samples from the logits at batch index `idx` of the last [`Self::decode_many`].
     pub fn sample_at(&mut self, sampler: &mut super::Sampler, idx: i32) -> TokenId {
-        sampler.sample(&self.ctx, idx)
+        sampler.sample(self.model, &self.ctx, idx)
     }
 
     /// Logits of the last token decoded with logits.
@@ -312,7 +312,7 @@ impl<'m> Context<'m> {
     /// Samples the next token from the last logits.
     pub fn sample(&mut self, sampler: &mut super::Sampler) -> Option<TokenId> {
         let idx = self.logits_index?;
-        Some(sampler.sample(&self.ctx, idx))
+        Some(sampler.sample(self.model, &self.ctx, idx))
     }
 
     /// Number of positions held for `seq` (its highest position + 1; 0 when empty).

@@ -6,6 +6,7 @@
 
 mod context;
 mod device;
+mod guidance;
 mod memory;
 mod model;
 mod sampler;
@@ -17,9 +18,10 @@ use std::sync::OnceLock;
 pub use crate::token::TokenId;
 pub use context::{BatchEntry, Context, ContextInfo, KvCapture};
 pub use device::{gpu_devices, gpu_offload_supported, GpuDevice};
+pub use guidance::Guidance;
 pub use memory::prefault;
 pub use model::{ChatMessage, Model, ModelFacts};
-pub use sampler::{Sampler, TokenLogprob};
+pub use sampler::{Grammar, Sampler, TokenLogprob};
 pub use utf8::Utf8Stream;
 
 #[derive(Debug, thiserror::Error)]

@@ -52,6 +52,8 @@ pub struct Model {
     template: Option<ChatTemplate>,
     /// The GGUF's `tokenizer.chat_template.tool_use`, used when tools are given.
     tool_template: Option<ChatTemplate>,
+    /// llguidance's tables, built on first use.
+    guidance: std::sync::OnceLock<Result<super::Guidance, String>>,
 }
 
 impl Model {
@@ -148,6 +150,7 @@ impl Model {
             facts,
             template,
             tool_template,
+            guidance: std::sync::OnceLock::new(),
         })
     }
 
@@ -170,6 +173,15 @@ impl Model {
 
     pub(super) fn llama(&self) -> &LlamaModel {
         &self.inner
+    }
+
+    /// llguidance's token trie and parser factory for this model, built on the first call
+    /// (it walks the whole vocabulary: tens to hundreds of milliseconds).
+    pub fn guidance(&self) -> Result<&super::Guidance, LlamaError> {
+        self.guidance
+            .get_or_init(|| super::Guidance::new(self).map_err(|e| e.to_string()))
+            .as_ref()
+            .map_err(|e| LlamaError::Unsupported(e.clone()))
     }
 
     /// The fewest tokens `text` can become, from its length alone, without tokenizing it

@@ -4,8 +4,28 @@ use llama_cpp_2::context::LlamaContext;
 use llama_cpp_2::sampling::LlamaSampler;
 use llama_cpp_2::token::LlamaToken;
 
+use super::guidance::Pending;
 use super::{LlamaError, TokenId};
 use crate::settings::SamplingSettings;
+
+/// A grammar a reply must match, in the language of the engine that enforces it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Grammar {
+    /// llama.cpp's GBNF, root rule `root` (JSON schemas: `response_format`,
+    /// `--json-schema`).
+    Gbnf(String),
+    /// llguidance's Lark, JSON schemas embedded whole with `%json` (tool calls). A lazy
+    /// one starts with `start: call`, the call from its opening on.
+    Lark(String),
+}
+
+impl Grammar {
+    pub fn text(&self) -> &str {
+        match self {
+            Self::Gbnf(text) | Self::Lark(text) => text,
+        }
+    }
+}
 
 /// How many recent tokens the repeat penalty looks at (llama.cpp's default).
 const PENALTY_LAST_N: i32 = 64;
@@ -15,6 +35,8 @@ pub struct Sampler {
     /// Constrains the output (a tool call, a JSON schema). Kept out of the chain so that
     /// the prompt history the repeat penalty needs never advances the grammar.
     grammar: Option<(LlamaSampler, LlamaToken)>,
+    /// A lazy Lark grammar until the reply opens a call.
+    pending: Option<Pending>,
 }
 
 impl Sampler {
@@ -56,46 +78,80 @@ impl Sampler {
         Self {
             chain,
             grammar: None,
+            pending: None,
         }
     }
 
-    /// Restricts sampling to text the GBNF `grammar` (root rule `root`) accepts; once it
-    /// is complete only end-of-generation tokens remain.
-    pub fn constrain(&mut self, model: &super::Model, grammar: &str) -> Result<(), LlamaError> {
-        let sampler = LlamaSampler::grammar(model.llama(), grammar, "root");
+    /// Restricts sampling to text `grammar` accepts; once it is complete only
+    /// end-of-generation tokens remain.
+    pub fn constrain(&mut self, model: &super::Model, grammar: &Grammar) -> Result<(), LlamaError> {
+        let sampler = match grammar {
+            Grammar::Gbnf(gbnf) => {
+                LlamaSampler::grammar(model.llama(), gbnf, "root").map_err(refused)
+            }
+            Grammar::Lark(lark) => model
+                .guidance()
+                .and_then(|g| g.matcher(lark))
+                .map(LlamaSampler::from),
+        };
         self.set_grammar(model, sampler)
     }
 
     /// Like [`Sampler::constrain`], but the grammar waits until the reply contains
-    /// `opening` (llama.cpp's lazy grammar, `tool_choice: auto`): text before it is free,
-    /// and the grammar, which must start with `opening`, holds from there.
+    /// `opening` (`tool_choice: auto`): text before it is free, and the grammar, which
+    /// must start with `opening`, holds from there. GBNF uses llama.cpp's lazy grammar;
+    /// Lark waits here, and is built ahead so that a refusal comes now.
     pub fn constrain_after(
         &mut self,
         model: &super::Model,
-        grammar: &str,
+        grammar: &Grammar,
         opening: &str,
     ) -> Result<(), LlamaError> {
-        // llama.cpp feeds the grammar the reply from the pattern's first group on.
-        let pattern = format!("({})", regex_escape(opening));
-        let sampler =
-            LlamaSampler::grammar_lazy_patterns(model.llama(), grammar, "root", &[pattern], &[]);
-        self.set_grammar(model, sampler)
+        match grammar {
+            Grammar::Gbnf(gbnf) => {
+                // llama.cpp feeds the grammar the reply from the pattern's first group on.
+                let pattern = format!("({})", regex_escape(opening));
+                let sampler = LlamaSampler::grammar_lazy_patterns(
+                    model.llama(),
+                    gbnf,
+                    "root",
+                    &[pattern],
+                    &[],
+                );
+                self.set_grammar(model, sampler.map_err(refused))
+            }
+            Grammar::Lark(lark) => {
+                self.pending = Some(Pending::new(model, lark, opening)?);
+                Ok(())
+            }
+        }
     }
 
     fn set_grammar(
         &mut self,
         model: &super::Model,
-        sampler: Result<LlamaSampler, llama_cpp_2::GrammarError>,
+        sampler: Result<LlamaSampler, LlamaError>,
     ) -> Result<(), LlamaError> {
-        let sampler = sampler
-            .map_err(|e| LlamaError::Unsupported(format!("llama.cpp refused the grammar: {e}")))?;
-        self.grammar = Some((sampler, model.llama().vocab().eos()));
+        self.grammar = Some((sampler?, model.llama().vocab().eos()));
         Ok(())
     }
 
-    pub(super) fn sample(&mut self, ctx: &LlamaContext<'_>, idx: i32) -> TokenId {
+    pub(super) fn sample(
+        &mut self,
+        model: &super::Model,
+        ctx: &LlamaContext<'_>,
+        idx: i32,
+    ) -> TokenId {
         let Some((grammar, eos)) = &mut self.grammar else {
-            return self.chain.sample(ctx, idx).0;
+            let token = self.chain.sample(ctx, idx);
+            if let Some(opened) = self.pending.as_mut().and_then(|p| p.push(model, token)) {
+                self.pending = None;
+                match opened {
+                    Ok(grammar) => self.grammar = Some((grammar, model.llama().vocab().eos())),
+                    Err(e) => tracing::warn!("tool_choice auto: {e}; the call is unconstrained"),
+                }
+            }
+            return token.0;
         };
         let mut candidates = ctx.token_data_array_ith(idx);
         candidates.apply_sampler(grammar);
@@ -105,6 +161,10 @@ impl Sampler {
         self.chain.accept(token);
         token.0
     }
+}
+
+fn refused(e: llama_cpp_2::GrammarError) -> LlamaError {
+    LlamaError::Unsupported(format!("llama.cpp refused the grammar: {e}"))
 }
 
 /// `text` as a regular expression (ECMAScript, llama.cpp's `std::regex`) that matches it

@@ -5,8 +5,9 @@
 use minijinja::Value;
 
 use super::errors::ApiError;
+use crate::llama::Grammar;
 use crate::service::protocol::ReplyGrammar;
-use crate::tools::{tool_call_grammar, ToolFormat};
+use crate::tools::{tool_call_lark, ToolFormat};
 
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub enum ToolChoice {
@@ -149,7 +150,9 @@ impl ToolSet {
     ) -> Result<Option<ReplyGrammar>, ApiError> {
         Ok(match self.grammar(format)? {
             Some(forced) if forced.after.is_none() => Some(forced),
-            lazy => response_format.map(ReplyGrammar::forced).or(lazy),
+            lazy => response_format
+                .map(|gbnf| ReplyGrammar::forced(Grammar::Gbnf(gbnf)))
+                .or(lazy),
         })
     }
 
@@ -179,10 +182,10 @@ impl ToolSet {
             .map(|t| serde_json::to_value(t).map_err(|e| ApiError::bad_request(e.to_string())))
             .collect::<Result<_, _>>()?;
         let refs: Vec<&serde_json::Value> = as_json.iter().collect();
-        match (tool_call_grammar(format, &refs), opening) {
-            (Ok(gbnf), None) => Ok(Some(ReplyGrammar::forced(gbnf))),
-            (Ok(gbnf), Some(opening)) => Ok(Some(ReplyGrammar {
-                gbnf,
+        match (tool_call_lark(format, &refs), opening) {
+            (Ok(lark), None) => Ok(Some(ReplyGrammar::forced(Grammar::Lark(lark)))),
+            (Ok(lark), Some(opening)) => Ok(Some(ReplyGrammar {
+                grammar: Grammar::Lark(lark),
                 after: Some(opening.to_string()),
             })),
             (Err(e), None) => Err(ApiError::bad_request(e.to_string()).param("tools")),
@@ -251,7 +254,10 @@ mod tests {
         assert_eq!(none.grammar(ToolFormat::Generic).unwrap(), None);
         let named = ToolSet::new(vec![weather()], ToolChoice::Named("get_weather".into())).unwrap();
         let grammar = named.grammar(ToolFormat::Generic).unwrap().unwrap();
-        assert!(grammar.gbnf.contains("get_weather"), "{grammar:?}");
+        assert!(
+            grammar.grammar.text().contains("get_weather"),
+            "{grammar:?}"
+        );
         assert_eq!(grammar.after, None);
     }
 
@@ -264,11 +270,11 @@ mod tests {
             .unwrap()
             .unwrap();
         assert_eq!(lazy.after.as_deref(), Some("<tool_call>"));
-        assert!(lazy.gbnf.contains("get_weather"));
+        assert!(lazy.grammar.text().contains("get_weather"));
         let format = auto.reply_grammar(ToolFormat::Hermes, schema.clone());
         assert_eq!(
             format.unwrap(),
-            Some(ReplyGrammar::forced(schema.clone().unwrap()))
+            Some(ReplyGrammar::forced(Grammar::Gbnf(schema.clone().unwrap())))
         );
         // A format whose calls have no distinctive opening: auto stays free.
         assert_eq!(auto.reply_grammar(ToolFormat::Llama3, None).unwrap(), None);
@@ -278,6 +284,6 @@ mod tests {
             .unwrap()
             .unwrap();
         assert_eq!(forced.after, None);
-        assert!(forced.gbnf.contains("get_weather"));
+        assert!(forced.grammar.text().contains("get_weather"));
     }
 }

@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 use serde::Serialize;
 use tokio::sync::mpsc::UnboundedSender;
 
-use crate::llama::{ChatMessage, TokenId, TokenLogprob};
+use crate::llama::{ChatMessage, Grammar, TokenId, TokenLogprob};
 use crate::session::live::ConversationState;
 use crate::session::CacheMiss;
 use crate::settings::SamplingSettings;
@@ -135,10 +135,10 @@ pub struct Request {
     pub save_before_done: bool,
 }
 
-/// GBNF (root rule `root`) a reply must match.
+/// A grammar a reply must match: GBNF for a JSON schema, Lark (llguidance) for a call.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ReplyGrammar {
-    pub gbnf: String,
+    pub grammar: Grammar,
     /// Lazy: the reply is free until it contains this text, and the grammar (which starts
     /// with it) holds from there: `tool_choice: auto` with a format whose calls open
     /// distinctively.
@@ -147,8 +147,11 @@ pub struct ReplyGrammar {
 
 impl ReplyGrammar {
     /// The whole reply must match (a forced tool call, a JSON schema).
-    pub fn forced(gbnf: String) -> Self {
-        Self { gbnf, after: None }
+    pub fn forced(grammar: Grammar) -> Self {
+        Self {
+            grammar,
+            after: None,
+        }
     }
 }
 

@@ -26,7 +26,7 @@ pub(crate) fn put_object_as(catalog: &SessionCatalog, id: &ObjectId, seed: u8, l
     let payload: Vec<u8> = (0..len)
         .map(|i| (i as u8).wrapping_mul(37).wrapping_add(seed))
         .collect();
-    let kind = if seed % 2 == 0 {
+    let kind = if seed.is_multiple_of(2) {
         ObjectKind::Page
     } else {
         ObjectKind::Tail

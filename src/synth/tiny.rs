@@ -235,11 +235,11 @@ fn check_spec(s: &TinyLlamaSpec) -> io::Result<()> {
         && s.n_head_kv > 0
         && s.n_ff > 0
         && s.context_length > 0
-        && s.n_embd % s.n_head == 0
-        && s.n_head % s.n_head_kv == 0
-        && (s.n_embd / s.n_head) % 2 == 0 // RoPE rotates pairs
+        && s.n_embd.is_multiple_of(s.n_head)
+        && s.n_head.is_multiple_of(s.n_head_kv)
+        && (s.n_embd / s.n_head).is_multiple_of(2) // RoPE rotates pairs
         // Q4_0 rows hold whole 32-element blocks.
-        && (s.weights == WeightFormat::F16 || (s.n_embd % 32 == 0 && s.n_ff % 32 == 0));
+        && (s.weights == WeightFormat::F16 || (s.n_embd.is_multiple_of(32) && s.n_ff.is_multiple_of(32)));
     if ok {
         Ok(())
     } else {

@@ -1,5 +1,7 @@
 //! JSON schema to llama.cpp grammar (GBNF), for constrained generation: forced tool calls
-//! (`tool_choice` required or named) and `response_format` JSON schemas.
+//! (`tool_choice` required or named) and `response_format` JSON schemas. Also the same
+//! tool calls as a Lark grammar for llguidance ([`tool_call_lark`]), which takes the
+//! schemas whole.
 //!
 //! Supported: `type` (object, array, string, number, integer, boolean, null, or a list of
 //! them), `enum`, `const`, `properties` (every property is written, in schema order: always
@@ -9,6 +11,8 @@
 
 use std::fmt::Write;
 
+use llguidance::api::{GrammarInit, ParserLimits, TopLevelGrammar};
+use llguidance::earley::ValidationResult;
 use serde_json::Value;
 
 use super::ToolFormat;
@@ -46,6 +50,92 @@ pub fn schema_grammar(schema: &Value) -> Result<String, SchemaError> {
 /// definitions), with arguments valid under the tool's parameter schema.
 pub fn tool_call_grammar(format: ToolFormat, tools: &[&Value]) -> Result<String, SchemaError> {
     let mut rules = Rules::default();
+    let alternatives = calls(format, tools, |name, parameters| {
+        rules.context = format!("tool '{name}'");
+        rules.expression(parameters, 0)
+    })?;
+    Ok(rules.finish(&alternatives.join(" | ")))
+}
+
+/// [`tool_call_grammar`] for llguidance, which kvrun's tool calls use: a Lark grammar whose
+/// arguments are the tools' JSON schemas as they are (`%json`), so no schema is refused for
+/// its size, and whose rule `call` is the call (`start: call` comes first, as a lazy grammar
+/// needs). Separators are fixed (`", "`, `": "`), as in the GBNF. Checked here, without a
+/// model: a schema llguidance cannot compile is refused now. As in the GBNF, an object's
+/// declared properties are all written, in order, and no others ([`every_property`]).
+pub fn tool_call_lark(format: ToolFormat, tools: &[&Value]) -> Result<String, SchemaError> {
+    let options = serde_json::json!({
+        "whitespace_flexible": false, "item_separator": ", ", "key_separator": ": "});
+    let alternatives = calls(format, tools, |_, parameters| {
+        let mut schema = parameters.clone();
+        every_property(&mut schema);
+        if let Value::Object(map) = &mut schema {
+            map.insert("x-guidance".into(), options.clone());
+        }
+        Ok(format!("%json {schema}"))
+    })?;
+    let mut out = String::from("start: call\ncall: ");
+    out.push_str(&alternatives.join("\n    | "));
+    out.push('\n');
+    let grammar = GrammarInit::Serialized(TopLevelGrammar::from_lark(out.clone()));
+    match grammar.validate(None, ParserLimits::default()) {
+        ValidationResult::Error(e) => Err(SchemaError(e)),
+        ValidationResult::Valid | ValidationResult::Warnings(_) => Ok(out),
+    }
+}
+
+/// Makes every declared property of the schema's objects required and closes them to
+/// others (unless the schema says otherwise): the calls small models write then hold the
+/// whole shape, as the GBNF's do, instead of stopping early or inventing keys. Integers
+/// without bounds get 16 digits at most, as in the GBNF, so they always parse.
+fn every_property(schema: &mut Value) {
+    let Value::Object(map) = schema else { return };
+    if map.get("type").and_then(Value::as_str) == Some("integer") {
+        const MOST: i64 = 9_999_999_999_999_999;
+        map.entry("minimum").or_insert(Value::from(-MOST));
+        map.entry("maximum").or_insert(Value::from(MOST));
+    }
+    if let Some(Value::Object(properties)) = map.get_mut("properties") {
+        let names: Vec<Value> = properties.keys().cloned().map(Value::String).collect();
+        properties.values_mut().for_each(every_property);
+        map.insert("required".into(), Value::Array(names));
+        map.entry("additionalProperties")
+            .or_insert(Value::Bool(false));
+    }
+    for key in ["items", "additionalProperties", "not", "if", "then", "else"] {
+        if let Some(inner) = map.get_mut(key) {
+            every_property(inner);
+        }
+    }
+    for key in ["anyOf", "oneOf", "allOf", "prefixItems"] {
+        if let Some(Value::Array(inner)) = map.get_mut(key) {
+            inner.iter_mut().for_each(every_property);
+        }
+    }
+    for key in ["$defs", "definitions"] {
+        if let Some(Value::Object(inner)) = map.get_mut(key) {
+            inner.values_mut().for_each(every_property);
+        }
+    }
+}
+
+/// One alternative per tool, in `format`'s syntax: literal text around the tool's name and
+/// `args(name, parameters)`, the arguments' expression (GBNF and Lark read the same string
+/// literals).
+fn calls(
+    format: ToolFormat,
+    tools: &[&Value],
+    mut args: impl FnMut(&str, &Value) -> Result<String, SchemaError>,
+) -> Result<Vec<String>, SchemaError> {
+    let (open, key, close) = match format {
+        ToolFormat::Hermes => ("<tool_call>\n{\"name\": ", "arguments", "}\n</tool_call>"),
+        ToolFormat::Llama3 => ("{\"name\": ", "parameters", "}"),
+        ToolFormat::Mistral => ("[TOOL_CALLS][{\"name\": ", "arguments", "}]"),
+        ToolFormat::DeepSeek | ToolFormat::Generic => {
+            ("{\"tool_call\": {\"name\": ", "arguments", "}}")
+        }
+    };
+    let empty = serde_json::json!({"type": "object"});
     let mut alternatives = Vec::new();
     for tool in tools {
         let function = tool.get("function").unwrap_or(tool);
@@ -53,30 +143,21 @@ pub fn tool_call_grammar(format: ToolFormat, tools: &[&Value]) -> Result<String,
             .get("name")
             .and_then(Value::as_str)
             .ok_or_else(|| SchemaError("a tool without a name".into()))?;
-        let empty = serde_json::json!({"type": "object"});
         let parameters = function.get("parameters").unwrap_or(&empty);
-        rules.context = format!("tool '{name}'");
-        let args = rules.expression(parameters, 0)?;
-        let name = literal(&serde_json::to_string(name).expect("a string"));
-        alternatives.push(match format {
-            ToolFormat::Hermes => format!(
-                "\"<tool_call>\\n{{\\\"name\\\": \" {name} \", \\\"arguments\\\": \" {args} \"}}\\n</tool_call>\""
-            ),
-            ToolFormat::Llama3 => {
-                format!("\"{{\\\"name\\\": \" {name} \", \\\"parameters\\\": \" {args} \"}}\"")
-            }
-            ToolFormat::Mistral => format!(
-                "\"[TOOL_CALLS][{{\\\"name\\\": \" {name} \", \\\"arguments\\\": \" {args} \"}}]\""
-            ),
-            ToolFormat::DeepSeek | ToolFormat::Generic => format!(
-                "\"{{\\\"tool_call\\\": {{\\\"name\\\": \" {name} \", \\\"arguments\\\": \" {args} \"}}}}\""
-            ),
-        });
+        let args = args(name, parameters)?;
+        let quoted = serde_json::to_string(name).expect("a string");
+        alternatives.push(format!(
+            "{} {} {} {args} {}",
+            literal(open),
+            literal(&quoted),
+            literal(&format!(", \"{key}\": ")),
+            literal(close)
+        ));
     }
     if alternatives.is_empty() {
         return Err(SchemaError("no tools to call".into()));
     }
-    Ok(rules.finish(&alternatives.join(" | ")))
+    Ok(alternatives)
 }
 
 /// The rules a schema needs beyond [`BASE_RULES`]. Every compound expression becomes a
@@ -286,6 +367,23 @@ mod tests {
         assert!(g.contains("(r1 r2{0,2})?"), "{g}");
         let small = schema_grammar(&json!({"type": "string", "maxLength": 8})).unwrap();
         assert!(small.contains("char{0,8}"), "{small}");
+    }
+
+    #[test]
+    fn lark_calls_embed_schemas_with_every_property() {
+        let tool = json!({"type": "function", "function": {"name": "f", "parameters": {
+            "type": "object", "properties": {"a": {"type": "string"}, "b": {"type": "object",
+            "properties": {"c": {"type": "integer"}}}}}}});
+        let g = tool_call_lark(ToolFormat::Hermes, &[&tool]).unwrap();
+        assert!(
+            g.starts_with("start: call\ncall: \"<tool_call>\\n{\\\"name\\\": \" \"\\\"f\\\"\""),
+            "{g}"
+        );
+        assert!(g.contains(r#""required":["a","b"]"#), "{g}");
+        assert!(g.contains(r#""required":["c"]"#), "{g}");
+        assert!(g.contains(r#""additionalProperties":false"#), "{g}");
+        let bad = json!({"name": "f", "parameters": {"type": "object", "properties": {"a": {"type": "date"}}}});
+        assert!(tool_call_lark(ToolFormat::Generic, &[&bad]).is_err());
     }
 
     #[test]

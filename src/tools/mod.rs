@@ -8,7 +8,7 @@ mod parser;
 mod shape;
 
 pub use format::{ToolFormat, GENERIC_TOOL_PROMPT};
-pub use grammar::{schema_grammar, tool_call_grammar, SchemaError};
+pub use grammar::{schema_grammar, tool_call_grammar, tool_call_lark, SchemaError};
 pub use parser::{collect, parse_reply, ReplyEvent, ReplyParser};
 pub use shape::{ParsedCall, ParsedReply};
 

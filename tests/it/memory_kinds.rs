@@ -200,7 +200,7 @@ fn a_shared_prefix_starts_from_the_other_sessions_checkpoint_exactly() {
         let second = turn(&shared, &model, "second", &extended);
         let restored = second["restored_tokens"].as_u64().unwrap() as usize;
         assert!(
-            restored >= PAGE && restored % PAGE == 0,
+            restored >= PAGE && restored.is_multiple_of(PAGE),
             "{arch:?}: {second}"
         );
         // Past it lies at most a page and the rest of the new prompt.

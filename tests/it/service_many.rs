@@ -204,7 +204,7 @@ fn a_shared_prefix_far_behind_another_conversations_end_is_restored_from_pages()
     let b = generate(&service, named("run-2"), second.clone(), 8);
     let cached = b.usage().cached;
     // To the token: the page where the prompts part comes from the first run's save.
-    assert!(shared.len() % 256 != 0, "{}", shared.len());
+    assert!(!shared.len().is_multiple_of(256), "{}", shared.len());
     assert_eq!(cached.cold + cached.warm, shared.len(), "{cached:?}");
     service.stop();
     assert_close(&b, &from_scratch(&model, &second, 8), SWA_BATCH_SHAPES);

@@ -338,12 +338,13 @@ fn recorded_agent_tools(fixture: &str) -> Vec<Value> {
 /// Claude Code's twelve tool schemas (about 48 KB, with `maxItems`, nested arrays and
 /// enums) once expanded past llama.cpp's grammar limits, and every request that offered
 /// them was refused with a 400. Each agent's tools, in every call format, forced or lazy,
-/// must make a grammar llama.cpp accepts.
+/// must make a grammar llguidance (what kvrun constrains calls with) and llama.cpp's GBNF
+/// sampler (`bench grammar` compares them) accept.
 #[test]
 fn real_agents_tool_schemas_make_grammars_llama_cpp_accepts() {
-    use kvrun::llama::{Model, Sampler};
+    use kvrun::llama::{Grammar, Model, Sampler};
     use kvrun::settings::SamplingSettings;
-    use kvrun::tools::{tool_call_grammar, ToolFormat};
+    use kvrun::tools::{tool_call_grammar, tool_call_lark, ToolFormat};
     let model = Model::load(&crate::common::tiny_model(), 0).unwrap();
     let formats = [
         ToolFormat::Hermes,
@@ -362,14 +363,18 @@ fn real_agents_tool_schemas_make_grammars_llama_cpp_accepts() {
         for format in formats {
             let gbnf = tool_call_grammar(format, &refs)
                 .unwrap_or_else(|e| panic!("{fixture} {format:?}: {e}"));
-            let mut sampler = Sampler::new(&model, &SamplingSettings::greedy(), &[]);
-            if let Err(e) = sampler.constrain(&model, &gbnf) {
-                panic!("{fixture} {format:?}: llama.cpp refused the forced grammar: {e}");
-            }
-            if let Some(opening) = format.call_opening() {
-                let mut lazy = Sampler::new(&model, &SamplingSettings::greedy(), &[]);
-                if let Err(e) = lazy.constrain_after(&model, &gbnf, opening) {
-                    panic!("{fixture} {format:?}: llama.cpp refused the lazy grammar: {e}");
+            let lark = tool_call_lark(format, &refs)
+                .unwrap_or_else(|e| panic!("{fixture} {format:?}: {e}"));
+            for grammar in [Grammar::Gbnf(gbnf), Grammar::Lark(lark)] {
+                let mut sampler = Sampler::new(&model, &SamplingSettings::greedy(), &[]);
+                if let Err(e) = sampler.constrain(&model, &grammar) {
+                    panic!("{fixture} {format:?}: the forced grammar was refused: {e}");
+                }
+                if let Some(opening) = format.call_opening() {
+                    let mut lazy = Sampler::new(&model, &SamplingSettings::greedy(), &[]);
+                    if let Err(e) = lazy.constrain_after(&model, &grammar, opening) {
+                        panic!("{fixture} {format:?}: the lazy grammar was refused: {e}");
+                    }
                 }
             }
         }

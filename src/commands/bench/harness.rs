@@ -19,6 +19,13 @@ use crate::session::live::{SaveReport, SessionObserver};
 use crate::session::SessionBinding;
 use crate::settings::{LlamaSettings, SamplingSettings};
 
+/// The middle value (the upper one of an even count); NaN for none.
+pub(super) fn median(values: &[f64]) -> f64 {
+    let mut v = values.to_vec();
+    v.sort_by(f64::total_cmp);
+    v.get(v.len() / 2).copied().unwrap_or(f64::NAN)
+}
+
 /// `n` tokens of English prose (the bench text, repeated).
 pub(super) fn bench_tokens(model: &Model, n: usize) -> Vec<TokenId> {
     let mut tokens = model.tokenize_prompt(BENCH_TEXT);

@@ -7,6 +7,7 @@ mod batch;
 mod checkpoints;
 mod ctx;
 mod engine;
+mod grammar;
 mod harness;
 mod kv_types;
 mod llama_server;
@@ -36,5 +37,6 @@ pub fn run(env: &Env, command: BenchCommand) -> Result<ExitCode> {
         BenchCommand::KvTypes(args) => kv_types::run(env, args),
         BenchCommand::Swap(args) => swap::run(env, args),
         BenchCommand::Checkpoints(args) => checkpoints::run(env, args),
+        BenchCommand::Grammar(args) => grammar::run(env, args),
     }
 }

@@ -14,7 +14,7 @@ use crate::chat::protocol::{EngineEvent, UserCommand};
 use crate::chat::{self, ChatOptions};
 use crate::cli::BenchSwitchArgs;
 use crate::commands::bench::harness::bench_tokens;
-use crate::commands::bench::harness::{child_json, drop_page_cache, prefill_session};
+use crate::commands::bench::harness::{child_json, drop_page_cache, median, prefill_session};
 use crate::commands::env::SESSION_SEQS;
 use crate::commands::env::{load_model, Env};
 use crate::format::human_bytes;
@@ -263,10 +263,4 @@ fn prefetch_effect(
     let cold = measure(None)?;
     let prefetched = measure(Some("agent1".into()))?;
     Ok((cold, prefetched))
-}
-
-fn median(values: &[f64]) -> f64 {
-    let mut v = values.to_vec();
-    v.sort_by(f64::total_cmp);
-    v.get(v.len() / 2).copied().unwrap_or(f64::NAN)
 }

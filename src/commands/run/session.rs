@@ -194,7 +194,7 @@ impl Turn<'_> {
                 max_tokens: max_tokens.min(room),
                 stop: Vec::new(),
                 grammar: grammar.map(|c| ReplyGrammar {
-                    gbnf: c.grammar,
+                    grammar: c.grammar,
                     after: c.after.map(str::to_string),
                 }),
                 logprobs: args.logprobs,

@@ -10,8 +10,8 @@ use serde_json::Value;
 
 use crate::cli::RunArgs;
 use crate::exit::usage;
-use crate::llama::{Model, Sampler};
-use crate::tools::{schema_grammar, tool_call_grammar, ParsedReply, ToolFormat};
+use crate::llama::{Grammar, Model, Sampler};
+use crate::tools::{schema_grammar, tool_call_lark, ParsedReply, ToolFormat};
 
 /// A tools or schema file larger than this is refused.
 const MAX_JSON_FILE_BYTES: u64 = 4 << 20;
@@ -92,14 +92,17 @@ impl ToolRequest {
                 None,
             ),
         };
-        let grammar = tool_call_grammar(format, &tools).map_err(|e| usage(e.to_string()))?;
-        Ok(Some(Constraint { grammar, after }))
+        let grammar = tool_call_lark(format, &tools).map_err(|e| usage(e.to_string()))?;
+        Ok(Some(Constraint {
+            grammar: Grammar::Lark(grammar),
+            after,
+        }))
     }
 }
 
 /// A grammar the reply must match.
 pub(super) struct Constraint {
-    pub grammar: String,
+    pub grammar: Grammar,
     /// Lazy: the grammar holds from this text on (before it the reply is free).
     pub after: Option<&'static str>,
 }
@@ -125,7 +128,7 @@ pub(super) fn schema_file_grammar(args: &RunArgs) -> Result<Option<Constraint>> 
     let grammar = schema_grammar(&schema)
         .map_err(|e| usage(format!("--json-schema {}: {e}", path.display())))?;
     Ok(Some(Constraint {
-        grammar,
+        grammar: Grammar::Gbnf(grammar),
         after: None,
     }))
 }

@@ -10,6 +10,8 @@ mod store;
 mod stream;
 mod tools;
 
+pub use tools::flat_name;
+
 use axum::extract::{Path, State};
 use axum::http::HeaderMap;
 use axum::response::{IntoResponse, Response};

@@ -88,8 +88,8 @@ impl<'c, 'm> Engine<'c, 'm> {
         let mut sampler = Sampler::new(self.model, &request.ask.sampling, &request.ask.prompt);
         if let Some(grammar) = &request.ask.grammar {
             let constrained = match &grammar.after {
-                Some(opening) => sampler.constrain_after(self.model, &grammar.gbnf, opening),
-                None => sampler.constrain(self.model, &grammar.gbnf),
+                Some(opening) => sampler.constrain_after(self.model, &grammar.grammar, opening),
+                None => sampler.constrain(self.model, &grammar.grammar),
             };
             match (constrained, &grammar.after) {
                 (Ok(()), _) => {}

@@ -70,7 +70,7 @@ impl LiveSession<'_> {
         let ids = self.checkpoint_ids(tokens);
         let p = self.page_tokens;
         let named = |pos: usize| {
-            (pos > 0 && pos % p == 0)
+            (pos > 0 && pos.is_multiple_of(p))
                 .then(|| ids.get(pos / p - 1).copied())
                 .flatten()
         };
