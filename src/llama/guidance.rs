@@ -3,6 +3,7 @@
 //! rule expansion that makes llama.cpp's GBNF sampler refuse large schemas and slows it
 //! (`kvrun bench grammar`).
 
+use llama_cpp_2::model::LlamaModel;
 use llama_cpp_2::sampling::LlamaSampler;
 use llama_cpp_2::token::LlamaToken;
 use llguidance::api::TopLevelGrammar;
@@ -17,8 +18,8 @@ pub struct Guidance {
 }
 
 impl Guidance {
-    pub(super) fn new(model: &super::Model) -> Result<Self, LlamaError> {
-        let env = LlamaSampler::llguidance_tok_env(model.llama());
+    pub(super) fn new(model: &LlamaModel) -> Result<Self, LlamaError> {
+        let env = LlamaSampler::llguidance_tok_env(model);
         let mut factory = ParserFactory::new_simple(&env)
             .map_err(|e| LlamaError::Unsupported(format!("llguidance: {e}")))?;
         // Grammar warnings go to the error, not to stderr.
@@ -52,7 +53,7 @@ pub(super) struct Pending {
 
 impl Pending {
     pub(super) fn new(
-        model: &super::Model,
+        guidance: &Guidance,
         grammar: &str,
         opening: &str,
     ) -> Result<Self, LlamaError> {
@@ -63,7 +64,7 @@ impl Pending {
             )));
         }
         Ok(Self {
-            matcher: model.guidance()?.matcher(grammar)?,
+            matcher: guidance.matcher(grammar)?,
             grammar: grammar.to_string(),
             opening: opening.as_bytes().to_vec(),
             text: Vec::new(),
@@ -71,31 +72,30 @@ impl Pending {
         })
     }
 
-    /// Takes a sampled token. Once the reply contains the opening, returns the grammar's
-    /// sampler, past the reply's text from the opening on; or the reason it cannot hold
-    /// (the reply then stays free).
+    /// Takes a sampled token and its text. Once the reply contains the opening, returns the
+    /// grammar's sampler, past the reply's text from the opening on; or the reason it cannot
+    /// hold (the reply then stays free).
     pub(super) fn push(
         &mut self,
-        model: &super::Model,
+        guidance: &Guidance,
         token: LlamaToken,
+        piece: &[u8],
     ) -> Option<Result<LlamaSampler, LlamaError>> {
         let start = self.text.len();
         self.tokens.push((token, start));
-        let mut piece = Vec::new();
-        model.token_bytes(token.0, false, &mut piece);
-        self.text.extend_from_slice(&piece);
+        self.text.extend_from_slice(piece);
         let from = start.saturating_sub(self.opening.len());
         let at = from
             + self.text[from..]
                 .windows(self.opening.len())
                 .position(|w| w == self.opening.as_slice())?;
-        Some(self.opened(model, at))
+        Some(self.opened(guidance, at))
     }
 
     /// The grammar's sampler once the opening is found at byte `at` of the reply: fed the
     /// tokens from the one the opening starts in, with that token's text before the
     /// opening as a literal in front of the call.
-    fn opened(&mut self, model: &super::Model, at: usize) -> Result<LlamaSampler, LlamaError> {
+    fn opened(&mut self, guidance: &Guidance, at: usize) -> Result<LlamaSampler, LlamaError> {
         let first = self.tokens.partition_point(|&(_, s)| s <= at) - 1;
         let before = &self.text[self.tokens[first].1..at];
         let mut matcher = if before.is_empty() {
@@ -105,7 +105,7 @@ impl Pending {
                 .map_err(|_| LlamaError::Unsupported("the call opens inside a character".into()))?;
             let literal = serde_json::to_string(before).expect("a string");
             let grammar = format!("start: {literal} call\n{}", &self.grammar[START.len()..]);
-            model.guidance()?.matcher(&grammar)?
+            guidance.matcher(&grammar)?
         };
         let tokens: Vec<u32> = self.tokens[first..]
             .iter()

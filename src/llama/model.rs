@@ -179,7 +179,7 @@ impl Model {
     /// (it walks the whole vocabulary: tens to hundreds of milliseconds).
     pub fn guidance(&self) -> Result<&super::Guidance, LlamaError> {
         self.guidance
-            .get_or_init(|| super::Guidance::new(self).map_err(|e| e.to_string()))
+            .get_or_init(|| super::Guidance::new(&self.inner).map_err(|e| e.to_string()))
             .as_ref()
             .map_err(|e| LlamaError::Unsupported(e.clone()))
     }

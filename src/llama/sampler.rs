@@ -121,7 +121,7 @@ impl Sampler {
                 self.set_grammar(model, sampler.map_err(refused))
             }
             Grammar::Lark(lark) => {
-                self.pending = Some(Pending::new(model, lark, opening)?);
+                self.pending = Some(Pending::new(model.guidance()?, lark, opening)?);
                 Ok(())
             }
         }
@@ -144,7 +144,13 @@ impl Sampler {
     ) -> TokenId {
         let Some((grammar, eos)) = &mut self.grammar else {
             let token = self.chain.sample(ctx, idx);
-            if let Some(opened) = self.pending.as_mut().and_then(|p| p.push(model, token)) {
+            let opened = self.pending.as_mut().and_then(|p| {
+                let mut piece = Vec::new();
+                model.token_bytes(token.0, false, &mut piece);
+                // Built when the pending grammar was made (once per model): not an error now.
+                p.push(model.guidance().ok()?, token, &piece)
+            });
+            if let Some(opened) = opened {
                 self.pending = None;
                 match opened {
                     Ok(grammar) => self.grammar = Some((grammar, model.llama().vocab().eos())),

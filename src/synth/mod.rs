@@ -9,6 +9,7 @@
 //!   ([`TinyRecurrentArch`]) from llama.cpp's tensor lists, with state that carries.
 
 mod q4_0;
+mod recurrent_parts;
 mod rng;
 mod tiny;
 mod tiny_qwen35;

@@ -20,12 +20,12 @@
 //! token of a 2,592-token prompt still moved the answer's log-probabilities by 0.011 (the
 //! memory test asks for 0.001); with 16-wide heads and `beta` near 0.5, by 0.0005.
 
-use super::rng::SplitMix64;
-use super::tiny::{add_tiny_tokenizer, CHATML_TEMPLATE};
-use super::tiny_recurrent::{
+use super::recurrent_parts::{
     add_filled, decay_spread, ffn, ssm_conv1d, tiny_header, D_CONV, N_EMBD, N_FF, N_HEAD,
     N_HEAD_KV, N_LAYER,
 };
+use super::rng::SplitMix64;
+use super::tiny::{add_tiny_tokenizer, CHATML_TEMPLATE};
 use super::writer::GgufWriter;
 
 /// Every second layer attends (`full_attention_interval`; the released models use 4).

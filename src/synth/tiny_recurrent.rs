@@ -18,8 +18,12 @@
 use std::io;
 use std::path::Path;
 
+use super::recurrent_parts::{
+    add_filled, conv_kernel, decay_spread, ffn, ssm_conv1d, tiny_header, D_CONV, N_EMBD, N_FF,
+    N_HEAD, N_HEAD_KV, N_LAYER,
+};
 use super::rng::SplitMix64;
-use super::tiny::{add_tiny_tokenizer, tiny_vocab, TinyVocab, CHATML_TEMPLATE};
+use super::tiny::{add_tiny_tokenizer, CHATML_TEMPLATE};
 use super::writer::GgufWriter;
 
 /// Which memory the tiny model's layers have.
@@ -59,23 +63,16 @@ impl TinyRecurrentArch {
 }
 
 // Shapes: small, but every dimension distinct from the others so a wrong stride shows.
-pub(super) const N_LAYER: u32 = 4;
-pub(super) const N_EMBD: u32 = 64;
 /// granitehybrid supports only an expansion factor of 2 (`GGML_ASSERT(2 * n_embd == d_inner)`).
 const D_INNER: u32 = 2 * N_EMBD;
 const D_STATE: u32 = 16;
-pub(super) const D_CONV: u32 = 4;
 /// Mamba2 heads (`ssm.time_step_rank`): head_dim = D_INNER / 8 = 16.
 const N_SSM_HEAD: u32 = 8;
 const N_GROUP: u32 = 1;
-pub(super) const N_HEAD: u32 = 4;
-pub(super) const N_HEAD_KV: u32 = 2;
-pub(super) const N_FF: u32 = 128;
 /// LFM2's convolution window (`shortconv.l_cache`).
 const L_CACHE: u32 = 3;
 /// [`TinyRecurrentArch::Lfm2Swa`]'s window.
 const N_SWA: u32 = 128;
-const CONTEXT: u32 = 8192;
 
 /// Write the tiny model of `arch` to `path` (about 1 MB).
 pub fn write_tiny_recurrent(path: &Path, arch: TinyRecurrentArch, seed: u64) -> io::Result<()> {
@@ -172,35 +169,6 @@ pub fn tiny_recurrent_writer(arch: TinyRecurrentArch, seed: u64) -> GgufWriter {
     w
 }
 
-/// The keys every tiny recurrent model has (`general.*`, the shared sizes; the tokenizer is
-/// added by the caller, after its own keys), and the vocabulary they describe.
-pub(super) fn tiny_header(a: &str) -> (GgufWriter, TinyVocab) {
-    let vocab = tiny_vocab();
-    let mut w = GgufWriter::new();
-    w.add_str("general.architecture", a)
-        .add_str("general.name", format!("kvrun-tiny-{a}"))
-        .add_u32("general.file_type", 1) // LLAMA_FTYPE_MOSTLY_F16
-        .add_u32(format!("{a}.context_length"), CONTEXT)
-        .add_u32(format!("{a}.embedding_length"), N_EMBD)
-        .add_u32(format!("{a}.block_count"), N_LAYER)
-        .add_f32(format!("{a}.attention.layer_norm_rms_epsilon"), 1e-5)
-        .add_u32(format!("{a}.vocab_size"), vocab.tokens.len() as u32);
-    (w, vocab)
-}
-
-/// A SwiGLU feed-forward block's three matrices (llama.cpp's `build_ffn` with
-/// `LLM_FFN_SILU, LLM_FFN_PAR`).
-pub(super) fn ffn(
-    w: &mut GgufWriter,
-    matrix: &mut impl FnMut(&mut GgufWriter, String, u32, u32),
-    layer: u32,
-) {
-    let name = |t: &str| format!("blk.{layer}.{t}");
-    matrix(w, name("ffn_gate.weight"), N_EMBD, N_FF);
-    matrix(w, name("ffn_up.weight"), N_EMBD, N_FF);
-    matrix(w, name("ffn_down.weight"), N_FF, N_EMBD);
-}
-
 fn is_attention(arch: TinyRecurrentArch, layer: u32) -> bool {
     arch != TinyRecurrentArch::Mamba2 && layer % 2 == 1
 }
@@ -236,37 +204,4 @@ fn mamba2_mixer(
         &vec![1.0; D_INNER as usize],
     );
     matrix(w, name("ssm_out.weight"), D_INNER, N_EMBD);
-}
-
-/// A layer's `ssm_conv1d.weight`: a [`D_CONV`]-tap kernel for each of `channels`.
-pub(super) fn ssm_conv1d(w: &mut GgufWriter, layer: u32, seed: u64, channels: u32) {
-    let conv = conv_kernel(seed, D_CONV, channels);
-    w.add_tensor_f32(
-        format!("blk.{layer}.ssm_conv1d.weight"),
-        &[D_CONV.into(), channels.into()],
-        &conv,
-    );
-}
-
-/// Per-head decay rates `A = -exp(A_log)`, stored already negated as llama.cpp reads
-/// them, spread log-evenly from -1 (a state that forgets within a few tokens) to -1e-4
-/// (one that holds the whole context).
-pub(super) fn decay_spread(n_heads: u32) -> Vec<f32> {
-    (0..n_heads)
-        .map(|h| -(10f32).powf(-4.0 * h as f32 / (n_heads - 1) as f32))
-        .collect()
-}
-
-/// A 1-D F32 tensor of `n` copies of `value` (biases, norm weights).
-pub(super) fn add_filled(w: &mut GgufWriter, name: String, n: u32, value: f32) {
-    w.add_tensor_f32(name, &[n.into()], &vec![value; n as usize]);
-}
-
-/// A `width`-tap kernel per channel, F32 (ggml_ssm_conv takes no other type), scaled like a
-/// fan-in of `width`.
-fn conv_kernel(seed: u64, width: u32, channels: u32) -> Vec<f32> {
-    let mut rng = SplitMix64(seed);
-    (0..width * channels)
-        .map(|_| rng.uniform() / (width as f32).sqrt())
-        .collect()
 }

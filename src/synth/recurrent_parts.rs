@@ -1,0 +1,78 @@
+//! The parts every tiny recurrent and hybrid model shares (`tiny_recurrent.rs`,
+//! `tiny_qwen35.rs`): sizes, the header keys, the feed-forward block, convolution kernels
+//! and the decay rates that make a state hold a prompt's opening.
+
+use super::rng::SplitMix64;
+use super::tiny::{tiny_vocab, TinyVocab};
+use super::writer::GgufWriter;
+
+// Shapes: small, but every dimension distinct from the others so a wrong stride shows.
+pub(super) const N_LAYER: u32 = 4;
+pub(super) const N_EMBD: u32 = 64;
+pub(super) const D_CONV: u32 = 4;
+pub(super) const N_HEAD: u32 = 4;
+pub(super) const N_HEAD_KV: u32 = 2;
+pub(super) const N_FF: u32 = 128;
+pub(super) const CONTEXT: u32 = 8192;
+
+/// The keys every tiny recurrent model has (`general.*`, the shared sizes; the tokenizer is
+/// added by the caller, after its own keys), and the vocabulary they describe.
+pub(super) fn tiny_header(a: &str) -> (GgufWriter, TinyVocab) {
+    let vocab = tiny_vocab();
+    let mut w = GgufWriter::new();
+    w.add_str("general.architecture", a)
+        .add_str("general.name", format!("kvrun-tiny-{a}"))
+        .add_u32("general.file_type", 1) // LLAMA_FTYPE_MOSTLY_F16
+        .add_u32(format!("{a}.context_length"), CONTEXT)
+        .add_u32(format!("{a}.embedding_length"), N_EMBD)
+        .add_u32(format!("{a}.block_count"), N_LAYER)
+        .add_f32(format!("{a}.attention.layer_norm_rms_epsilon"), 1e-5)
+        .add_u32(format!("{a}.vocab_size"), vocab.tokens.len() as u32);
+    (w, vocab)
+}
+
+/// A SwiGLU feed-forward block's three matrices (llama.cpp's `build_ffn` with
+/// `LLM_FFN_SILU, LLM_FFN_PAR`).
+pub(super) fn ffn(
+    w: &mut GgufWriter,
+    matrix: &mut impl FnMut(&mut GgufWriter, String, u32, u32),
+    layer: u32,
+) {
+    let name = |t: &str| format!("blk.{layer}.{t}");
+    matrix(w, name("ffn_gate.weight"), N_EMBD, N_FF);
+    matrix(w, name("ffn_up.weight"), N_EMBD, N_FF);
+    matrix(w, name("ffn_down.weight"), N_FF, N_EMBD);
+}
+
+/// A layer's `ssm_conv1d.weight`: a [`D_CONV`]-tap kernel for each of `channels`.
+pub(super) fn ssm_conv1d(w: &mut GgufWriter, layer: u32, seed: u64, channels: u32) {
+    let conv = conv_kernel(seed, D_CONV, channels);
+    w.add_tensor_f32(
+        format!("blk.{layer}.ssm_conv1d.weight"),
+        &[D_CONV.into(), channels.into()],
+        &conv,
+    );
+}
+
+/// Per-head decay rates `A = -exp(A_log)`, stored already negated as llama.cpp reads
+/// them, spread log-evenly from -1 (a state that forgets within a few tokens) to -1e-4
+/// (one that holds the whole context).
+pub(super) fn decay_spread(n_heads: u32) -> Vec<f32> {
+    (0..n_heads)
+        .map(|h| -(10f32).powf(-4.0 * h as f32 / (n_heads - 1) as f32))
+        .collect()
+}
+
+/// A 1-D F32 tensor of `n` copies of `value` (biases, norm weights).
+pub(super) fn add_filled(w: &mut GgufWriter, name: String, n: u32, value: f32) {
+    w.add_tensor_f32(name, &[n.into()], &vec![value; n as usize]);
+}
+
+/// A `width`-tap kernel per channel, F32 (ggml_ssm_conv takes no other type), scaled like a
+/// fan-in of `width`.
+pub(super) fn conv_kernel(seed: u64, width: u32, channels: u32) -> Vec<f32> {
+    let mut rng = SplitMix64(seed);
+    (0..width * channels)
+        .map(|_| rng.uniform() / (width as f32).sqrt())
+        .collect()
+}
