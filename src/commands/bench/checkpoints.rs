@@ -99,7 +99,7 @@ pub fn run(env: &Env, args: BenchCheckpointsArgs) -> Result<ExitCode> {
                 capture_ms: after_first.checkpoint_ms,
                 cold: cold.time_to_first_token,
                 parted,
-                cached: parting.cached.total(),
+                cached: parting.cached,
                 parting: parting.time_to_first_token,
             });
         }
@@ -117,7 +117,7 @@ struct Row {
     capture_ms: f64,
     cold: Duration,
     parted: usize,
-    cached: usize,
+    cached: crate::service::protocol::CachedTokens,
     parting: Duration,
 }
 
@@ -130,7 +130,7 @@ fn print_table(rows: &[Row]) {
         let cold_ms = r.cold.as_secs_f64() * 1e3;
         let each = r.capture_ms / r.checkpoints.max(1) as f64;
         println!(
-            "| {} | {} | {} | {} | {:.1} | {:.3} | {:.2}% | {:.0} | {} | {} | {:.0} |",
+            "| {} | {} | {} | {} | {:.1} | {:.3} | {:.2}% | {:.0} | {} | {} hot, {} stored | {:.0} |",
             r.label,
             r.kind,
             r.tokens,
@@ -140,7 +140,8 @@ fn print_table(rows: &[Row]) {
             100.0 * r.capture_ms / cold_ms.max(1e-9),
             cold_ms,
             r.parted,
-            r.cached,
+            r.cached.hot,
+            r.cached.warm + r.cached.cold,
             r.parting.as_secs_f64() * 1e3
         );
     }
