@@ -17,7 +17,7 @@
 
 use crate::kv::{MemoryKind, PageKey};
 use crate::llama::{Context, KvCapture, TokenId};
-use crate::sequence::{common_prefix, thin_checkpoints, Sequence};
+use crate::sequence::{common_prefix, thin_checkpoints, Sequence, MAX_CHECKPOINTS};
 use crate::session::kv_error::LiveResult as Result;
 use crate::session::manifest::StateCheckpoint;
 use crate::store::{ObjectId, ObjectKind, Payload, PutJob};
@@ -180,6 +180,7 @@ impl LiveSession<'_> {
         let valid_state = |min_len: usize| {
             state.filter(|s| {
                 s.kv_len >= min_len
+                    && !self.ledger.damaged.contains(&s.object)
                     && tokens
                         .get(..s.kv_len)
                         .is_some_and(|logged| self.key.state_id(logged) == s.object)
@@ -197,7 +198,10 @@ impl LiveSession<'_> {
         }
         let p = self.page_tokens;
         let Some(checkpoint) = checkpoints.iter().rev().find(|c| {
-            c.kv_len <= usable && c.kv_len >= p && ids.get(c.kv_len / p - 1) == Some(&c.object)
+            c.kv_len <= usable
+                && c.kv_len >= p
+                && ids.get(c.kv_len / p - 1) == Some(&c.object)
+                && !self.ledger.damaged.contains(&c.object)
         }) else {
             return UnpagedStart::Nothing;
         };
@@ -220,9 +224,29 @@ impl LiveSession<'_> {
         }
     }
 
+    /// Loads the longest start the store gives `prompt` into the session's empty sequence;
+    /// one whose object turns out damaged is passed over for the next best (as many times
+    /// as a log keeps checkpoints). Returns the tokens now in the cache.
+    pub(super) fn load_unpaged_prefix(
+        &mut self,
+        ctx: &mut Context<'_>,
+        prompt: &[TokenId],
+        report: &mut RestoreReport,
+    ) -> usize {
+        for _ in 0..=MAX_CHECKPOINTS {
+            let damaged = self.ledger.damaged.len();
+            let start = self.unpaged_start(prompt);
+            let loaded = self.load_unpaged(ctx, start, report);
+            if loaded > 0 || self.ledger.damaged.len() == damaged {
+                return loaded;
+            }
+        }
+        0
+    }
+
     /// Loads `start` into the session's empty sequence. Returns the tokens now in the
     /// cache (0: recompute; a warning says why).
-    pub(super) fn load_unpaged(
+    fn load_unpaged(
         &mut self,
         ctx: &mut Context<'_>,
         start: UnpagedStart,

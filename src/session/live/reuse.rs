@@ -56,8 +56,7 @@ impl LiveSession<'_> {
         report: &mut RestoreReport,
     ) -> Result<usize> {
         if !self.memory.pages() {
-            let start = self.unpaged_start(tokens);
-            return Ok(self.load_unpaged(ctx, start, report));
+            return Ok(self.load_unpaged_prefix(ctx, tokens, report));
         }
         if let Some(restored) = self.reuse_own_snapshot(ctx, tokens, report)? {
             return Ok(restored);
