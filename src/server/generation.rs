@@ -14,11 +14,11 @@ use super::counters::ServerCounters;
 use super::errors::ApiError;
 use super::request_log::RequestLog;
 use super::state::AppState;
+use crate::llama::Grammar;
 use crate::service::protocol::{
     Ask, CancelToken, ConversationKey, FinishReason, Reply, Request, RequestId, SaveStatus,
     Started, TokenPiece, Usage,
 };
-use crate::llama::Grammar;
 use crate::service::Lease;
 use crate::settings::Durability;
 
@@ -68,7 +68,7 @@ pub async fn start(state: &AppState, lease: &Lease, ask: Ask) -> Result<Generati
         _ => None,
     };
     // llguidance's tables are built once per model, on first use (they walk the whole
-    // vocabulary: 0.75 s for Gemma 3's). Built here, off the engine thread, the first
+    // vocabulary: half a second for Gemma 3's). Built here, off the engine thread, the first
     // request with tools does not stall the replies decoding beside it.
     if matches!(&ask.grammar, Some(g) if matches!(g.grammar, Grammar::Lark(_))) {
         let model = lease.model().clone();
