@@ -367,6 +367,18 @@ impl<'m> Context<'m> {
         matches!(cut, Ok(true))
     }
 
+    /// Takes sequence `seq` back to a checkpoint of its first `keep` tokens
+    /// ([`KvCapture::Checkpoint`] bytes): loads its recurrent state, then cuts the attention
+    /// cells at `keep` (a hybrid's must hold at least those tokens' cells). Says whether
+    /// llama.cpp did both and the sequence now holds exactly `keep` positions; on false the
+    /// caller empties it and recomputes.
+    #[must_use]
+    pub fn load_checkpoint(&mut self, seq: i32, bytes: &[u8], keep: usize) -> bool {
+        self.state_set(seq, bytes, KvCapture::Checkpoint).is_ok()
+            && self.truncate_seq(seq, keep)
+            && self.seq_len(seq) == keep
+    }
+
     /// Makes `dst` share the cells of `src` at positions `p0..p1`. In a unified cache this
     /// only tags cells (no KV bytes move), which is how a page range is read out cheaply.
     /// Only for memory whose ranges can be shared ([`crate::kv::MemoryKind::shares_ranges`]):

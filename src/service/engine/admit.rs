@@ -9,8 +9,8 @@ use super::prefix::{common_prefix, plan, HotCandidate, PrefixSource};
 use super::stats::restored_by_tier;
 use super::Engine;
 use crate::kv::MemoryKind;
-use crate::llama::{Context, KvCapture, Sampler, TokenId};
-use crate::sequence::{Checkpoint, Sequence};
+use crate::llama::{Context, Sampler, TokenId};
+use crate::sequence::{Checkpoint, Checkpoints, Sequence};
 use crate::service::protocol::{CachedTokens, Reply, Request, ServiceError, Started};
 use crate::session::capture::Slot;
 
@@ -277,9 +277,8 @@ impl<'c, 'm> Engine<'c, 'm> {
                 let kept = if memory.cuts() || keep == kv_len {
                     ctx.truncate_seq(seq_id, keep)
                 } else {
-                    let checkpoint = self.conversations.open[index].seq.checkpoints();
-                    let checkpoint = checkpoint.at_or_before(keep).cloned();
-                    load_checkpoint(ctx, seq_id, checkpoint.as_ref(), keep)
+                    let checkpoints = self.conversations.open[index].seq.checkpoints();
+                    load_checkpoint(ctx, seq_id, checkpoints, keep).is_some()
                 };
                 if kept {
                     self.conversations.open[index].seq = open_seq(prompt, keep);
@@ -306,9 +305,9 @@ impl<'c, 'm> Engine<'c, 'm> {
                     if memory == MemoryKind::Hybrid {
                         ctx.share_range(src, seq_id, 0, keep);
                     }
-                    let checkpoint = self.conversations.open[from].seq.checkpoints();
-                    copied = checkpoint.at_or_before(keep).cloned();
-                    load_checkpoint(ctx, seq_id, copied.as_ref(), keep)
+                    let checkpoints = self.conversations.open[from].seq.checkpoints();
+                    copied = load_checkpoint(ctx, seq_id, checkpoints, keep);
+                    copied.is_some()
                 };
                 if shared {
                     let mut seq = open_seq(prompt, keep);
@@ -360,24 +359,17 @@ impl<'c, 'm> Engine<'c, 'm> {
     }
 }
 
-/// Takes sequence `seq` (a hybrid's holding at least `keep` attention cells of the right
-/// tokens; a recurrent one anything) to `checkpoint`, the state after the first `keep`
-/// tokens: the checkpoint's recurrent state is loaded and the attention cells are cut at
-/// `keep`. Says whether llama.cpp did all of it and the sequence now holds exactly `keep`
-/// positions; on false the caller empties it.
+/// Takes sequence `seq` to the checkpoint of `checkpoints` at `keep` (the plan chose it):
+/// see [`Context::load_checkpoint`]. Returns it when llama.cpp took it.
 fn load_checkpoint(
     ctx: &mut Context<'_>,
     seq: i32,
-    checkpoint: Option<&Checkpoint>,
+    checkpoints: &Checkpoints,
     keep: usize,
-) -> bool {
-    let Some(checkpoint) = checkpoint.filter(|c| c.pos == keep) else {
-        return false;
-    };
-    ctx.state_set(seq, &checkpoint.bytes, KvCapture::Checkpoint)
-        .is_ok()
-        && ctx.truncate_seq(seq, keep)
-        && ctx.seq_len(seq) == keep
+) -> Option<Checkpoint> {
+    let checkpoint = checkpoints.at_or_before(keep).filter(|c| c.pos == keep)?;
+    ctx.load_checkpoint(seq, &checkpoint.bytes, keep)
+        .then(|| checkpoint.clone())
 }
 
 /// Cells the hot sequences hold, not counting conversation `index`'s own `own` cells.

@@ -16,7 +16,7 @@
 //! sequence must then hold exactly the expected positions. Anything else is recomputed.
 
 use crate::kv::{MemoryKind, PageKey};
-use crate::llama::{Context, KvCapture, TokenId};
+use crate::llama::{Context, TokenId};
 use crate::sequence::{common_prefix, thin_checkpoints, Sequence, MAX_CHECKPOINTS};
 use crate::session::kv_error::LiveResult as Result;
 use crate::session::manifest::StateCheckpoint;
@@ -269,17 +269,17 @@ impl LiveSession<'_> {
                 (checkpoint.kv_len, Some(checkpoint))
             }
         };
-        let loaded = match &checkpoint {
-            None => true,
+        let back = match &checkpoint {
+            None => ctx.truncate_seq(seq, keep) && ctx.seq_len(seq) == keep,
             Some(c) => match self.read_state_object(c, "checkpoint", report) {
-                Some(bytes) => ctx.state_set(seq, &bytes, KvCapture::Checkpoint).is_ok(),
+                Some(bytes) => ctx.load_checkpoint(seq, &bytes, keep),
                 None => {
                     ctx.clear_seq(seq);
                     return 0;
                 }
             },
         };
-        if loaded && ctx.truncate_seq(seq, keep) && ctx.seq_len(seq) == keep {
+        if back {
             return keep;
         }
         ctx.clear_seq(seq);
