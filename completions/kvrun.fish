@@ -50,7 +50,7 @@ error\t''"
 complete -c kvrun -n "__fish_kvrun_using_subcommand chat" -s c -l ctx-size -d 'Context size in tokens, or `auto`: grow with the live tokens (kvrun serve up to --max-ctx-size, kvrun chat up to the model\'s training context; other commands take 8192) [default: auto for kvrun serve, else 8192; capped at the model\'s training context]' -r
 complete -c kvrun -n "__fish_kvrun_using_subcommand chat" -s t -l threads -d 'CPU threads [default: the number of cores]' -r
 complete -c kvrun -n "__fish_kvrun_using_subcommand chat" -l gpu-layers -d 'Layers to offload to the GPU (needs a GPU build) [default: all when built with a GPU backend, else 0]' -r
-complete -c kvrun -n "__fish_kvrun_using_subcommand chat" -s b -l batch-size -d 'Largest prompt batch in tokens; batches never cross a KV page boundary [default: 256]' -r
+complete -c kvrun -n "__fish_kvrun_using_subcommand chat" -s b -l batch-size -d 'Largest prompt batch in tokens: whole KV pages above one page; one page on sliding-window, recurrent and hybrid models. Restores round down to a batch start to recompute exactly [default: 512]' -r
 complete -c kvrun -n "__fish_kvrun_using_subcommand chat" -l kv-type -d 'KV cache element type [default: f16]' -r -f -a "f16\t''
 q8_0\t''
 q4_0\t''"
@@ -86,7 +86,7 @@ complete -c kvrun -n "__fish_kvrun_using_subcommand run" -l json-schema -d 'Forc
 complete -c kvrun -n "__fish_kvrun_using_subcommand run" -s c -l ctx-size -d 'Context size in tokens, or `auto`: grow with the live tokens (kvrun serve up to --max-ctx-size, kvrun chat up to the model\'s training context; other commands take 8192) [default: auto for kvrun serve, else 8192; capped at the model\'s training context]' -r
 complete -c kvrun -n "__fish_kvrun_using_subcommand run" -s t -l threads -d 'CPU threads [default: the number of cores]' -r
 complete -c kvrun -n "__fish_kvrun_using_subcommand run" -l gpu-layers -d 'Layers to offload to the GPU (needs a GPU build) [default: all when built with a GPU backend, else 0]' -r
-complete -c kvrun -n "__fish_kvrun_using_subcommand run" -s b -l batch-size -d 'Largest prompt batch in tokens; batches never cross a KV page boundary [default: 256]' -r
+complete -c kvrun -n "__fish_kvrun_using_subcommand run" -s b -l batch-size -d 'Largest prompt batch in tokens: whole KV pages above one page; one page on sliding-window, recurrent and hybrid models. Restores round down to a batch start to recompute exactly [default: 512]' -r
 complete -c kvrun -n "__fish_kvrun_using_subcommand run" -l kv-type -d 'KV cache element type [default: f16]' -r -f -a "f16\t''
 q8_0\t''
 q4_0\t''"
@@ -128,7 +128,7 @@ complete -c kvrun -n "__fish_kvrun_using_subcommand serve" -l keep-alive -d 'How
 complete -c kvrun -n "__fish_kvrun_using_subcommand serve" -s c -l ctx-size -d 'Context size in tokens, or `auto`: grow with the live tokens (kvrun serve up to --max-ctx-size, kvrun chat up to the model\'s training context; other commands take 8192) [default: auto for kvrun serve, else 8192; capped at the model\'s training context]' -r
 complete -c kvrun -n "__fish_kvrun_using_subcommand serve" -s t -l threads -d 'CPU threads [default: the number of cores]' -r
 complete -c kvrun -n "__fish_kvrun_using_subcommand serve" -l gpu-layers -d 'Layers to offload to the GPU (needs a GPU build) [default: all when built with a GPU backend, else 0]' -r
-complete -c kvrun -n "__fish_kvrun_using_subcommand serve" -s b -l batch-size -d 'Largest prompt batch in tokens; batches never cross a KV page boundary [default: 256]' -r
+complete -c kvrun -n "__fish_kvrun_using_subcommand serve" -s b -l batch-size -d 'Largest prompt batch in tokens: whole KV pages above one page; one page on sliding-window, recurrent and hybrid models. Restores round down to a batch start to recompute exactly [default: 512]' -r
 complete -c kvrun -n "__fish_kvrun_using_subcommand serve" -l kv-type -d 'KV cache element type [default: f16]' -r -f -a "f16\t''
 q8_0\t''
 q4_0\t''"
@@ -184,7 +184,7 @@ complete -c kvrun -n "__fish_kvrun_using_subcommand session; and __fish_seen_sub
 complete -c kvrun -n "__fish_kvrun_using_subcommand session; and __fish_seen_subcommand_from save" -s c -l ctx-size -d 'Context size in tokens, or `auto`: grow with the live tokens (kvrun serve up to --max-ctx-size, kvrun chat up to the model\'s training context; other commands take 8192) [default: auto for kvrun serve, else 8192; capped at the model\'s training context]' -r
 complete -c kvrun -n "__fish_kvrun_using_subcommand session; and __fish_seen_subcommand_from save" -s t -l threads -d 'CPU threads [default: the number of cores]' -r
 complete -c kvrun -n "__fish_kvrun_using_subcommand session; and __fish_seen_subcommand_from save" -l gpu-layers -d 'Layers to offload to the GPU (needs a GPU build) [default: all when built with a GPU backend, else 0]' -r
-complete -c kvrun -n "__fish_kvrun_using_subcommand session; and __fish_seen_subcommand_from save" -s b -l batch-size -d 'Largest prompt batch in tokens; batches never cross a KV page boundary [default: 256]' -r
+complete -c kvrun -n "__fish_kvrun_using_subcommand session; and __fish_seen_subcommand_from save" -s b -l batch-size -d 'Largest prompt batch in tokens: whole KV pages above one page; one page on sliding-window, recurrent and hybrid models. Restores round down to a batch start to recompute exactly [default: 512]' -r
 complete -c kvrun -n "__fish_kvrun_using_subcommand session; and __fish_seen_subcommand_from save" -l kv-type -d 'KV cache element type [default: f16]' -r -f -a "f16\t''
 q8_0\t''
 q4_0\t''"
@@ -201,7 +201,7 @@ complete -c kvrun -n "__fish_kvrun_using_subcommand session; and __fish_seen_sub
 complete -c kvrun -n "__fish_kvrun_using_subcommand session; and __fish_seen_subcommand_from restore" -s c -l ctx-size -d 'Context size in tokens, or `auto`: grow with the live tokens (kvrun serve up to --max-ctx-size, kvrun chat up to the model\'s training context; other commands take 8192) [default: auto for kvrun serve, else 8192; capped at the model\'s training context]' -r
 complete -c kvrun -n "__fish_kvrun_using_subcommand session; and __fish_seen_subcommand_from restore" -s t -l threads -d 'CPU threads [default: the number of cores]' -r
 complete -c kvrun -n "__fish_kvrun_using_subcommand session; and __fish_seen_subcommand_from restore" -l gpu-layers -d 'Layers to offload to the GPU (needs a GPU build) [default: all when built with a GPU backend, else 0]' -r
-complete -c kvrun -n "__fish_kvrun_using_subcommand session; and __fish_seen_subcommand_from restore" -s b -l batch-size -d 'Largest prompt batch in tokens; batches never cross a KV page boundary [default: 256]' -r
+complete -c kvrun -n "__fish_kvrun_using_subcommand session; and __fish_seen_subcommand_from restore" -s b -l batch-size -d 'Largest prompt batch in tokens: whole KV pages above one page; one page on sliding-window, recurrent and hybrid models. Restores round down to a batch start to recompute exactly [default: 512]' -r
 complete -c kvrun -n "__fish_kvrun_using_subcommand session; and __fish_seen_subcommand_from restore" -l kv-type -d 'KV cache element type [default: f16]' -r -f -a "f16\t''
 q8_0\t''
 q4_0\t''"
@@ -297,7 +297,7 @@ complete -c kvrun -n "__fish_kvrun_using_subcommand bench; and __fish_seen_subco
 complete -c kvrun -n "__fish_kvrun_using_subcommand bench; and __fish_seen_subcommand_from speed" -s c -l ctx-size -d 'Context size in tokens, or `auto`: grow with the live tokens (kvrun serve up to --max-ctx-size, kvrun chat up to the model\'s training context; other commands take 8192) [default: auto for kvrun serve, else 8192; capped at the model\'s training context]' -r
 complete -c kvrun -n "__fish_kvrun_using_subcommand bench; and __fish_seen_subcommand_from speed" -s t -l threads -d 'CPU threads [default: the number of cores]' -r
 complete -c kvrun -n "__fish_kvrun_using_subcommand bench; and __fish_seen_subcommand_from speed" -l gpu-layers -d 'Layers to offload to the GPU (needs a GPU build) [default: all when built with a GPU backend, else 0]' -r
-complete -c kvrun -n "__fish_kvrun_using_subcommand bench; and __fish_seen_subcommand_from speed" -s b -l batch-size -d 'Largest prompt batch in tokens; batches never cross a KV page boundary [default: 256]' -r
+complete -c kvrun -n "__fish_kvrun_using_subcommand bench; and __fish_seen_subcommand_from speed" -s b -l batch-size -d 'Largest prompt batch in tokens: whole KV pages above one page; one page on sliding-window, recurrent and hybrid models. Restores round down to a batch start to recompute exactly [default: 512]' -r
 complete -c kvrun -n "__fish_kvrun_using_subcommand bench; and __fish_seen_subcommand_from speed" -l kv-type -d 'KV cache element type [default: f16]' -r -f -a "f16\t''
 q8_0\t''
 q4_0\t''"
@@ -319,7 +319,7 @@ complete -c kvrun -n "__fish_kvrun_using_subcommand bench; and __fish_seen_subco
 complete -c kvrun -n "__fish_kvrun_using_subcommand bench; and __fish_seen_subcommand_from restore" -s c -l ctx-size -d 'Context size in tokens, or `auto`: grow with the live tokens (kvrun serve up to --max-ctx-size, kvrun chat up to the model\'s training context; other commands take 8192) [default: auto for kvrun serve, else 8192; capped at the model\'s training context]' -r
 complete -c kvrun -n "__fish_kvrun_using_subcommand bench; and __fish_seen_subcommand_from restore" -s t -l threads -d 'CPU threads [default: the number of cores]' -r
 complete -c kvrun -n "__fish_kvrun_using_subcommand bench; and __fish_seen_subcommand_from restore" -l gpu-layers -d 'Layers to offload to the GPU (needs a GPU build) [default: all when built with a GPU backend, else 0]' -r
-complete -c kvrun -n "__fish_kvrun_using_subcommand bench; and __fish_seen_subcommand_from restore" -s b -l batch-size -d 'Largest prompt batch in tokens; batches never cross a KV page boundary [default: 256]' -r
+complete -c kvrun -n "__fish_kvrun_using_subcommand bench; and __fish_seen_subcommand_from restore" -s b -l batch-size -d 'Largest prompt batch in tokens: whole KV pages above one page; one page on sliding-window, recurrent and hybrid models. Restores round down to a batch start to recompute exactly [default: 512]' -r
 complete -c kvrun -n "__fish_kvrun_using_subcommand bench; and __fish_seen_subcommand_from restore" -l kv-type -d 'KV cache element type [default: f16]' -r -f -a "f16\t''
 q8_0\t''
 q4_0\t''"
@@ -338,7 +338,7 @@ complete -c kvrun -n "__fish_kvrun_using_subcommand bench; and __fish_seen_subco
 complete -c kvrun -n "__fish_kvrun_using_subcommand bench; and __fish_seen_subcommand_from switch" -s c -l ctx-size -d 'Context size in tokens, or `auto`: grow with the live tokens (kvrun serve up to --max-ctx-size, kvrun chat up to the model\'s training context; other commands take 8192) [default: auto for kvrun serve, else 8192; capped at the model\'s training context]' -r
 complete -c kvrun -n "__fish_kvrun_using_subcommand bench; and __fish_seen_subcommand_from switch" -s t -l threads -d 'CPU threads [default: the number of cores]' -r
 complete -c kvrun -n "__fish_kvrun_using_subcommand bench; and __fish_seen_subcommand_from switch" -l gpu-layers -d 'Layers to offload to the GPU (needs a GPU build) [default: all when built with a GPU backend, else 0]' -r
-complete -c kvrun -n "__fish_kvrun_using_subcommand bench; and __fish_seen_subcommand_from switch" -s b -l batch-size -d 'Largest prompt batch in tokens; batches never cross a KV page boundary [default: 256]' -r
+complete -c kvrun -n "__fish_kvrun_using_subcommand bench; and __fish_seen_subcommand_from switch" -s b -l batch-size -d 'Largest prompt batch in tokens: whole KV pages above one page; one page on sliding-window, recurrent and hybrid models. Restores round down to a batch start to recompute exactly [default: 512]' -r
 complete -c kvrun -n "__fish_kvrun_using_subcommand bench; and __fish_seen_subcommand_from switch" -l kv-type -d 'KV cache element type [default: f16]' -r -f -a "f16\t''
 q8_0\t''
 q4_0\t''"
@@ -358,7 +358,7 @@ complete -c kvrun -n "__fish_kvrun_using_subcommand bench; and __fish_seen_subco
 complete -c kvrun -n "__fish_kvrun_using_subcommand bench; and __fish_seen_subcommand_from serve" -s c -l ctx-size -d 'Context size in tokens, or `auto`: grow with the live tokens (kvrun serve up to --max-ctx-size, kvrun chat up to the model\'s training context; other commands take 8192) [default: auto for kvrun serve, else 8192; capped at the model\'s training context]' -r
 complete -c kvrun -n "__fish_kvrun_using_subcommand bench; and __fish_seen_subcommand_from serve" -s t -l threads -d 'CPU threads [default: the number of cores]' -r
 complete -c kvrun -n "__fish_kvrun_using_subcommand bench; and __fish_seen_subcommand_from serve" -l gpu-layers -d 'Layers to offload to the GPU (needs a GPU build) [default: all when built with a GPU backend, else 0]' -r
-complete -c kvrun -n "__fish_kvrun_using_subcommand bench; and __fish_seen_subcommand_from serve" -s b -l batch-size -d 'Largest prompt batch in tokens; batches never cross a KV page boundary [default: 256]' -r
+complete -c kvrun -n "__fish_kvrun_using_subcommand bench; and __fish_seen_subcommand_from serve" -s b -l batch-size -d 'Largest prompt batch in tokens: whole KV pages above one page; one page on sliding-window, recurrent and hybrid models. Restores round down to a batch start to recompute exactly [default: 512]' -r
 complete -c kvrun -n "__fish_kvrun_using_subcommand bench; and __fish_seen_subcommand_from serve" -l kv-type -d 'KV cache element type [default: f16]' -r -f -a "f16\t''
 q8_0\t''
 q4_0\t''"
@@ -377,7 +377,7 @@ complete -c kvrun -n "__fish_kvrun_using_subcommand bench; and __fish_seen_subco
 complete -c kvrun -n "__fish_kvrun_using_subcommand bench; and __fish_seen_subcommand_from batch" -s c -l ctx-size -d 'Context size in tokens, or `auto`: grow with the live tokens (kvrun serve up to --max-ctx-size, kvrun chat up to the model\'s training context; other commands take 8192) [default: auto for kvrun serve, else 8192; capped at the model\'s training context]' -r
 complete -c kvrun -n "__fish_kvrun_using_subcommand bench; and __fish_seen_subcommand_from batch" -s t -l threads -d 'CPU threads [default: the number of cores]' -r
 complete -c kvrun -n "__fish_kvrun_using_subcommand bench; and __fish_seen_subcommand_from batch" -l gpu-layers -d 'Layers to offload to the GPU (needs a GPU build) [default: all when built with a GPU backend, else 0]' -r
-complete -c kvrun -n "__fish_kvrun_using_subcommand bench; and __fish_seen_subcommand_from batch" -s b -l batch-size -d 'Largest prompt batch in tokens; batches never cross a KV page boundary [default: 256]' -r
+complete -c kvrun -n "__fish_kvrun_using_subcommand bench; and __fish_seen_subcommand_from batch" -s b -l batch-size -d 'Largest prompt batch in tokens: whole KV pages above one page; one page on sliding-window, recurrent and hybrid models. Restores round down to a batch start to recompute exactly [default: 512]' -r
 complete -c kvrun -n "__fish_kvrun_using_subcommand bench; and __fish_seen_subcommand_from batch" -l kv-type -d 'KV cache element type [default: f16]' -r -f -a "f16\t''
 q8_0\t''
 q4_0\t''"
@@ -397,7 +397,7 @@ complete -c kvrun -n "__fish_kvrun_using_subcommand bench; and __fish_seen_subco
 complete -c kvrun -n "__fish_kvrun_using_subcommand bench; and __fish_seen_subcommand_from kv-types" -s c -l ctx-size -d 'Context size in tokens, or `auto`: grow with the live tokens (kvrun serve up to --max-ctx-size, kvrun chat up to the model\'s training context; other commands take 8192) [default: auto for kvrun serve, else 8192; capped at the model\'s training context]' -r
 complete -c kvrun -n "__fish_kvrun_using_subcommand bench; and __fish_seen_subcommand_from kv-types" -s t -l threads -d 'CPU threads [default: the number of cores]' -r
 complete -c kvrun -n "__fish_kvrun_using_subcommand bench; and __fish_seen_subcommand_from kv-types" -l gpu-layers -d 'Layers to offload to the GPU (needs a GPU build) [default: all when built with a GPU backend, else 0]' -r
-complete -c kvrun -n "__fish_kvrun_using_subcommand bench; and __fish_seen_subcommand_from kv-types" -s b -l batch-size -d 'Largest prompt batch in tokens; batches never cross a KV page boundary [default: 256]' -r
+complete -c kvrun -n "__fish_kvrun_using_subcommand bench; and __fish_seen_subcommand_from kv-types" -s b -l batch-size -d 'Largest prompt batch in tokens: whole KV pages above one page; one page on sliding-window, recurrent and hybrid models. Restores round down to a batch start to recompute exactly [default: 512]' -r
 complete -c kvrun -n "__fish_kvrun_using_subcommand bench; and __fish_seen_subcommand_from kv-types" -l kv-type -d 'KV cache element type [default: f16]' -r -f -a "f16\t''
 q8_0\t''
 q4_0\t''"
@@ -415,7 +415,7 @@ complete -c kvrun -n "__fish_kvrun_using_subcommand bench; and __fish_seen_subco
 complete -c kvrun -n "__fish_kvrun_using_subcommand bench; and __fish_seen_subcommand_from ctx" -s c -l ctx-size -d 'Context size in tokens, or `auto`: grow with the live tokens (kvrun serve up to --max-ctx-size, kvrun chat up to the model\'s training context; other commands take 8192) [default: auto for kvrun serve, else 8192; capped at the model\'s training context]' -r
 complete -c kvrun -n "__fish_kvrun_using_subcommand bench; and __fish_seen_subcommand_from ctx" -s t -l threads -d 'CPU threads [default: the number of cores]' -r
 complete -c kvrun -n "__fish_kvrun_using_subcommand bench; and __fish_seen_subcommand_from ctx" -l gpu-layers -d 'Layers to offload to the GPU (needs a GPU build) [default: all when built with a GPU backend, else 0]' -r
-complete -c kvrun -n "__fish_kvrun_using_subcommand bench; and __fish_seen_subcommand_from ctx" -s b -l batch-size -d 'Largest prompt batch in tokens; batches never cross a KV page boundary [default: 256]' -r
+complete -c kvrun -n "__fish_kvrun_using_subcommand bench; and __fish_seen_subcommand_from ctx" -s b -l batch-size -d 'Largest prompt batch in tokens: whole KV pages above one page; one page on sliding-window, recurrent and hybrid models. Restores round down to a batch start to recompute exactly [default: 512]' -r
 complete -c kvrun -n "__fish_kvrun_using_subcommand bench; and __fish_seen_subcommand_from ctx" -l kv-type -d 'KV cache element type [default: f16]' -r -f -a "f16\t''
 q8_0\t''
 q4_0\t''"
@@ -434,7 +434,7 @@ complete -c kvrun -n "__fish_kvrun_using_subcommand bench; and __fish_seen_subco
 complete -c kvrun -n "__fish_kvrun_using_subcommand bench; and __fish_seen_subcommand_from swap" -s c -l ctx-size -d 'Context size in tokens, or `auto`: grow with the live tokens (kvrun serve up to --max-ctx-size, kvrun chat up to the model\'s training context; other commands take 8192) [default: auto for kvrun serve, else 8192; capped at the model\'s training context]' -r
 complete -c kvrun -n "__fish_kvrun_using_subcommand bench; and __fish_seen_subcommand_from swap" -s t -l threads -d 'CPU threads [default: the number of cores]' -r
 complete -c kvrun -n "__fish_kvrun_using_subcommand bench; and __fish_seen_subcommand_from swap" -l gpu-layers -d 'Layers to offload to the GPU (needs a GPU build) [default: all when built with a GPU backend, else 0]' -r
-complete -c kvrun -n "__fish_kvrun_using_subcommand bench; and __fish_seen_subcommand_from swap" -s b -l batch-size -d 'Largest prompt batch in tokens; batches never cross a KV page boundary [default: 256]' -r
+complete -c kvrun -n "__fish_kvrun_using_subcommand bench; and __fish_seen_subcommand_from swap" -s b -l batch-size -d 'Largest prompt batch in tokens: whole KV pages above one page; one page on sliding-window, recurrent and hybrid models. Restores round down to a batch start to recompute exactly [default: 512]' -r
 complete -c kvrun -n "__fish_kvrun_using_subcommand bench; and __fish_seen_subcommand_from swap" -l kv-type -d 'KV cache element type [default: f16]' -r -f -a "f16\t''
 q8_0\t''
 q4_0\t''"
@@ -449,7 +449,7 @@ complete -c kvrun -n "__fish_kvrun_using_subcommand bench; and __fish_seen_subco
 complete -c kvrun -n "__fish_kvrun_using_subcommand bench; and __fish_seen_subcommand_from checkpoints" -s c -l ctx-size -d 'Context size in tokens, or `auto`: grow with the live tokens (kvrun serve up to --max-ctx-size, kvrun chat up to the model\'s training context; other commands take 8192) [default: auto for kvrun serve, else 8192; capped at the model\'s training context]' -r
 complete -c kvrun -n "__fish_kvrun_using_subcommand bench; and __fish_seen_subcommand_from checkpoints" -s t -l threads -d 'CPU threads [default: the number of cores]' -r
 complete -c kvrun -n "__fish_kvrun_using_subcommand bench; and __fish_seen_subcommand_from checkpoints" -l gpu-layers -d 'Layers to offload to the GPU (needs a GPU build) [default: all when built with a GPU backend, else 0]' -r
-complete -c kvrun -n "__fish_kvrun_using_subcommand bench; and __fish_seen_subcommand_from checkpoints" -s b -l batch-size -d 'Largest prompt batch in tokens; batches never cross a KV page boundary [default: 256]' -r
+complete -c kvrun -n "__fish_kvrun_using_subcommand bench; and __fish_seen_subcommand_from checkpoints" -s b -l batch-size -d 'Largest prompt batch in tokens: whole KV pages above one page; one page on sliding-window, recurrent and hybrid models. Restores round down to a batch start to recompute exactly [default: 512]' -r
 complete -c kvrun -n "__fish_kvrun_using_subcommand bench; and __fish_seen_subcommand_from checkpoints" -l kv-type -d 'KV cache element type [default: f16]' -r -f -a "f16\t''
 q8_0\t''
 q4_0\t''"
@@ -467,7 +467,7 @@ complete -c kvrun -n "__fish_kvrun_using_subcommand bench; and __fish_seen_subco
 complete -c kvrun -n "__fish_kvrun_using_subcommand bench; and __fish_seen_subcommand_from grammar" -s c -l ctx-size -d 'Context size in tokens, or `auto`: grow with the live tokens (kvrun serve up to --max-ctx-size, kvrun chat up to the model\'s training context; other commands take 8192) [default: auto for kvrun serve, else 8192; capped at the model\'s training context]' -r
 complete -c kvrun -n "__fish_kvrun_using_subcommand bench; and __fish_seen_subcommand_from grammar" -s t -l threads -d 'CPU threads [default: the number of cores]' -r
 complete -c kvrun -n "__fish_kvrun_using_subcommand bench; and __fish_seen_subcommand_from grammar" -l gpu-layers -d 'Layers to offload to the GPU (needs a GPU build) [default: all when built with a GPU backend, else 0]' -r
-complete -c kvrun -n "__fish_kvrun_using_subcommand bench; and __fish_seen_subcommand_from grammar" -s b -l batch-size -d 'Largest prompt batch in tokens; batches never cross a KV page boundary [default: 256]' -r
+complete -c kvrun -n "__fish_kvrun_using_subcommand bench; and __fish_seen_subcommand_from grammar" -s b -l batch-size -d 'Largest prompt batch in tokens: whole KV pages above one page; one page on sliding-window, recurrent and hybrid models. Restores round down to a batch start to recompute exactly [default: 512]' -r
 complete -c kvrun -n "__fish_kvrun_using_subcommand bench; and __fish_seen_subcommand_from grammar" -l kv-type -d 'KV cache element type [default: f16]' -r -f -a "f16\t''
 q8_0\t''
 q4_0\t''"

@@ -181,7 +181,8 @@ impl Sequence {
         self.checkpoints.clear();
     }
 
-    /// Brings the KV cache up to the log: every token but the last in page-aligned batches,
+    /// Brings the KV cache up to the log: every token but the last in batches aligned to
+    /// [`ContextInfo::batch_span`](crate::llama::ContextInfo),
     /// then, when `want_logits`, the last one alone with logits. Returns the number of
     /// tokens decoded; stops early (without error) when the observer breaks.
     pub fn sync(
@@ -203,9 +204,10 @@ impl Sequence {
         }
         let start = self.kv_len;
         let page = ctx.info().page_tokens as usize;
+        let span = ctx.info().batch_span as usize;
         let cap = ctx.info().n_batch as usize;
         let total = n - start;
-        while let Some((range, false)) = self.next_chunk(page, cap) {
+        while let Some((range, false)) = self.next_chunk(span, cap) {
             let end = range.end;
             self.batch_starts.record(range.start);
             ctx.decode(
@@ -217,8 +219,8 @@ impl Sequence {
             )?;
             self.kv_len = end;
             observer.decoded(ctx, self.seq_id, end);
-            if end % page == 0 {
-                observer.page_filled(ctx, end - page..end, &self.tokens[..end])?;
+            for filled in pages_filled(range, page) {
+                observer.page_filled(ctx, filled.clone(), &self.tokens[..filled.end])?;
             }
             if observer.progress(self.kv_len - start, total).is_break() {
                 return Ok(self.kv_len - start);
@@ -241,15 +243,16 @@ impl Sequence {
     }
 
     /// The next batch of the canonical schedule: prompt tokens up to (not across) the next
-    /// page boundary or recorded batch start, at most `cap` of them, without logits; then
-    /// the last token alone, with logits (`true`). None when the cache holds the whole log.
-    pub fn next_chunk(&self, page: usize, cap: usize) -> Option<(Range<usize>, bool)> {
+    /// multiple of `span` (a whole number of pages) or recorded batch start, at most `cap`
+    /// of them, without logits; then the last token alone, with logits (`true`). None when
+    /// the cache holds the whole log.
+    pub fn next_chunk(&self, span: usize, cap: usize) -> Option<(Range<usize>, bool)> {
         let n = self.tokens.len();
         let pos = self.kv_len;
         if pos + 1 < n {
-            let page_end = (pos / page.max(1) + 1) * page.max(1);
+            let span_end = (pos / span.max(1) + 1) * span.max(1);
             let end = (n - 1)
-                .min(page_end)
+                .min(span_end)
                 .min(pos + cap.max(1))
                 .min(self.batch_starts.next_after(pos).unwrap_or(usize::MAX));
             Some((pos..end, false))
@@ -410,4 +413,12 @@ pub fn keep_is_valid(keep: usize, pos_min: Option<usize>, n_swa: u32) -> bool {
         Some(min) => min <= keep.saturating_sub(n_swa as usize),
         None => false,
     }
+}
+
+/// The pages a batch over `range` completed: each `page`-token span ending inside it.
+pub fn pages_filled(range: Range<usize>, page: usize) -> impl Iterator<Item = Range<usize>> {
+    let page = page.max(1);
+    let first = range.start / page + 1;
+    let last = range.end / page;
+    (first..=last).map(move |k| (k - 1) * page..k * page)
 }

@@ -190,7 +190,7 @@ pub const REPEAT_PENALTY: Range = Range {
 /// OpenAI's range for `presence_penalty` and `frequency_penalty`.
 pub const PRESENCE_PENALTY: Range = Range::new("presence-penalty", -2.0, 2.0);
 pub const FREQUENCY_PENALTY: Range = Range::new("frequency-penalty", -2.0, 2.0);
-/// Values above a page are clamped to it (batches never cross a page boundary).
+/// Rounded down to whole pages above one page ([`crate::llama::batch_span`]).
 pub const BATCH_SIZE: Range = Range::new("batch-size", 1.0, u32::MAX as f64);
 pub const CTX_SIZE: Range = Range::new("ctx-size", 1.0, u32::MAX as f64);
 pub const THREADS: Range = Range::new("threads", 1.0, 512.0);
@@ -220,6 +220,10 @@ impl CtxSize {
 /// Tokens per KV page. Batches never cross a page boundary, which keeps the decode schedule
 /// canonical: a restored context computes what the uninterrupted one would have.
 pub const DEFAULT_PAGE_TOKENS: u32 = 256;
+/// Two pages: llama.cpp's own default micro-batch, and what a CPU prefill needs to match
+/// llama-server's speed (unified attention caches only; others keep one page). Exact restores round down to a batch start, so a wider batch
+/// costs a restore up to one batch of recompute.
+pub const DEFAULT_BATCH_SIZE: u32 = 2 * DEFAULT_PAGE_TOKENS;
 
 /// Resolved llama.cpp settings: what the llama.cpp context is created with.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -249,7 +253,7 @@ impl LlamaSettings {
             ctx_size: DEFAULT_CTX_SIZE,
             threads,
             gpu_layers,
-            batch_size: DEFAULT_PAGE_TOKENS,
+            batch_size: DEFAULT_BATCH_SIZE,
             kv_type: KvType::F16,
             flash_attn: FlashAttn::Auto,
         }

@@ -37,7 +37,9 @@ pub struct LlamaArgs {
     /// backend, else 0]
     #[arg(long, value_name = "N")]
     pub gpu_layers: Option<u32>,
-    /// Largest prompt batch in tokens; batches never cross a KV page boundary [default: 256]
+    /// Largest prompt batch in tokens: whole KV pages above one page; one page on
+    /// sliding-window, recurrent and hybrid models. Restores round down to a batch start to
+    /// recompute exactly [default: 512]
     #[arg(short = 'b', long, value_name = "N", value_parser = in_range::<u32>(&settings::BATCH_SIZE))]
     pub batch_size: Option<u32>,
     /// KV cache element type [default: f16]

@@ -81,6 +81,16 @@ impl MemoryKind {
         matches!(self, MemoryKind::Attention { .. })
     }
 
+    /// Whether prompt batches may span several pages ([`crate::llama::batch_span`]): only
+    /// a unified attention cache, where every page boundary can be cut to and recomputed
+    /// from a batch start. Recurrent and hybrid memory checkpoint at each page boundary.
+    /// On a sliding-window cache, two-page batches were tried on the default model: a
+    /// restored session's next turn then differed from the uninterrupted run from its
+    /// first token, so iSWA keeps one-page batches (which it measured no faster without).
+    pub fn wide_batches(self) -> bool {
+        matches!(self, MemoryKind::Attention { n_swa: 0, .. })
+    }
+
     /// Whether another sequence's first tokens can be copied into a sequence (`seq_cp` of a
     /// range). A recurrent `seq_cp` ignores the range and copies the whole state.
     pub fn shares_ranges(self) -> bool {

@@ -17,9 +17,12 @@ use crate::settings::{FlashAttn, KvType, LlamaSettings};
 #[derive(Debug, Clone, PartialEq)]
 pub struct ContextInfo {
     pub n_ctx: u32,
-    /// Tokens per KV page; no decode batch crosses a page boundary.
+    /// Tokens per KV page.
     pub page_tokens: u32,
-    /// Largest decode batch (never above `page_tokens`).
+    /// No prompt batch crosses a multiple of this many tokens: a whole number of pages
+    /// ([`batch_span`]).
+    pub batch_span: u32,
+    /// Largest decode batch (never above `batch_span`).
     pub n_batch: u32,
     pub n_seq_max: u32,
     pub kv_type: KvType,
@@ -58,6 +61,24 @@ impl KvCapture {
                 LlamaStateSeqFlags::PARTIAL_ONLY
             }
         }
+    }
+}
+
+/// The span of a prompt batch: `--batch-size` rounded down to whole pages, at least one.
+///
+/// Wider batches prefill faster (llama.cpp reads the weights once per batch: 512 against
+/// 256 is about 6% of a CPU prefill), but a batch is also the unit of exact recompute:
+/// llama.cpp rounds a token differently inside batches of other shapes, so a restore that
+/// stops inside a recorded batch recomputes exactly only from that batch's start (the
+/// restore planners round down to one). Other memory than a unified attention cache keeps
+/// one-page batches ([`MemoryKind::wide_batches`]).
+///
+/// [`MemoryKind::wide_batches`]: crate::kv::MemoryKind::wide_batches
+pub fn batch_span(batch_size: u32, page_tokens: u32, wide: bool) -> u32 {
+    let page = page_tokens.max(1);
+    match wide {
+        true => (batch_size / page).max(1) * page,
+        false => page,
     }
 }
 
@@ -106,7 +127,12 @@ impl<'m> Context<'m> {
             .saturating_mul(LLAMA_CTX_PADDING);
         super::device::check_kv_fits_devices(model, settings, padded_ctx)?;
         let page_tokens = page_tokens.max(1);
-        let schedule_batch = settings.batch_size.clamp(1, page_tokens);
+        let batch_span = batch_span(
+            settings.batch_size,
+            page_tokens,
+            model.facts().memory.wide_batches(),
+        );
+        let schedule_batch = settings.batch_size.clamp(1, batch_span);
         // llama.cpp reserves room for one output per sequence and asserts the batch holds
         // them, so the context's batch is at least n_seq_max; the schedule never fills more
         // than `schedule_batch` of it.
@@ -145,6 +171,7 @@ impl<'m> Context<'m> {
         let info = ContextInfo {
             n_ctx: ctx.n_ctx().min(n_ctx),
             page_tokens,
+            batch_span,
             n_batch,
             n_seq_max: n_seq_max.max(1),
             kv_type: settings.kv_type,
@@ -169,9 +196,9 @@ impl<'m> Context<'m> {
     }
 
     /// Decodes `tokens` into sequence `seq` at positions `start_pos..`, in batches that
-    /// never cross a page boundary (the canonical schedule: the same positions always
-    /// fall into the same batch shapes, so a restored context computes what an
-    /// uninterrupted one would). Logits are kept for the final token when `logits_last`.
+    /// never cross a multiple of the batch span (the canonical schedule: the same
+    /// positions always fall into the same batch shapes, so a context restored to a batch
+    /// start computes what an uninterrupted one would). Logits are kept for the final token when `logits_last`.
     /// `after_batch(end_pos)` runs after each batch; `Break` stops early (Ctrl-C), and the
     /// return value is the position reached.
     pub fn decode(
@@ -193,13 +220,13 @@ impl<'m> Context<'m> {
         if let Some(&bad) = tokens.iter().find(|&&t| !self.model.is_valid_token(t)) {
             return Err(LlamaError::BadToken(bad));
         }
-        let page = self.info.page_tokens as usize;
+        let span = self.info.batch_span as usize;
         let cap = self.info.n_batch as usize;
         let mut pos = start_pos;
         let end = start_pos + tokens.len();
         while pos < end {
-            let page_end = (pos / page + 1) * page;
-            let batch_end = end.min(page_end).min(pos + cap);
+            let span_end = (pos / span + 1) * span;
+            let batch_end = end.min(span_end).min(pos + cap);
             self.batch.clear();
             for (i, &token) in tokens[pos - start_pos..batch_end - start_pos]
                 .iter()

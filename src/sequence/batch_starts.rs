@@ -5,7 +5,7 @@
 //! after a partial restore never lets a batch run across a recorded start.
 //!
 //! Stored as runs of consecutive start positions: a generated reply (each token decoded
-//! alone) is one run, a prompt one start per page.
+//! alone) is one run, a prompt one start per batch (a whole number of pages).
 
 use serde::{Deserialize, Serialize};
 
@@ -66,6 +66,22 @@ impl BatchStarts {
         starts.truncate(kv_len);
         starts.record(kv_len);
         starts
+    }
+
+    /// The last recorded start at or before `pos` (0 when none is).
+    pub fn last_at_or_before(&self, pos: usize) -> usize {
+        let pos = u32::try_from(pos).unwrap_or(u32::MAX);
+        let i = self.runs.partition_point(|&[first, _]| first <= pos);
+        match i.checked_sub(1).map(|i| self.runs[i]) {
+            Some([first, len]) => first.saturating_add(len - 1).min(pos) as usize,
+            None => 0,
+        }
+    }
+
+    /// Whether a batch started at `pos`: a recompute from `pos` replays the recorded
+    /// batches exactly.
+    pub fn is_start(&self, pos: usize) -> bool {
+        u32::try_from(pos).is_ok_and(|pos| self.contains(pos))
     }
 
     fn contains(&self, pos: u32) -> bool {
@@ -133,6 +149,13 @@ mod tests {
         assert_eq!(s.next_after(600), Some(601));
         assert_eq!(s.next_after(601), None);
         assert_eq!(BatchStarts::default().next_after(5), None);
+        let s = starts(&[0, 512, 800, 801, 802]);
+        let back: Vec<usize> = [0, 256, 512, 799, 801, 900]
+            .iter()
+            .map(|&p| s.last_at_or_before(p))
+            .collect();
+        assert_eq!(back, [0, 0, 512, 512, 801, 802]);
+        assert_eq!(BatchStarts::default().last_at_or_before(300), 0);
     }
 
     #[test]

@@ -14,7 +14,7 @@ fn round_trip(model_path: &std::path::Path, flash_attn: FlashAttn, kv_type: KvTy
         ctx_size: 2048,
         threads: 2,
         gpu_layers: 0,
-        batch_size: 256,
+        batch_size: kvrun::settings::DEFAULT_BATCH_SIZE,
         kv_type,
         flash_attn,
     };
@@ -103,7 +103,7 @@ fn state_set_refuses_bad_bytes_and_sequences_without_crashing() {
             ctx_size: 1024,
             threads: 2,
             gpu_layers: 0,
-            batch_size: 256,
+            batch_size: kvrun::settings::DEFAULT_BATCH_SIZE,
             kv_type: KvType::F16,
             flash_attn: FlashAttn::Auto,
         };

@@ -119,11 +119,11 @@ fn a_session_opened_before_its_request_continues_exactly_as_if_never_closed() {
     service.handle.submit(req).unwrap();
     let again = pending.collect();
     assert_eq!(again.tokens(), a.tokens());
-    // Each prompt chunk without logits reports: a page at a time, then the rest but the
-    // last token, which is decoded alone to sample the reply.
+    // Each prompt chunk without logits reports: a batch (two pages) at a time, then the
+    // rest but the last token, which is decoded alone to sample the reply.
     let last = first.len() - 1;
     let mut expected: Vec<(usize, usize)> = (1..)
-        .map(|k| k * 256)
+        .map(|k| k * kvrun::settings::DEFAULT_BATCH_SIZE as usize)
         .take_while(|&done| done < last)
         .map(|done| (done, first.len()))
         .collect();

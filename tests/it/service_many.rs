@@ -249,6 +249,7 @@ fn a_prompt_parting_inside_a_page_reuses_its_cells_to_the_token() {
         again.usage()
     );
     service.stop();
-    assert_close(&b, &from_scratch(&model, &second, 8), 0.0);
+    // b prefills from inside a batch of its from-scratch schedule: other batch shapes.
+    assert_close(&b, &from_scratch(&model, &second, 8), ROUNDING);
     assert_close(&again, &from_scratch(&model, &first, 8), 0.0);
 }

@@ -25,7 +25,7 @@ fn start_with_requests(home: &Path, model: &Path, requests: Vec<Request>) -> Ser
             ctx_size: 4096,
             threads: THREADS,
             gpu_layers: 0,
-            batch_size: 256,
+            batch_size: kvrun::settings::DEFAULT_BATCH_SIZE,
             kv_type: kvrun::settings::KvType::F16,
             flash_attn: kvrun::settings::FlashAttn::Auto,
         },

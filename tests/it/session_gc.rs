@@ -37,7 +37,7 @@ fn with_prefilled_session(
         ctx_size: 4096,
         threads: THREADS.parse().unwrap(),
         gpu_layers: 0,
-        batch_size: 256,
+        batch_size: kvrun::settings::DEFAULT_BATCH_SIZE,
         kv_type: KvType::F16,
         flash_attn: FlashAttn::Auto,
     };

@@ -257,17 +257,18 @@ fn an_edited_token_in_the_log_is_never_served_old_pages() {
     let base = saved_session(&model);
     let edited = copy_home(&base);
     edit_manifest(&edited, |m| {
-        let t = &mut m["tokens"][300];
+        let t = &mut m["tokens"][600];
         *t = (t.as_i64().unwrap() + 1).into();
     });
     let out = check(&edited, "s");
     assert!(!out.status.success());
     let err = stderr(&out);
     assert!(err.contains("do not match its token log"), "{err}");
-    assert!(err.contains("page 1"), "{err}");
-    // Only page 0 (tokens before the edit) still serves; the rest is prefilled from the log.
+    assert!(err.contains("page 2"), "{err}");
+    // Only pages 0 and 1 (tokens before the edit, up to the batch start at 512) still
+    // serve; the rest is prefilled from the log.
     let v = json(&turn(&edited, &model, " and then"));
-    assert_eq!(v["restored_tokens"], 256, "{v}");
+    assert_eq!(v["restored_tokens"], 512, "{v}");
 }
 
 #[test]

@@ -2,8 +2,8 @@
 //! through llama.cpp's `llama-server`, side by side: the cold first call, the next turn, the
 //! first call after a restart (llama-server also with its slot saved before the stop and
 //! restored by hand after the start), and another conversation sharing the system prompt.
-//! One more cold call through llama-server at kvrun's 256-token batches shows what the batch
-//! size does to prefill.
+//! Both prefill in 512-token micro-batches (kvrun's two-page batches, llama-server's
+//! default `-ub`).
 
 use std::path::Path;
 use std::time::Duration;
@@ -16,9 +16,6 @@ use super::llama_server::LlamaServer;
 use crate::commands::env::Env;
 use crate::models::ModelChoice;
 use crate::settings::LlamaSettings;
-
-/// kvrun's page: llama-server at this batch and micro-batch prefills as kvrun does.
-const PAGE_BATCH: &str = "256";
 
 /// What both servers are given.
 pub(super) struct Setup<'a> {
@@ -39,17 +36,15 @@ enum Row {
     Restart,
     Restored,
     Other,
-    ColdPageBatch,
 }
 
 impl Row {
-    const ALL: [Row; 6] = [
+    const ALL: [Row; 5] = [
         Row::Cold,
         Row::Second,
         Row::Restart,
         Row::Restored,
         Row::Other,
-        Row::ColdPageBatch,
     ];
 
     fn label(self) -> &'static str {
@@ -59,7 +54,6 @@ impl Row {
             Row::Restart => "after a restart",
             Row::Restored => "after a restart, slot restored by hand",
             Row::Other => "another conversation, same system prompt",
-            Row::ColdPageBatch => "first call, cold, llama-server -b 256 -ub 256",
         }
     }
 }
@@ -153,12 +147,6 @@ fn llama_side(dir: &Path, s: &Setup<'_>, m: &mut Measured) -> Result<()> {
         .push((Row::Restored, server.stream(&turn(s.system, 2), tools, n)?));
     m.llama
         .push((Row::Other, server.stream(&other(s.system), tools, n)?));
-    server.stop()?;
-    let server = start("page-batch", &["-b", PAGE_BATCH, "-ub", PAGE_BATCH])?;
-    m.llama.push((
-        Row::ColdPageBatch,
-        server.stream(&turn(s.system, 0), tools, n)?,
-    ));
     server.stop()
 }
 

@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 use super::schedule::{plan_step, Demand};
 use super::Engine;
 use crate::llama::{BatchEntry, Context, KvCapture, TokenId, TokenLogprob};
-use crate::sequence::{NoObserver, SyncObserver};
+use crate::sequence::{pages_filled, NoObserver, SyncObserver};
 use crate::service::protocol::{
     CachedTokens, FinishReason, Reply, Request, ServiceError, TokenPiece, Usage,
 };
@@ -38,6 +38,7 @@ impl<'c, 'm> Engine<'c, 'm> {
 
     fn decode_step(&mut self, ctx: &mut Context<'m>) {
         let page = ctx.info().page_tokens as usize;
+        let span = ctx.info().batch_span as usize;
         let cap = ctx.info().n_batch as usize;
         // (active, conversation, next chunk, logits) of every request still decoding.
         let mut plans = Vec::new();
@@ -61,7 +62,7 @@ impl<'c, 'm> Engine<'c, 'm> {
                 // whose cache is complete has no logits left: decode its last token again.
                 seq.rewind(ctx, seq.len() - 1);
             }
-            if let Some((range, logits)) = seq.next_chunk(page, cap) {
+            if let Some((range, logits)) = seq.next_chunk(span, cap) {
                 plans.push((i, index, range, logits));
             }
         }
@@ -146,14 +147,17 @@ impl<'c, 'm> Engine<'c, 'm> {
                 self.accept(i, index, token, logprob);
             }
             if end % page == 0 {
+                // (Memory that takes checkpoints decodes one page at a time.)
                 self.checkpoint(ctx, index);
-                // The page's sliding-window rows, while they are still in the window.
-                let open = &mut self.conversations.open[index];
-                let mut observer = SessionObserver {
-                    session: &mut open.live,
-                    inner: &mut NoObserver,
-                };
-                let _ = observer.page_filled(ctx, end - page..end, &open.seq.tokens()[..end]);
+            }
+            // The pages' sliding-window rows, while they are still in the window.
+            let open = &mut self.conversations.open[index];
+            let mut observer = SessionObserver {
+                session: &mut open.live,
+                inner: &mut NoObserver,
+            };
+            for filled in pages_filled(start..end, page) {
+                let _ = observer.page_filled(ctx, filled.clone(), &open.seq.tokens()[..filled.end]);
             }
         }
     }

@@ -162,12 +162,18 @@ impl LiveSession<'_> {
         };
         let n_swa = self.n_swa() as usize + cut;
         let window_pages = |intact: BTreeSet<usize>| layout.is_iswa().then_some((n_swa, intact));
+        // A partial restore is exact only from a recorded batch start.
+        let replay = match snap.batch_starts.is_empty() {
+            true => Default::default(),
+            false => snap.batch_starts.for_replay(snap.kv_len),
+        };
         let optimistic = plan_restore(&PlanInput {
             page_tokens: p,
             pages: snap.pages.len(),
             intact_pages: snap.pages.len(),
             tail_cells,
             window: window_pages(snap.swa_pages.iter().map(|(k, _)| *k).collect()),
+            replay: replay.clone(),
         });
         let tail_record = match &tail {
             Some((_, Ok(t))) => Some(t),
@@ -260,6 +266,7 @@ impl LiveSession<'_> {
             intact_pages: base.len(),
             tail_cells,
             window: window_pages(swa_rows.keys().copied().collect()),
+            replay,
         });
         let Some(plan) = plan else {
             return Ok(self.finish(snap, None, Ok(()), report));

@@ -1,9 +1,12 @@
 //! Where a restore can end, decided from what the snapshot holds and what its reads found,
 //! with no I/O: the furthest point whose rows are all intact. A unified cache can stop at
-//! any page boundary (or at the snapshot's end, with the tail); an iSWA cache also needs the
-//! sliding-window rows of the `n_swa` positions before that point.
+//! the snapshot's end (with the tail) or at a page boundary where a recorded decode batch
+//! started (the recompute after it then replays the session's batches exactly); an iSWA
+//! cache also needs the sliding-window rows of the `n_swa` positions before that point.
 
 use std::collections::BTreeSet;
+
+use crate::sequence::BatchStarts;
 
 /// What the snapshot holds and which of its objects read back intact.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -18,6 +21,10 @@ pub struct PlanInput {
     /// The sliding window (iSWA caches only): its size, and the pages whose window rows
     /// read back intact.
     pub window: Option<(usize, BTreeSet<usize>)>,
+    /// Where the snapshot's decode batches started, its end included; empty when unknown
+    /// (older manifests, and prefixes shared by content, which are compared to no
+    /// recorded run): then every page boundary is a restore point.
+    pub replay: BatchStarts,
 }
 
 /// Where the restore ends and which rows make it up.
@@ -56,7 +63,8 @@ pub fn plan_restore(input: &PlanInput) -> Option<RestorePlan> {
     let candidates = tail
         .map(|t| full * p + t)
         .into_iter()
-        .chain((1..=full).rev().map(|k| k * p));
+        .chain((1..=full).rev().map(|k| k * p))
+        .filter(|&end| input.replay.is_empty() || input.replay.is_start(end));
     for end in candidates {
         let pages = (end / p).min(full);
         let tail_cells = end - pages * p;
@@ -96,7 +104,15 @@ mod tests {
             intact_pages: intact,
             tail_cells: tail,
             window: None,
+            replay: BatchStarts::default(),
         }
+    }
+
+    fn replaying(mut i: PlanInput, starts: &[usize]) -> PlanInput {
+        for &s in starts {
+            i.replay.record(s);
+        }
+        i
     }
 
     fn windowed(mut i: PlanInput, n_swa: usize, intact: &[usize]) -> PlanInput {
@@ -174,6 +190,43 @@ mod tests {
                 "a tail alone needs no page rows",
                 windowed(input(0, 0, Some(3)), 5, &[]),
                 Some(with_window(plan(3, 0, 3), 0, &[])),
+            ),
+        ];
+        for (what, i, want) in cases {
+            assert_eq!(plan_restore(&i), want, "{what}");
+        }
+    }
+
+    #[test]
+    fn a_partial_restore_stops_where_a_recorded_batch_started() {
+        // Prompt batches of two pages ([0, 8), [8, 16)), then a reply decoded token by
+        // token from 16; the log ends at 22.
+        let starts = [0, 8, 16, 17, 18, 19, 20, 21, 22];
+        let cases = [
+            (
+                "everything intact: the end",
+                replaying(input(5, 5, Some(2)), &starts),
+                Some(plan(22, 5, 2)),
+            ),
+            (
+                "page 3 damaged: back from 12 to the batch start at 8",
+                replaying(input(5, 3, Some(2)), &starts),
+                Some(plan(8, 2, 0)),
+            ),
+            (
+                "the tail damaged: the reply's page boundary at 20",
+                replaying(input(5, 5, None), &starts),
+                Some(plan(20, 5, 0)),
+            ),
+            (
+                "only the first page intact: no start at 4",
+                replaying(input(5, 1, Some(2)), &starts),
+                None,
+            ),
+            (
+                "unknown batches: any page boundary",
+                input(5, 3, Some(2)),
+                Some(plan(12, 3, 0)),
             ),
         ];
         for (what, i, want) in cases {

@@ -28,11 +28,26 @@ impl LiveSession<'_> {
             return Ok(report);
         }
         let tokens = seq.tokens().to_vec();
-        let restored = self.restore_cells(ctx, &tokens, &mut report)?;
+        let mut restored = self.restore_cells(ctx, &tokens, &mut report)?;
+        // The log's own recorded batch starts (if any) still schedule what is left to
+        // prefill. Where that replays a recorded batch (one starts later), it is exact only
+        // from a start: with batches wider than a page, cells loaded past the last start
+        // are cut off and recomputed in their recorded batch. (Page batches start at every
+        // page boundary; what follows the log's last start is new and has no batch to
+        // match.)
+        let starts = seq.batch_starts().clone();
+        let replays_inside_a_batch =
+            !starts.is_start(restored) && starts.next_after(restored).is_some();
+        if restored > 0 && self.memory.wide_batches() && replays_inside_a_batch {
+            let back = starts.last_at_or_before(restored);
+            restored = if back > 0 && ctx.truncate_seq(self.slot.seq, back) {
+                back
+            } else {
+                ctx.clear_seq(self.slot.seq);
+                0
+            };
+        }
         if restored > 0 {
-            // The log's own recorded batch starts (if any) still schedule what is left to
-            // prefill.
-            let starts = seq.batch_starts().clone();
             *seq = Sequence::restored(tokens, restored)
                 .in_seq(self.slot.seq)
                 .with_batch_starts(starts);

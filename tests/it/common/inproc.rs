@@ -62,7 +62,7 @@ pub fn uninterrupted_on(
         ctx_size,
         threads: THREADS.parse().unwrap(),
         gpu_layers,
-        batch_size: 256,
+        batch_size: kvrun::settings::DEFAULT_BATCH_SIZE,
         kv_type,
         flash_attn,
     };

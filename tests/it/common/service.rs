@@ -124,7 +124,7 @@ pub fn options(
             ctx_size,
             threads: THREADS,
             gpu_layers: 0,
-            batch_size: 256,
+            batch_size: kvrun::settings::DEFAULT_BATCH_SIZE,
             kv_type: KvType::F16,
             flash_attn: FlashAttn::Auto,
         },
