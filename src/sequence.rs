@@ -3,7 +3,9 @@
 //!
 //! The decode schedule is canonical, so that a context restored from KV pages computes
 //! exactly what the uninterrupted one would have:
-//! - prompt tokens are decoded in batches that never cross a page boundary;
+//! - prompt tokens are decoded in batches of whole pages that never cross a multiple of the
+//!   batch span ([`crate::llama::batch_span`]), and each batch's start is recorded, so a
+//!   restore that stops short recomputes from a recorded start in the same batches;
 //! - the last token of the log is decoded on its own, with logits, right before sampling;
 //! - a sampled token is appended to the log and decoded only when the next one is wanted,
 //!   so after a turn the KV holds every token but the last (the "pending" token). A restore

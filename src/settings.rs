@@ -217,12 +217,14 @@ impl CtxSize {
         }
     }
 }
-/// Tokens per KV page. Batches never cross a page boundary, which keeps the decode schedule
-/// canonical: a restored context computes what the uninterrupted one would have.
+/// Tokens per KV page. Prompt batches are whole pages ([`DEFAULT_BATCH_SIZE`]), which keeps
+/// the decode schedule canonical: a restored context computes what the uninterrupted one
+/// would have.
 pub const DEFAULT_PAGE_TOKENS: u32 = 256;
 /// Two pages: llama.cpp's own default micro-batch, and what a CPU prefill needs to match
-/// llama-server's speed (unified attention caches only; others keep one page). Exact restores round down to a batch start, so a wider batch
-/// costs a restore up to one batch of recompute.
+/// llama-server's speed (unified attention caches only; others keep one page). Exact
+/// restores round down to a batch start, so a wider batch costs a partial restore up to one
+/// batch of recompute.
 pub const DEFAULT_BATCH_SIZE: u32 = 2 * DEFAULT_PAGE_TOKENS;
 
 /// Resolved llama.cpp settings: what the llama.cpp context is created with.

@@ -13,6 +13,10 @@ pub struct MemoryEstimate {
     pub kv_values_per_cell: Option<u64>,
     pub n_vocab: u64,
     pub n_ctx_train: u64,
+    /// Whether prompt batches may span pages ([`crate::kv::MemoryKind::wide_batches`]),
+    /// as far as the metadata says: not with a sliding window or a recurrent layer's
+    /// keys (Mamba's `ssm.*`, LFM2's `shortconv.*`, RWKV's `wkv.*`).
+    pub wide_batches: bool,
 }
 
 impl MemoryEstimate {
@@ -25,8 +29,19 @@ impl MemoryEstimate {
             kv_values_per_cell: kv_values_per_cell(n_layer, int),
             n_vocab: file.get_array_len("tokenizer.ggml.tokens").unwrap_or(0) as u64,
             n_ctx_train: int("context_length").unwrap_or(0),
+            wide_batches: !has_window_or_state(file, &arch),
         }
     }
+}
+
+/// A sliding window (a size above 0, or a per-layer array) or recurrent state keys.
+fn has_window_or_state(file: &GgufFile, arch: &str) -> bool {
+    let key = |k: &str| file.get(&format!("{arch}.{k}")).is_some();
+    let window = match file.get_u64(&format!("{arch}.attention.sliding_window")) {
+        Some(n) => n > 0,
+        None => key("attention.sliding_window"),
+    };
+    window || key("ssm.state_size") || key("shortconv.l_cache") || key("wkv.head_size")
 }
 
 /// The K and V values one context cell holds over all layers, if every layer kept a full

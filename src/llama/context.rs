@@ -1,4 +1,4 @@
-//! A llama.cpp context: decoding with a canonical, page-aligned batch schedule, and raw access
+//! A llama.cpp context: decoding with a canonical batch schedule of whole pages, and raw access
 //! to a sequence's KV state bytes for the paged KV manager.
 
 use std::num::NonZeroU32;
@@ -82,6 +82,12 @@ pub fn batch_span(batch_size: u32, page_tokens: u32, wide: bool) -> u32 {
     }
 }
 
+/// The largest batch a context decodes for `--batch-size`: at most its [`batch_span`]. (It
+/// sizes llama.cpp's compute buffer, which the memory budget charges.)
+pub fn schedule_batch(batch_size: u32, page_tokens: u32, wide: bool) -> u32 {
+    batch_size.clamp(1, batch_span(batch_size, page_tokens, wide))
+}
+
 /// llama.cpp pads every context to a multiple of this many cells (llama-context.cpp).
 const LLAMA_CTX_PADDING: u32 = 256;
 /// Smaller requests are raised to this: a context needs room for a prompt and a reply.
@@ -127,12 +133,9 @@ impl<'m> Context<'m> {
             .saturating_mul(LLAMA_CTX_PADDING);
         super::device::check_kv_fits_devices(model, settings, padded_ctx)?;
         let page_tokens = page_tokens.max(1);
-        let batch_span = batch_span(
-            settings.batch_size,
-            page_tokens,
-            model.facts().memory.wide_batches(),
-        );
-        let schedule_batch = settings.batch_size.clamp(1, batch_span);
+        let wide = model.facts().memory.wide_batches();
+        let batch_span = batch_span(settings.batch_size, page_tokens, wide);
+        let schedule_batch = schedule_batch(settings.batch_size, page_tokens, wide);
         // llama.cpp reserves room for one output per sequence and asserts the batch holds
         // them, so the context's batch is at least n_seq_max; the schedule never fills more
         // than `schedule_batch` of it.

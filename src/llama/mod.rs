@@ -16,7 +16,7 @@ use std::sync::OnceLock;
 
 /// Re-exported so that code talking to the engine names one token type.
 pub use crate::token::TokenId;
-pub use context::{batch_span, BatchEntry, Context, ContextInfo, KvCapture};
+pub use context::{batch_span, schedule_batch, BatchEntry, Context, ContextInfo, KvCapture};
 pub use device::{gpu_devices, gpu_offload_supported, GpuDevice};
 pub use guidance::Guidance;
 pub use memory::prefault;

@@ -29,6 +29,9 @@ pub struct ServiceInfo {
     /// Sequences decoded together (`--parallel`).
     pub parallel: usize,
     pub page_tokens: usize,
+    /// The largest decode batch (`--batch-size` within the model's batch span): it sizes
+    /// llama.cpp's compute buffer.
+    pub n_batch: usize,
     /// When the model finished loading (seconds since the Unix epoch).
     pub created_unix: u64,
     /// Tokens in the model's vocabulary.

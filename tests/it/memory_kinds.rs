@@ -353,3 +353,23 @@ fn served_conversations_sharing_a_prefix_continue_exactly_and_after_a_restart() 
         }
     }
 }
+
+/// The memory budget charges a model's compute buffer before it loads, by the batch its
+/// context will take: two pages only on a unified attention cache. The file's metadata must
+/// say what llama.cpp's loaded model says.
+#[test]
+fn the_metadata_tells_which_models_take_two_page_batches() {
+    let mut paths: Vec<PathBuf> = ARCHS.iter().map(|&a| tiny_memory_model(a)).collect();
+    paths.extend([tiny_model(), default_model(), chat_model()]);
+    let mut wide = Vec::new();
+    for path in &paths {
+        let file = kvrun::gguf::read_header(path).unwrap();
+        let guessed = kvrun::gguf::MemoryEstimate::of(&file).wide_batches;
+        let model = kvrun::llama::Model::load(path, 0).unwrap();
+        let loaded = model.facts().memory.wide_batches();
+        assert_eq!(guessed, loaded, "{}", path.display());
+        wide.push(loaded);
+    }
+    // Only the tiny llama and SmolLM2 (Gemma 3 has a sliding window).
+    assert_eq!(wide, [false, false, false, false, false, true, false, true]);
+}

@@ -155,6 +155,7 @@ fn run(
         n_ctx: sizing.ceiling as usize,
         parallel,
         page_tokens: ctx.info().page_tokens as usize,
+        n_batch: ctx.info().n_batch as usize,
         created_unix: unix_now(),
         n_vocab: model.facts().n_vocab.max(0) as usize,
         weights_bytes: model.size_bytes(),

@@ -116,9 +116,7 @@ pub fn charge_of(
         info.weights_bytes,
         info.kv_bytes_per_cell,
         stats.hot_cells,
-        service
-            .as_ref()
-            .map_or(0, |s| u64::from(s.llama.batch_size)),
+        service.as_ref().map_or(0, |_| info.n_batch as u64),
         info.n_vocab as u64,
     )
 }
@@ -134,7 +132,7 @@ pub fn ceiling_within(
     let facts = crate::gguf::MemoryEstimate::of(&file);
     let values = facts.kv_values_per_cell?;
     let per_cell = (values as f64 * service.llama.kv_type.value_bytes()).max(1.0);
-    let fixed = facts.weights + compute_reserve(u64::from(service.llama.batch_size), facts.n_vocab);
+    let fixed = facts.weights + compute_reserve(estimated_batch(service, &facts), facts.n_vocab);
     let room = (budget.saturating_sub(fixed) as f64 / per_cell).min(f64::from(u32::MAX)) as u32;
     // Whole pages: contexts are sized in them.
     let page = crate::settings::DEFAULT_PAGE_TOKENS;
@@ -162,8 +160,17 @@ pub fn estimate_before_load(path: &std::path::Path, service: &ServiceOptions) ->
         facts.weights,
         per_cell,
         u64::from(cells),
-        u64::from(service.llama.batch_size),
+        estimated_batch(service, &facts),
         facts.n_vocab,
+    ))
+}
+
+/// The batch a model's context will decode, from its file's metadata.
+fn estimated_batch(service: &ServiceOptions, facts: &crate::gguf::MemoryEstimate) -> u64 {
+    u64::from(crate::llama::schedule_batch(
+        service.llama.batch_size,
+        crate::settings::DEFAULT_PAGE_TOKENS,
+        facts.wide_batches,
     ))
 }
 

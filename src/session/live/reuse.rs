@@ -40,6 +40,11 @@ impl LiveSession<'_> {
             !starts.is_start(restored) && starts.next_after(restored).is_some();
         if restored > 0 && self.memory.wide_batches() && replays_inside_a_batch {
             let back = starts.last_at_or_before(restored);
+            report.warnings.push(format!(
+                "session '{}': tokens {back}..{restored} lie inside one of its recorded \
+                 batches; keeping {back} restored tokens and recomputing the batch whole",
+                self.name
+            ));
             restored = if back > 0 && ctx.truncate_seq(self.slot.seq, back) {
                 back
             } else {
