@@ -49,6 +49,14 @@ impl Service {
         Ok(Self { handle, thread })
     }
 
+    /// The loaded model (for tokenizing).
+    pub(super) fn model(&self) -> std::sync::Arc<crate::llama::Model> {
+        self.handle
+            .model()
+            .expect("loaded before start returned")
+            .clone()
+    }
+
     pub(super) fn submit(&self, prompt: &[TokenId], max_tokens: usize) -> Result<Stream> {
         let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
         let cancel = CancelToken::new();

@@ -8,19 +8,19 @@
 
 use std::path::Path;
 use std::process::ExitCode;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
-use anyhow::{anyhow, bail, Context as _, Result};
+use anyhow::{bail, Result};
 
 use super::agent_prompt::{agent_messages, agent_system_text, agent_tools};
-use super::harness::{Call, ChildServer, READY_DEADLINE};
+use super::engine::Service;
+use super::harness::{Call, ChildServer};
 use crate::cli::BenchServeArgs;
 use crate::commands::env::Env;
 use crate::models::ModelChoice;
 use crate::paths::Paths;
-use crate::service::protocol::{Ask, CancelToken, ConversationKey, Reply, Request};
-use crate::service::{start, ServiceOptions};
-use crate::settings::{LlamaSettings, SamplingSettings};
+use crate::service::protocol::Reply;
+use crate::settings::LlamaSettings;
 
 pub fn run(env: &Env, args: BenchServeArgs) -> Result<ExitCode> {
     let choice = crate::models::choose(
@@ -147,79 +147,30 @@ fn in_process_call(
 ) -> Result<Call> {
     let mut llama = llama.clone();
     llama.ctx_size = ctx;
-    let (handle, thread) = start(ServiceOptions {
-        paths: Paths::under(home),
-        model: choice.clone(),
-        llama,
-        sizing: crate::service::engine::ContextSizing::Fixed,
-        tiers: Default::default(),
-        parallel: 1,
-        max_queue: 4,
-        chat_template: None,
-        alias: None,
-        warm: None,
-        prefetch: None,
-        keep_latest_hot: false,
-    })?;
-    let started = Instant::now();
-    let model = loop {
-        if let Some(model) = handle.model() {
-            break model.clone();
-        }
-        if thread.is_finished() || started.elapsed() > READY_DEADLINE {
-            thread.join()?;
-            bail!("the engine never got ready");
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    };
+    let service = Service::start(choice, &llama, Paths::under(home), 1)?;
+    let model = service.model();
     let mut prompt = model.tokenize_prompt(&agent_system_text(&model, tokens as usize));
     prompt.truncate(tokens.max(1) as usize);
-    let (replies, mut rx) = tokio::sync::mpsc::unbounded_channel();
     let sent = Instant::now();
-    handle
-        .submit(Request {
-            id: 1,
-            ask: Ask {
-                conversation: ConversationKey::Anonymous,
-                prompt,
-                sampling: SamplingSettings::greedy(),
-                max_tokens: max_tokens as usize,
-                stop: Vec::new(),
-                grammar: None,
-                logprobs: None,
-                template: None,
-            },
-            transcript: None,
-            progress: false,
-            cancel: CancelToken::new(),
-            replies,
-            received: sent,
-            save_before_done: false,
-        })
-        .map_err(|e| anyhow!("{e}"))?;
-    let (mut first, mut last, mut call) = (None, sent, None);
-    while let Some(reply) = rx.blocking_recv() {
-        match reply {
-            Reply::Started(_) | Reply::Progress { .. } => {}
+    let mut stream = service.submit(&prompt, max_tokens as usize)?;
+    let (mut first, mut last) = (None, sent);
+    let (prompt_tokens, cached_tokens, generated) = loop {
+        match stream.next()? {
             Reply::Token(_) => {
                 first.get_or_insert_with(Instant::now);
                 last = Instant::now();
             }
             Reply::Done(usage) => {
-                call = Some((
+                break (
                     usage.prompt_tokens as u64,
                     usage.cached.total() as u64,
                     usage.generated as u64,
-                ));
-                break;
+                )
             }
-            Reply::Failed(e) => bail!("the engine failed the request: {e}"),
+            _ => {}
         }
-    }
-    handle.shutdown();
-    thread.join()?;
-    let (prompt_tokens, cached_tokens, generated) =
-        call.context("the engine ended without a reply")?;
+    };
+    service.stop()?;
     let first = first.unwrap_or(last);
     Ok(Call {
         prompt_tokens,
