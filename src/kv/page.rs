@@ -113,9 +113,11 @@ impl TailRecord {
         out
     }
 
-    /// Decodes and checks the sizes against the layout's bytes per token.
+    /// Decodes and checks the sizes against the layout's bytes per token. Takes the bytes
+    /// read, so the full-attention rows (most of a record) stay in the memory they were
+    /// read into rather than being copied to fresh memory.
     pub fn decode(
-        bytes: &[u8],
+        mut bytes: Vec<u8>,
         base_per_cell: usize,
         swa_per_cell: usize,
     ) -> Result<Self, KvError> {
@@ -125,15 +127,18 @@ impl TailRecord {
         }
         let n_cells = u32::from_le_bytes(bytes[8..12].try_into().map_err(|_| bad("header"))?);
         let base_len = u64::from_le_bytes(bytes[12..20].try_into().map_err(|_| bad("header"))?);
-        let rest = &bytes[20..];
+        let rest = bytes.len() - 20;
         let expect_base = (n_cells as usize).checked_mul(base_per_cell);
         let expect_swa = (n_cells as usize).checked_mul(swa_per_cell);
         match (expect_base, expect_swa) {
-            (Some(b), Some(s)) if b as u64 == base_len && b.checked_add(s) == Some(rest.len()) => {
+            (Some(b), Some(s)) if b as u64 == base_len && b.checked_add(s) == Some(rest) => {
+                let swa = bytes[20 + b..].to_vec();
+                bytes.truncate(20 + b);
+                bytes.drain(..20);
                 Ok(Self {
                     n_cells,
-                    base: rest[..b].to_vec(),
-                    swa: rest[b..].to_vec(),
+                    base: bytes,
+                    swa,
                 })
             }
             _ => Err(bad("sizes do not match the KV layout")),
@@ -181,11 +186,11 @@ mod tests {
             swa: vec![2; 6],
         };
         let bytes = tail.encode();
-        assert_eq!(TailRecord::decode(&bytes, 4, 2).unwrap(), tail);
-        assert!(TailRecord::decode(&bytes, 4, 3).is_err());
-        assert!(TailRecord::decode(&bytes[..bytes.len() - 1], 4, 2).is_err());
+        assert_eq!(TailRecord::decode(bytes.clone(), 4, 2).unwrap(), tail);
+        assert!(TailRecord::decode(bytes.clone(), 4, 3).is_err());
+        assert!(TailRecord::decode(bytes[..bytes.len() - 1].to_vec(), 4, 2).is_err());
         for cut in 0..20 {
-            assert!(TailRecord::decode(&bytes[..cut], 4, 2).is_err());
+            assert!(TailRecord::decode(bytes[..cut].to_vec(), 4, 2).is_err());
         }
     }
 }

@@ -134,12 +134,6 @@ impl BlobFrame {
         out
     }
 
-    /// The whole buffer, headers included, for preparing its memory (a prefault) before
-    /// the rows are filled; what is written here besides the row areas corrupts the blob.
-    pub fn memory(&mut self) -> &mut [u8] {
-        &mut self.bytes
-    }
-
     /// The finished blob.
     pub fn into_bytes(self) -> Vec<u8> {
         self.bytes

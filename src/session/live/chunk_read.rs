@@ -16,9 +16,6 @@ use crate::session::manifest::KvSnapshot;
 use crate::store::{ObjectId, ObjectStore};
 use crate::tiers::WarmPool;
 
-/// Pages hinted to the kernel before a fresh buffer's memory is prefaulted.
-const PREFAULT_READ_AHEAD: usize = 16;
-
 /// What every chunk of one restore reads from: plain shared references, so a reader
 /// thread can hold it while the engine thread loads.
 pub(super) struct ChunkReader<'a> {
@@ -72,24 +69,15 @@ impl ChunkReader<'_> {
             });
         }
         let widths: Vec<Vec<usize>> = sections.iter().map(|s| layer_widths(s.layout)).collect();
-        let fresh = buffer.is_empty();
         let mut frame = BlobFrame::new_in(buffer, self.seq, &sections).ok()?;
         let ids = &self.snap.pages[first..first + plan.pages];
-        if fresh {
-            // The disk starts on the first pages while the buffer's fresh memory is
-            // faulted in in one pass, cheaper than a fault per 4 KiB page as reads land.
-            for id in ids.iter().take(PREFAULT_READ_AHEAD) {
-                self.store.read_ahead(id);
-            }
-            crate::llama::prefault(frame.memory());
-        }
         let mut areas = frame.chunk_areas();
+        // The tail's areas (the last chunk of each section) are filled on this thread while
+        // the readers fill the pages'.
+        let mut tail_areas = Vec::new();
         if plan.tail_cells > 0 {
-            let t = self.tail?;
-            for ((section, rows), chunks) in sections.iter().zip([&t.base, &t.swa]).zip(&mut areas)
-            {
-                let last = chunks.last_mut()?;
-                fill_chunk(section.layout, rows, plan.tail_cells, 0, last).ok()?;
+            for chunks in &mut areas {
+                tail_areas.push(chunks.pop()?);
             }
         }
         phases.assemble_ms += started.elapsed().as_secs_f64() * 1e3;
@@ -118,12 +106,42 @@ impl ChunkReader<'_> {
                 });
             }
         }
-        let done = read_placed(self.store, self.warm, reads);
+        let (done, tail) = std::thread::scope(|scope| {
+            let reading = scope.spawn(|| read_placed(self.store, self.warm, reads));
+            let started = Instant::now();
+            let tail = self.fill_tail(&sections, plan.tail_cells, tail_areas);
+            let tail_ms = started.elapsed().as_secs_f64() * 1e3;
+            // A reader only panics on a bug; its chunk then reads as unusable.
+            (reading.join().ok(), tail.map(|()| tail_ms))
+        });
+        let (done, tail_ms) = (done?, tail?);
+        phases.assemble_ms += tail_ms;
         phases.read_ms += done.read_ms;
         phases.verify_ms += done.verify_ms;
         if done.results.iter().any(Result::is_err) {
             return None;
         }
         Some(frame.into_bytes())
+    }
+
+    /// Copies the tail record's rows into the tail's areas (one per section). `None` when
+    /// there is no tail record or its rows do not fit.
+    fn fill_tail(
+        &self,
+        sections: &[FrameSection<'_>],
+        cells: usize,
+        mut areas: Vec<Vec<&mut [u8]>>,
+    ) -> Option<()> {
+        if cells == 0 {
+            return Some(());
+        }
+        let t = self.tail?;
+        for ((section, rows), areas) in sections.iter().zip([&t.base, &t.swa]).zip(&mut areas) {
+            for area in areas.iter_mut() {
+                crate::llama::prefault(area);
+            }
+            fill_chunk(section.layout, rows, cells, 0, areas).ok()?;
+        }
+        Some(())
     }
 }

@@ -177,6 +177,15 @@ fn read_one_placed(
         }
         parts.push(PayloadPart::Into(area));
     }
+    // The areas are faulted in here, on the reader threads, so that a fresh buffer's
+    // memory (the first touch of a page costs more here than the copy that fills it) is
+    // prepared in parallel and while other pages wait on the disk, in one call per area
+    // rather than a fault per 4 KiB.
+    for part in &mut parts {
+        if let PayloadPart::Into(area) = part {
+            crate::llama::prefault(area);
+        }
+    }
     match warm {
         // The pool keeps what it loads, and checks its RAM copy on every read.
         Some(pool) => {
