@@ -789,7 +789,7 @@ _kvrun() {
             return 0
             ;;
         kvrun__subcmd__bench__subcmd__restore)
-            opts="-c -t -b -v -q -h -V --chat-template --tokens --share-sessions --share-prefix --shape --shape-dir --synthetic --ctx-size --threads --gpu-layers --batch-size --kv-type --flash-attn --verbose --quiet --help --version"
+            opts="-c -t -b -v -q -h -V --chat-template --tokens --share-sessions --share-prefix --shape --shape-dir --synthetic --repeat --ctx-size --threads --gpu-layers --batch-size --kv-type --flash-attn --verbose --quiet --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -816,6 +816,10 @@ _kvrun() {
                     return 0
                     ;;
                 --shape-dir)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --repeat)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;

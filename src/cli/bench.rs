@@ -220,6 +220,10 @@ pub struct BenchRestoreArgs {
     /// for lengths whose prefill would take hours; the rows' values are not the model's
     #[arg(long)]
     pub synthetic: bool,
+    /// Times each restore is measured (llama.cpp's load, kvrun's in process and in a fresh
+    /// process, the cold read), alternating, each from a cold page cache; medians are shown
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=50))]
+    pub repeat: u32,
     #[command(flatten)]
     pub llama: LlamaArgs,
 }

@@ -15,7 +15,9 @@ use std::time::Instant;
 
 use anyhow::{bail, Context as _, Result};
 
-use super::harness::{bench_tokens, child_json, drop_page_cache, kv_memory, prefill_session};
+use super::harness::{
+    bench_tokens, child_json, drop_page_cache, kv_memory, median, prefill_session,
+};
 use crate::cli::{BenchRestoreArgs, BenchShape};
 use crate::commands::bench::synthetic::synthetic_session;
 use crate::commands::env::SESSION_SEQS;
@@ -95,7 +97,7 @@ pub fn run(env: &Env, args: BenchRestoreArgs) -> Result<ExitCode> {
             &llama,
             &home,
             &corpus[..n as usize],
-            args.synthetic,
+            &args,
         )?);
     }
     println!("{}\n", kv_memory(&model, &llama));
@@ -339,8 +341,9 @@ fn measure_length(
     llama: &LlamaSettings,
     home: &Path,
     tokens: &[TokenId],
-    synthetic: bool,
+    args: &BenchRestoreArgs,
 ) -> Result<Row> {
+    let (synthetic, repeat) = (args.synthetic, args.repeat);
     let paths = Paths::under(home);
     let catalog = SessionCatalog::open(&paths)?;
     let mut ctx = Context::new(model, llama, DEFAULT_PAGE_TOKENS, SESSION_SEQS)?;
@@ -380,21 +383,7 @@ fn measure_length(
     let llama_bytes = std::fs::metadata(&llama_file)?.len();
     drop(ctx);
     let mut fresh = Context::new(model, llama, DEFAULT_PAGE_TOKENS, SESSION_SEQS)?;
-    // From a cold page cache, like kvrun's restore below.
-    drop_page_cache();
-    let started = Instant::now();
-    fresh.llama_seq_load_file(&llama_file, 0, tokens.len())?;
-    let llama_load_ms = started.elapsed().as_secs_f64() * 1e3;
-    // kvrun's restore under exactly those conditions: the same context (emptied), the same
-    // process, a cold page cache. The fresh-process figures below add what a new process
-    // pays besides: on a VM, memory that has been free a while costs a host fault on first
-    // touch, and a new process takes such memory for its page cache.
-    fresh.clear_all();
-    let (in_process_restore_ms, in_process_read_ms) =
-        restore_in_process(model, model_path, llama, &catalog, &mut fresh)?;
-    drop(fresh);
-
-    // kvrun's snapshot: its bytes, and how fast the disk reads them back.
+    // kvrun's snapshot: its bytes, which the disk's own read speed is measured on.
     let manifest = catalog.read_manifest("bench")?;
     let files: Vec<PathBuf> = manifest
         .restore_objects()
@@ -405,23 +394,32 @@ fn measure_length(
         .map(|f| std::fs::metadata(f).map(|m| m.len()).unwrap_or(0))
         .sum::<u64>()
         + std::fs::metadata(catalog.manifest_path("bench"))?.len();
-    // Both reads start from a cold page cache when the system allows dropping it (root on
-    // Linux), so the restore is compared with what the disk itself delivers.
-    drop_page_cache();
-    let read_mb_s = read_speed(&files)?;
-    env.ui.note(format!(
-        "{} tokens: restoring in a fresh process ...",
-        tokens.len()
-    ));
     if !drop_page_cache() {
         env.ui
             .note("(cannot drop the page cache here: restore figures are from a warm cache)");
     }
-    let check = child_json(
-        home,
-        &["session", "restore", "bench", "--check", "--json"],
-        llama,
-    )?;
+    // Each round measures every restore once, from a cold page cache, so a drift of the
+    // disk's speed over the run touches them all alike; the rows show medians.
+    let mut samples: Vec<RestoreSample> = Vec::new();
+    for round in 1..=repeat {
+        env.ui.note(format!(
+            "{} tokens: restoring (round {round} of {repeat}) ...",
+            tokens.len()
+        ));
+        samples.push(measure_restores(
+            model,
+            model_path,
+            llama,
+            home,
+            &catalog,
+            &mut fresh,
+            &llama_file,
+            tokens.len(),
+            &files,
+        )?);
+    }
+    drop(fresh);
+    let sample = RestoreSample::medians(&samples);
     let turn = child_json(
         home,
         &[
@@ -451,18 +449,95 @@ fn measure_length(
             early_bytes: saved.early_bytes,
         },
         snapshot_bytes,
+        restore_ms: sample.restore_ms,
+        phases: sample.phases,
+        first_token_ms: sample.first_token_ms,
+        incremental_save_ms: turn["save_ms"].as_f64().unwrap_or(f64::NAN),
+        read_mb_s: sample.read_mb_s,
+        llama_save_ms,
+        llama_save_fsync_ms,
+        llama_load_ms: sample.llama_load_ms,
+        llama_bytes,
+        in_process_restore_ms: sample.in_process_restore_ms,
+        in_process_read_ms: sample.in_process_read_ms,
+    })
+}
+
+/// One round of restore measurements of session "bench", each from a cold page cache.
+#[derive(Clone, Copy)]
+struct RestoreSample {
+    llama_load_ms: f64,
+    in_process_restore_ms: f64,
+    in_process_read_ms: f64,
+    read_mb_s: f64,
+    /// The fresh process's `restore_ms`, `restore_phases` and `first_token_ms`.
+    restore_ms: f64,
+    phases: [f64; 4],
+    first_token_ms: f64,
+}
+
+impl RestoreSample {
+    /// Each figure's median over the rounds.
+    fn medians(samples: &[RestoreSample]) -> RestoreSample {
+        let m = |f: fn(&RestoreSample) -> f64| median(&samples.iter().map(f).collect::<Vec<_>>());
+        RestoreSample {
+            llama_load_ms: m(|s| s.llama_load_ms),
+            in_process_restore_ms: m(|s| s.in_process_restore_ms),
+            in_process_read_ms: m(|s| s.in_process_read_ms),
+            read_mb_s: m(|s| s.read_mb_s),
+            restore_ms: m(|s| s.restore_ms),
+            phases: [0, 1, 2, 3]
+                .map(|i| median(&samples.iter().map(|s| s.phases[i]).collect::<Vec<_>>())),
+            first_token_ms: m(|s| s.first_token_ms),
+        }
+    }
+}
+
+/// llama.cpp's load of its file into `fresh`, kvrun's restore into the same context, the
+/// disk's read of the snapshot's `files`, and kvrun's restore in a fresh process.
+#[allow(clippy::too_many_arguments)]
+fn measure_restores(
+    model: &Model,
+    model_path: &Path,
+    llama: &LlamaSettings,
+    home: &Path,
+    catalog: &SessionCatalog,
+    fresh: &mut Context<'_>,
+    llama_file: &Path,
+    n_tokens: usize,
+    files: &[PathBuf],
+) -> Result<RestoreSample> {
+    fresh.clear_all();
+    drop_page_cache();
+    let started = Instant::now();
+    fresh.llama_seq_load_file(llama_file, 0, n_tokens)?;
+    let llama_load_ms = started.elapsed().as_secs_f64() * 1e3;
+    // kvrun's restore under exactly those conditions: the same context (emptied), the same
+    // process, a cold page cache. The fresh-process figures below add what a new process
+    // pays besides: on a VM, memory that has been free a while costs a host fault on first
+    // touch, and a new process takes such memory for its page cache.
+    fresh.clear_all();
+    let (in_process_restore_ms, in_process_read_ms) =
+        restore_in_process(model, model_path, llama, catalog, fresh)?;
+    // Both reads start from a cold page cache when the system allows dropping it (root on
+    // Linux), so the restore is compared with what the disk itself delivers.
+    drop_page_cache();
+    let read_mb_s = read_speed(files)?;
+    drop_page_cache();
+    let check = child_json(
+        home,
+        &["session", "restore", "bench", "--check", "--json"],
+        llama,
+    )?;
+    Ok(RestoreSample {
+        llama_load_ms,
+        in_process_restore_ms,
+        in_process_read_ms,
+        read_mb_s,
         restore_ms: check["restore_ms"].as_f64().unwrap_or(f64::NAN),
         phases: ["read_ms", "verify_ms", "assemble_ms", "load_ms"]
             .map(|k| check["restore_phases"][k].as_f64().unwrap_or(f64::NAN)),
         first_token_ms: check["first_token_ms"].as_f64().unwrap_or(f64::NAN),
-        incremental_save_ms: turn["save_ms"].as_f64().unwrap_or(f64::NAN),
-        read_mb_s,
-        llama_save_ms,
-        llama_save_fsync_ms,
-        llama_load_ms,
-        llama_bytes,
-        in_process_restore_ms,
-        in_process_read_ms,
     })
 }
 
