@@ -241,6 +241,11 @@ pub enum BenchShape {
     /// The same KV shape with a 512-wide FFN: about a fifth of the weights
     #[value(name = "llama-8b-narrow-ffn")]
     Llama8bNarrowFfn,
+    /// Qwen3.5-27B's hybrid cache (16 attention layers: 64 KiB of KV per token; 48 gated
+    /// delta-net layers: 150 MiB of state) in a narrow model (256-wide stream, 4 query
+    /// heads, 512-wide FFN), random f16 weights: about 0.6 GiB
+    #[value(name = "qwen35-27b-cache")]
+    Qwen35_27bCache,
 }
 
 #[derive(Debug, Args)]

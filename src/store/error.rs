@@ -28,6 +28,10 @@ pub enum StoreError {
     #[error("object {id} is missing")]
     Missing { id: ObjectId },
 
+    /// An object larger than a read of its kind accepts; nothing was written.
+    #[error("not writing {}: {len} bytes, more than the {max} bytes an object of its kind may hold", path.display())]
+    TooLarge { path: PathBuf, len: u64, max: u64 },
+
     /// A non-blocking lock is held by another process or handle.
     #[error("{what} is in use by another kvrun process")]
     InUse { what: String },

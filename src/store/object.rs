@@ -45,9 +45,14 @@ use super::{ObjectId, Result, StoreError};
 
 pub const MAGIC: [u8; 8] = *b"KVROBJ\x00\x02";
 pub const HEADER_LEN: usize = 96;
-/// Largest object file accepted: far above any real page (a 256-token page of a 70B model's
-/// f16 KV is about 80 MiB), so a corrupt or planted file cannot make a read unbounded.
+/// Largest object file accepted, but for a state: far above any real page (a 256-token
+/// page of a 70B model's f16 KV is about 80 MiB), so a corrupt or planted file cannot make a
+/// read unbounded.
 pub const MAX_OBJECT_BYTES: u64 = 1 << 30;
+/// Largest state object accepted. A hybrid model's whole state holds its attention KV for
+/// every token: Qwen3.5-27B's is 64 KiB a token plus 150 MiB, so 1.2 GB at 16k tokens and
+/// 16.2 GiB at its 262,144-token context.
+pub const MAX_STATE_BYTES: u64 = 64 << 30;
 /// Reserved: payload is zstd-compressed. Not produced or accepted by this version.
 pub const FLAG_ZSTD: u8 = 0x01;
 /// Name of the store lock file inside the store root (not an object, skipped by iteration).
@@ -71,6 +76,14 @@ pub enum ObjectKind {
 }
 
 impl ObjectKind {
+    /// The largest file of this kind that is read (and written).
+    pub fn max_file_bytes(self) -> u64 {
+        match self {
+            ObjectKind::State => MAX_STATE_BYTES,
+            _ => MAX_OBJECT_BYTES,
+        }
+    }
+
     pub fn from_byte(b: u8) -> Option<Self> {
         match b {
             0x03 => Some(Self::Page),
@@ -289,6 +302,15 @@ impl ObjectStore {
         payload: &[u8],
     ) -> Result<(PutOutcome, bool, PutTimings)> {
         let path = self.object_path(id);
+        // What a read would refuse is not written: the save fails and says so.
+        let file_len = (HEADER_LEN + payload.len()) as u64;
+        if file_len > kind.max_file_bytes() {
+            return Err(StoreError::TooLarge {
+                path,
+                len: file_len,
+                max: kind.max_file_bytes(),
+            });
+        }
         let dir = path.parent().expect("object path has a fan-out parent");
         let created = create_private_dir(dir)?;
         if created {
@@ -332,10 +354,13 @@ impl ObjectStore {
             }
             Err(e) => return Err(io_err(&path, e)),
         };
-        if file_len > MAX_OBJECT_BYTES {
-            return Err(corrupt(format!(
-                "its file is {file_len} bytes, more than the {MAX_OBJECT_BYTES} bytes allowed"
-            )));
+        let too_large = |max: u64| {
+            corrupt(format!(
+                "its file is {file_len} bytes, more than the {max} bytes allowed"
+            ))
+        };
+        if file_len > MAX_STATE_BYTES {
+            return Err(too_large(MAX_STATE_BYTES));
         }
         let mut h = [0u8; HEADER_LEN];
         match file.read_exact(&mut h) {
@@ -348,6 +373,9 @@ impl ObjectStore {
             Err(e) => return Err(io_err(&path, e)),
         }
         let header = Header::decode(&h, file_len, id).map_err(corrupt)?;
+        if file_len > header.kind.max_file_bytes() {
+            return Err(too_large(header.kind.max_file_bytes()));
+        }
         Ok((file, header))
     }
 

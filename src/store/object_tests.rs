@@ -413,3 +413,43 @@ fn random_mutations_never_panic_nor_read_as_other_bytes() {
         }
     });
 }
+
+/// A hybrid model's whole state outgrows a page's limit (Qwen3.5-27B's is 1.2 GB at 16k
+/// tokens): a state object of that size is read, a page of that size is refused, and
+/// nothing a read would refuse is written.
+#[test]
+fn state_objects_may_be_larger_than_pages_and_nothing_unreadable_is_written() {
+    let (_tmp, store) = store();
+    let len = MAX_OBJECT_BYTES; // header + payload: just over a page's limit
+    for (kind, readable) in [(ObjectKind::State, true), (ObjectKind::Page, false)] {
+        let id = ObjectId([kind as u8; 32]);
+        let path = store.object_path(&id);
+        fs::create_dir_all(path.parent().unwrap()).unwrap();
+        let header = Header {
+            id,
+            kind,
+            payload_len: len,
+            checksum: [0; 32],
+        }
+        .encode();
+        let file = fs::File::create(&path).unwrap();
+        file.write_all_at(&header, 0).unwrap();
+        file.set_len(HEADER_LEN as u64 + len).unwrap(); // sparse
+        match store.check_header(&id) {
+            Ok(()) => assert!(readable, "{kind:?}"),
+            Err(e) => {
+                assert!(!readable, "{kind:?}: {e}");
+                assert!(e.to_string().contains("bytes allowed"), "{e}");
+            }
+        }
+    }
+    assert_eq!(ObjectKind::State.max_file_bytes(), MAX_STATE_BYTES);
+    // A page just over its limit is refused before anything reaches the disk.
+    let big = vec![0u8; MAX_OBJECT_BYTES as usize - HEADER_LEN + 1];
+    let id = ObjectId([9; 32]);
+    match store.put(&id, ObjectKind::Page, &big) {
+        Err(e @ StoreError::TooLarge { .. }) => assert!(!e.to_string().contains('\n'), "{e}"),
+        other => panic!("{:?}", other.map(|o| o.written_bytes)),
+    }
+    assert!(!store.object_path(&id).exists());
+}

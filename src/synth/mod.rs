@@ -20,5 +20,11 @@ mod writer;
 mod tests;
 
 pub use tiny::{tiny_llama_writer, write_tiny_llama, TinyLlamaSpec, WeightFormat, CHATML_TEMPLATE};
+pub use tiny_qwen35::Qwen35Spec;
 pub use tiny_recurrent::{tiny_recurrent_writer, write_tiny_recurrent, TinyRecurrentArch};
+
+/// A qwen35 model of `spec`'s sizes, random weights from `seed`.
+pub fn qwen35_writer(spec: &Qwen35Spec, seed: u64) -> GgufWriter {
+    tiny_qwen35::qwen35_writer(spec, seed)
+}
 pub use writer::{GgufWriter, TensorSource};

@@ -18,14 +18,25 @@ pub(super) const CONTEXT: u32 = 8192;
 /// The keys every tiny recurrent model has (`general.*`, the shared sizes; the tokenizer is
 /// added by the caller, after its own keys), and the vocabulary they describe.
 pub(super) fn tiny_header(a: &str) -> (GgufWriter, TinyVocab) {
+    sized_header(a, &format!("kvrun-tiny-{a}"), N_EMBD, N_LAYER, CONTEXT)
+}
+
+/// [`tiny_header`] with other sizes (a benchmark shape).
+pub(super) fn sized_header(
+    a: &str,
+    name: &str,
+    n_embd: u32,
+    n_layer: u32,
+    context: u32,
+) -> (GgufWriter, TinyVocab) {
     let vocab = tiny_vocab();
     let mut w = GgufWriter::new();
     w.add_str("general.architecture", a)
-        .add_str("general.name", format!("kvrun-tiny-{a}"))
+        .add_str("general.name", name)
         .add_u32("general.file_type", 1) // LLAMA_FTYPE_MOSTLY_F16
-        .add_u32(format!("{a}.context_length"), CONTEXT)
-        .add_u32(format!("{a}.embedding_length"), N_EMBD)
-        .add_u32(format!("{a}.block_count"), N_LAYER)
+        .add_u32(format!("{a}.context_length"), context)
+        .add_u32(format!("{a}.embedding_length"), n_embd)
+        .add_u32(format!("{a}.block_count"), n_layer)
         .add_f32(format!("{a}.attention.layer_norm_rms_epsilon"), 1e-5)
         .add_u32(format!("{a}.vocab_size"), vocab.tokens.len() as u32);
     (w, vocab)
@@ -38,10 +49,21 @@ pub(super) fn ffn(
     matrix: &mut impl FnMut(&mut GgufWriter, String, u32, u32),
     layer: u32,
 ) {
+    ffn_sized(w, matrix, layer, N_EMBD, N_FF);
+}
+
+/// [`ffn`] between an `n_embd`-wide stream and `n_ff` hidden units.
+pub(super) fn ffn_sized(
+    w: &mut GgufWriter,
+    matrix: &mut impl FnMut(&mut GgufWriter, String, u32, u32),
+    layer: u32,
+    n_embd: u32,
+    n_ff: u32,
+) {
     let name = |t: &str| format!("blk.{layer}.{t}");
-    matrix(w, name("ffn_gate.weight"), N_EMBD, N_FF);
-    matrix(w, name("ffn_up.weight"), N_EMBD, N_FF);
-    matrix(w, name("ffn_down.weight"), N_FF, N_EMBD);
+    matrix(w, name("ffn_gate.weight"), n_embd, n_ff);
+    matrix(w, name("ffn_up.weight"), n_embd, n_ff);
+    matrix(w, name("ffn_down.weight"), n_ff, n_embd);
 }
 
 /// A layer's `ssm_conv1d.weight`: a [`D_CONV`]-tap kernel for each of `channels`.

@@ -189,3 +189,33 @@ fn tiny_qwen35_has_llama_cpps_tensors_and_slow_heads() {
         "{ssm_a:?}"
     );
 }
+
+#[test]
+fn the_qwen35_27b_cache_shape_holds_that_models_cache() {
+    for spec in [Qwen35Spec::tiny(), Qwen35Spec::qwen35_27b_cache()] {
+        let sections: i32 = spec.rope_sections.iter().sum();
+        assert_eq!(sections as u32 * 2, spec.n_rot, "{}", spec.name);
+        assert!(spec.n_rot <= spec.head_dim, "{}", spec.name);
+        assert_eq!(
+            spec.n_layer % spec.full_attention_interval,
+            0,
+            "{}",
+            spec.name
+        );
+    }
+    // Qwen3.5-27B's config: 64 layers, full_attention_interval 4, 4 KV heads of 256; linear
+    // attention with 16 key and 48 value heads of 128, a 4-tap convolution.
+    let s = Qwen35Spec::qwen35_27b_cache();
+    let attention_layers = u64::from(s.n_layer / s.full_attention_interval);
+    let kv_per_token = attention_layers * 2 * u64::from(s.n_head_kv * s.head_dim) * 2;
+    assert_eq!(kv_per_token, 64 << 10, "f16 K and V rows per token");
+    let delta_layers = u64::from(s.n_layer) - attention_layers;
+    let conv_channels = u64::from(2 * s.n_k_head * s.d_state + s.n_v_head * s.d_state);
+    let ssm = u64::from(s.n_v_head) * u64::from(s.d_state).pow(2);
+    let state = delta_layers * (ssm + 3 * conv_channels) * 4;
+    assert_eq!(
+        state,
+        48 * (48 * 128 * 128 + 3 * 10_240) * 4,
+        "f32 state per sequence"
+    );
+}

@@ -81,7 +81,7 @@ pub fn write_tiny_recurrent(path: &Path, arch: TinyRecurrentArch, seed: u64) -> 
 
 pub fn tiny_recurrent_writer(arch: TinyRecurrentArch, seed: u64) -> GgufWriter {
     if arch == TinyRecurrentArch::Qwen35 {
-        return super::tiny_qwen35::qwen35_writer(seed);
+        return super::tiny_qwen35::qwen35_writer(&super::tiny_qwen35::Qwen35Spec::tiny(), seed);
     }
     let a = arch.gguf_name();
     let (mut w, vocab) = tiny_header(a);

@@ -28,7 +28,13 @@ use crate::session::catalog::SessionCatalog;
 use crate::session::live::SavePhases;
 use crate::session::SessionBinding;
 use crate::settings::{LlamaSettings, SamplingSettings, DEFAULT_PAGE_TOKENS};
-use crate::synth::TinyLlamaSpec;
+use crate::synth::{Qwen35Spec, TinyLlamaSpec};
+
+/// What a `--shape` model is written from.
+enum Shape {
+    Llama(TinyLlamaSpec),
+    Qwen35(Qwen35Spec),
+}
 
 struct Row {
     tokens: usize,
@@ -167,18 +173,25 @@ pub fn run(env: &Env, args: BenchRestoreArgs) -> Result<ExitCode> {
 /// The generated model of `shape` in `dir`: reused when a loadable one is there, else
 /// written (streamed, atomically: an interrupted write leaves no half model behind).
 fn shaped_model(env: &Env, shape: BenchShape, dir: &Path) -> Result<PathBuf> {
-    let (name, spec) = match shape {
+    let (name, writer) = match shape {
         BenchShape::Tiny => (
             "tiny-f16",
-            TinyLlamaSpec {
+            Shape::Llama(TinyLlamaSpec {
                 context_length: 65536,
                 ..TinyLlamaSpec::default()
-            },
+            }),
         ),
-        BenchShape::Llama8b => ("llama-8b-q4_0", TinyLlamaSpec::llama_8b_shape()),
+        BenchShape::Llama8b => (
+            "llama-8b-q4_0",
+            Shape::Llama(TinyLlamaSpec::llama_8b_shape()),
+        ),
         BenchShape::Llama8bNarrowFfn => (
             "llama-8b-narrow-ffn-q4_0",
-            TinyLlamaSpec::llama_8b_narrow_ffn(),
+            Shape::Llama(TinyLlamaSpec::llama_8b_narrow_ffn()),
+        ),
+        BenchShape::Qwen35_27bCache => (
+            "qwen35-27b-cache-f16",
+            Shape::Qwen35(Qwen35Spec::qwen35_27b_cache()),
         ),
     };
     std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
@@ -191,7 +204,10 @@ fn shaped_model(env: &Env, shape: BenchShape, dir: &Path) -> Result<PathBuf> {
         path.display()
     ));
     let started = Instant::now();
-    let writer = crate::synth::tiny_llama_writer(&spec)?;
+    let writer = match writer {
+        Shape::Llama(spec) => crate::synth::tiny_llama_writer(&spec)?,
+        Shape::Qwen35(spec) => crate::synth::qwen35_writer(&spec, 1),
+    };
     crate::store::write_atomic_with(&path, |w| writer.write_to(w))?;
     crate::gguf::read_header(&path)?.check_loadable()?;
     env.ui.note(format!(
