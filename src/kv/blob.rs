@@ -143,6 +143,23 @@ impl<'a> Section<'a> {
 /// zero or more than [`MAX_STREAMS`] streams, `v_trans` other than 0/1, zero layers or sizes, more V
 /// layers than layers, sizes that overflow, truncation and trailing bytes.
 pub fn parse<'a>(blob: &'a [u8], shape: &BlobShape) -> Result<SeqState<'a>, BlobError> {
+    let (state, end) = parse_attention(blob, shape)?;
+    if end != blob.len() {
+        return Err(BlobError::TrailingBytes {
+            offset: end,
+            left: blob.len() - end,
+        });
+    }
+    Ok(state)
+}
+
+/// [`parse`] of a hybrid memory's blob: the attention sections, then llama.cpp's recurrent
+/// part, which kvrun keeps whole (a checkpoint) and does not parse. Returns the sections
+/// and where the attention part ends.
+pub fn parse_attention<'a>(
+    blob: &'a [u8],
+    shape: &BlobShape,
+) -> Result<(SeqState<'a>, usize), BlobError> {
     shape.validate()?;
     let mut r = Reader { b: blob, pos: 0 };
     let top = |name| Field {
@@ -166,13 +183,7 @@ pub fn parse<'a>(blob: &'a [u8], shape: &BlobShape) -> Result<SeqState<'a>, Blob
             n_v,
         )?);
     }
-    if r.left() != 0 {
-        return Err(BlobError::TrailingBytes {
-            offset: r.pos,
-            left: r.left(),
-        });
-    }
-    Ok(SeqState { seq_id, sections })
+    Ok((SeqState { seq_id, sections }, r.pos))
 }
 
 fn parse_section<'a>(

@@ -11,14 +11,17 @@
 //! - hybrid (Granite 4, LFM2, Qwen3.5, Falcon-H1, Nemotron-H, Jamba): an attention cache
 //!   beside a recurrent state.
 //!
-//! Per-token pages describe only the first two. A recurrent state cannot be cut at a token
-//! (llama.cpp's `seq_rm` refuses), copying a range of it copies all of it, and its bytes at
-//! token k are gone once token k+1 is decoded. So for the last two kinds kvrun keeps the
-//! token log (the truth), at its end llama.cpp's whole state of the sequence as one object
-//! (`session::live::state`), and the state at page boundaries as checkpoints
-//! ([`crate::sequence::Checkpoints`], `session::live::checkpoints`): a conversation is
-//! reused as it stands where its log is extended, else from the last checkpoint before
-//! the prompt parts from it, in memory or stored, and the rest is recomputed.
+//! Per-token pages describe attention rows only. A recurrent state cannot be cut at a
+//! token (llama.cpp's `seq_rm` refuses), copying a range of it copies all of it, and its
+//! bytes at token k are gone once token k+1 is decoded. So for the last two kinds kvrun
+//! keeps the token log (the truth), the recurrent state at the log's end and at page
+//! boundaries as checkpoints ([`crate::sequence::Checkpoints`],
+//! `session::live::checkpoints`), and a hybrid's attention rows in pages like any
+//! attention cache: a conversation is reused as it stands where its log is extended, else
+//! from the last checkpoint before the prompt parts from it (with the pages before it), in
+//! memory or stored, and the rest is recomputed. Where the pages cannot hold the attention
+//! cells (cells with an ext, a hybrid's sliding window), the state at the log's end is kept
+//! whole, as one object (`session::live::state`).
 
 /// The kind of memory a model's sequences live in.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -29,8 +32,9 @@ pub enum MemoryKind {
     Attention { n_swa: u32, cell_ext: bool },
     /// A recurrent state per sequence and no attention cache.
     Recurrent,
-    /// Attention layers and recurrent layers.
-    Hybrid,
+    /// Attention layers (a unified cache; `n_swa` and `cell_ext` as for
+    /// [`MemoryKind::Attention`]) and recurrent layers.
+    Hybrid { n_swa: u32, cell_ext: bool },
 }
 
 /// What llama.cpp says about a loaded model, and what its metadata adds.
@@ -50,7 +54,10 @@ pub struct MemoryFacts {
 impl MemoryKind {
     pub fn of(facts: MemoryFacts) -> Self {
         if facts.hybrid {
-            MemoryKind::Hybrid
+            MemoryKind::Hybrid {
+                n_swa: facts.n_swa,
+                cell_ext: facts.cell_ext,
+            }
         } else if facts.recurrent {
             MemoryKind::Recurrent
         } else {
@@ -61,18 +68,28 @@ impl MemoryKind {
         }
     }
 
-    /// Whether a sequence's state is per-token attention rows that kvrun cuts into pages,
-    /// stores and reassembles. Not yet for cells with an ext: the pages do not carry it (no
-    /// test model has one), so such a model's sessions keep their whole state instead, as
-    /// recurrent ones do.
+    /// Whether a sequence's attention rows are cut into pages, stored and reassembled (a
+    /// hybrid's beside its recurrent state, [`Self::recurrent`]). Not yet for cells with an
+    /// ext: the pages do not carry it, so such a model's sessions keep their whole state
+    /// instead. Nor for a hybrid's sliding window: pages of a window are kept in a section
+    /// of their own, which llama.cpp's hybrid memory does not write.
     pub fn pages(self) -> bool {
         matches!(
             self,
             MemoryKind::Attention {
                 cell_ext: false,
                 ..
+            } | MemoryKind::Hybrid {
+                n_swa: 0,
+                cell_ext: false,
             }
         )
+    }
+
+    /// Whether a sequence's state has a part that is not per token (recurrent and hybrid
+    /// memory): kept at the log's end and at page boundaries, never cut or shared by range.
+    pub fn recurrent(self) -> bool {
+        matches!(self, MemoryKind::Recurrent | MemoryKind::Hybrid { .. })
     }
 
     /// Whether a sequence can be cut back to any earlier token (llama.cpp's `seq_rm` with a
@@ -112,7 +129,7 @@ impl MemoryKind {
             MemoryKind::Attention { n_swa: 0, .. } => "attention",
             MemoryKind::Attention { .. } => "sliding-window",
             MemoryKind::Recurrent => "recurrent",
-            MemoryKind::Hybrid => "hybrid",
+            MemoryKind::Hybrid { .. } => "hybrid",
         }
     }
 
@@ -132,11 +149,15 @@ impl MemoryKind {
                  log, the whole state at its end and checkpoints at page boundaries; a prompt \
                  that parts from a log starts from the last checkpoint before it",
             ),
-            MemoryKind::Hybrid => Some(
-                "its recurrent layers' state cannot be cut into token pages: sessions keep \
-                 the token log, the whole state at its end and checkpoints at page \
-                 boundaries; a prompt that parts from a log starts from the last checkpoint \
-                 before it",
+            MemoryKind::Hybrid {
+                n_swa: 0,
+                cell_ext: false,
+            } => None,
+            MemoryKind::Hybrid { .. } => Some(
+                "its attention cells carry M-RoPE positions or a sliding window, which \
+                 kvrun's pages do not hold yet: sessions keep the token log, the whole state \
+                 at its end and checkpoints at page boundaries; a prompt that parts from a \
+                 log starts from the last checkpoint before it",
             ),
         }
     }
@@ -162,7 +183,7 @@ mod tests {
             MemoryKind::of(facts(false, false, 512, false)),
         ] {
             assert!(
-                kind.pages() && kind.cuts() && kind.shares_ranges(),
+                kind.pages() && kind.cuts() && kind.shares_ranges() && !kind.recurrent(),
                 "{kind:?}"
             );
             assert!(kind.unpaged_reason().is_none());
@@ -178,18 +199,22 @@ mod tests {
     }
 
     #[test]
-    fn recurrent_and_hybrid_memory_is_never_paged_cut_or_shared() {
+    fn recurrent_and_hybrid_memory_is_never_cut_or_shared_and_only_hybrid_attention_paged() {
+        let hybrid = |n_swa, cell_ext| MemoryKind::Hybrid { n_swa, cell_ext };
         // llama.cpp reports a hybrid model as not recurrent; either flag alone is enough.
-        for (f, want) in [
-            (facts(true, false, 0, false), MemoryKind::Recurrent),
-            (facts(false, true, 0, true), MemoryKind::Hybrid),
-            (facts(true, true, 4096, false), MemoryKind::Hybrid),
+        // (facts, kind, paged)
+        for (f, want, paged) in [
+            (facts(true, false, 0, false), MemoryKind::Recurrent, false),
+            (facts(false, true, 0, false), hybrid(0, false), true),
+            (facts(false, true, 0, true), hybrid(0, true), false),
+            (facts(true, true, 4096, false), hybrid(4096, false), false),
         ] {
             let kind = MemoryKind::of(f);
             assert_eq!(kind, want);
-            assert!(!kind.pages() && !kind.cuts() && !kind.shares_ranges());
+            assert!(kind.recurrent() && !kind.cuts() && !kind.shares_ranges());
+            assert_eq!(kind.pages(), paged, "{kind:?}");
             assert_eq!(kind.n_swa(), 0);
-            assert!(kind.unpaged_reason().is_some());
+            assert_eq!(kind.unpaged_reason().is_none(), paged, "{kind:?}");
         }
     }
 }

@@ -10,7 +10,7 @@ use std::time::Instant;
 
 use crate::kv::blob::{self, CellMeta, Section, SectionParts};
 use crate::kv::layout::{concat_cells, layer_widths};
-use crate::kv::KvLayout;
+use crate::kv::{KvLayout, MemoryKind};
 use crate::llama::{Context, KvCapture};
 use crate::sequence::MAIN_SEQ;
 use crate::session::kv_error::{LiveError, LiveResult as Result};
@@ -91,7 +91,7 @@ pub struct CapturedRows {
 pub fn capture(
     ctx: &mut Context<'_>,
     slot: Slot,
-    n_swa: u32,
+    memory: MemoryKind,
     positions: Range<usize>,
     swa_only: bool,
 ) -> Result<CapturedRows> {
@@ -107,13 +107,12 @@ pub fn capture(
     let bytes = bytes?;
     let parse_started = Instant::now();
     let state_get_ms = (parse_started - started).as_secs_f64() * 1e3;
-    let mut shape = KvLayout::shape_for(n_swa);
+    let mut shape = KvLayout::shape_for(memory.n_swa());
     if swa_only {
         shape.sections = 1;
     }
     let bytes = Arc::new(bytes);
-    let state =
-        blob::parse(&bytes, &shape).map_err(LiveError::blob("reading llama.cpp's KV state"))?;
+    let state = parse_attention(&bytes, &shape, memory)?;
     let mut rows = Vec::new();
     for section in &state.sections {
         let layout = section.layout.clone().ok_or_else(|| {
@@ -287,13 +286,15 @@ impl RestorePhases {
     }
 }
 
-/// Assembles a blob from validated pages and loads it into the slot's (empty) sequence,
-/// adding the time of both steps to `phases`.
+/// Assembles a blob from validated pages (and `recurrent`, a hybrid memory's recurrent
+/// part, after them) and loads it into the slot's (empty) sequence, adding the time of both
+/// steps to `phases`.
 pub fn restore_into(
     ctx: &mut Context<'_>,
     slot: Slot,
     layout: &KvLayout,
     sections: &[RestoreSection<'_>],
+    recurrent: &[u8],
     phases: &mut RestorePhases,
 ) -> Result<()> {
     let started = Instant::now();
@@ -326,8 +327,12 @@ pub fn restore_into(
             row_chunks: &s.chunks,
         })
         .collect();
-    let blob =
-        blob::assemble_blob(slot.seq, &parts).map_err(LiveError::blob("assembling the KV state"));
+    let blob = blob::assemble_blob(slot.seq, &parts)
+        .map(|mut blob| {
+            blob.extend_from_slice(recurrent);
+            blob
+        })
+        .map_err(LiveError::blob("assembling the KV state"));
     phases.assemble_ms += started.elapsed().as_secs_f64() * 1e3;
     load_blob(ctx, slot, &blob?, phases)
 }
@@ -384,8 +389,28 @@ pub fn empty(ctx: &mut Context<'_>, slot: Slot) {
     }
 }
 
+/// The attention sections of a state read from the context. A hybrid memory writes its
+/// recurrent part after them (the whole state, whatever range was asked for), which pages
+/// do not hold: it is kept as a checkpoint instead.
+fn parse_attention<'a>(
+    bytes: &'a [u8],
+    shape: &blob::BlobShape,
+    memory: MemoryKind,
+) -> Result<blob::SeqState<'a>> {
+    let parsed = match memory.recurrent() {
+        true => blob::parse_attention(bytes, shape).map(|(state, _)| state),
+        false => blob::parse(bytes, shape),
+    };
+    parsed.map_err(LiveError::blob("reading llama.cpp's KV state"))
+}
+
 /// The current context's KV layout, read by decoding one token into the scratch sequence.
-pub fn probe_layout(ctx: &mut Context<'_>, slot: Slot, n_swa: u32, token: i32) -> Result<KvLayout> {
+pub fn probe_layout(
+    ctx: &mut Context<'_>,
+    slot: Slot,
+    memory: MemoryKind,
+    token: i32,
+) -> Result<KvLayout> {
     ctx.decode(slot.scratch, &[token], 0, false, |_| {
         std::ops::ControlFlow::Continue(())
     })?;
@@ -395,7 +420,7 @@ pub fn probe_layout(ctx: &mut Context<'_>, slot: Slot, n_swa: u32, token: i32) -
         ctx.clear_all();
     }
     let bytes = bytes?;
-    let state = blob::parse(&bytes, &KvLayout::shape_for(n_swa))
-        .map_err(LiveError::blob("reading llama.cpp's KV state"))?;
+    let n_swa = memory.n_swa();
+    let state = parse_attention(&bytes, &KvLayout::shape_for(n_swa), memory)?;
     Ok(KvLayout::from_state(&state, n_swa)?)
 }

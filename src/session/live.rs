@@ -28,6 +28,7 @@ mod report;
 mod restore;
 mod restore_choice;
 mod restore_plan;
+mod restore_recurrent;
 mod reuse;
 mod save;
 mod state;
@@ -309,11 +310,13 @@ impl<'c> LiveSession<'c> {
         positions: Range<usize>,
         tokens: &[TokenId],
     ) {
-        if self.capture_error.is_some() || !self.memory.pages() {
+        // (A hybrid's capture copies its whole recurrent state too: its pages wait for the
+        // save, which captures them all at once.)
+        if self.capture_error.is_some() || !self.memory.pages() || self.memory.recurrent() {
             return;
         }
         let index = positions.start / self.page_tokens;
-        let rows = match capture::capture(ctx, self.slot, self.n_swa(), positions.clone(), false) {
+        let rows = match capture::capture(ctx, self.slot, self.memory, positions.clone(), false) {
             Ok(rows) => rows,
             Err(e) => {
                 if self.n_swa() > 0 {

@@ -2,9 +2,11 @@
 //! Granite 4 style hybrid (Mamba2 layers between attention layers), a tiny LFM2 (short
 //! convolutions between attention layers, with and without a sliding window) and a tiny
 //! Qwen3.5 (gated delta-net layers between M-RoPE attention layers). kvrun keeps their
-//! token logs, the whole state at each log's end and checkpoints at page boundaries, never
-//! pages, cuts or copies a recurrent state; nothing it reports as cached or restored was
-//! recomputed, and every continuation equals the uninterrupted run's.
+//! token logs, the recurrent state at each log's end and checkpoints at page boundaries,
+//! and the attention cells in pages where it can (Granite 4, LFM2 without a window), else
+//! whole with the state at the end; it never cuts or copies a recurrent state; nothing it
+//! reports as cached or restored was recomputed, and every continuation equals the
+//! uninterrupted run's.
 
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
@@ -42,6 +44,13 @@ const ARCHS: [TinyRecurrentArch; 5] = [
     TinyRecurrentArch::Lfm2Swa,
     TinyRecurrentArch::Qwen35,
 ];
+
+/// Whether kvrun pages the attention cells of the model at `path`, as llama.cpp's loaded
+/// model tells it.
+fn paged(path: &Path) -> bool {
+    let model = kvrun::llama::Model::load(path, 0).unwrap();
+    model.facts().memory.pages()
+}
 
 fn turn(home: &Home, model: &Path, session: &str, text: &str) -> serde_json::Value {
     let out = turn_output(home, model, session, text);
@@ -120,19 +129,21 @@ fn a_session_returns_in_a_new_process_exactly_from_its_saved_state() {
                 "{arch:?} turn {i}: log-probabilities differ"
             );
         }
-        // The session holds its whole log and the state at its end, and no pages.
+        // The session holds its whole log and the state at its end, and its attention
+        // cells in pages where they can be paged.
         let manifest = manifest_json(&home, "split");
         assert!(manifest["tokens"].as_array().is_some_and(|t| t.len() > 100));
-        assert!(
-            manifest["snapshot"].is_null(),
-            "{arch:?}: pages were written"
-        );
+        match paged(&model) {
+            true => assert_eq!(manifest["snapshot"]["kv_len"], decoded, "{arch:?}"),
+            false => assert!(manifest["snapshot"].is_null(), "{arch:?}: pages"),
+        }
         assert_eq!(manifest["state"]["kv_len"], decoded, "{arch:?}");
     }
 }
 
 /// A damaged state object is caught by its checksum, reported, and the log recomputed in
-/// its recorded batches: the answer is still the uninterrupted run's, bit for bit.
+/// its recorded batches (where the attention is paged, from the last checkpoint and its
+/// pages): the answer is still the uninterrupted run's, bit for bit.
 #[test]
 fn a_damaged_saved_state_is_recomputed_exactly() {
     let turns = [long_text(1), "What is the text about?".to_string()];
@@ -142,25 +153,96 @@ fn a_damaged_saved_state_is_recomputed_exactly() {
         let expected = uninterrupted(&model, 4096, true, &turns, 16);
         let home = Home::new();
         turn(&home, &model, "s", turns[0]);
-        let object = manifest_json(&home, "s")["state"]["object"]
-            .as_str()
-            .unwrap()
-            .to_string();
+        let manifest = manifest_json(&home, "s");
+        let object = manifest["state"]["object"].as_str().unwrap().to_string();
         flip_last_byte(&object_path(&home, &object));
-        let out = turn_output(&home, &model, "s", turns[1]);
+        let from = match paged(&model) {
+            true => manifest["checkpoints"].as_array().unwrap().last().unwrap()["kv_len"].clone(),
+            false => 0.into(),
+        };
+        let second = Damaged {
+            warning: "saved state",
+            restored: from.as_u64().unwrap(),
+        };
+        second.turn_is_exact(&home, &model, turns[1], &expected[1]);
+    }
+}
+
+/// A session's turn after damage to what it saved: reported, `restored` tokens loaded,
+/// and the rest recomputed to the uninterrupted run's tokens and log-probabilities.
+struct Damaged {
+    warning: &'static str,
+    restored: u64,
+}
+
+impl Damaged {
+    fn turn_is_exact(
+        &self,
+        home: &Home,
+        model: &Path,
+        text: &str,
+        expected: &(Vec<TokenId>, Vec<f32>),
+    ) {
+        let out = turn_output(home, model, "s", text);
         assert!(out.status.success(), "{}", stderr(&out));
-        assert!(stderr(&out).contains("saved state"), "{}", stderr(&out));
+        assert!(stderr(&out).contains(self.warning), "{}", stderr(&out));
         let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
-        assert_eq!(v["restored_tokens"], 0, "{arch:?}: {v}");
-        let want: Vec<i64> = expected[1].0.iter().map(|&t| t.into()).collect();
-        assert_eq!(tokens(&v), want, "{arch:?}");
+        assert_eq!(
+            v["restored_tokens"],
+            self.restored,
+            "{}: {v}",
+            model.display()
+        );
+        let want: Vec<i64> = expected.0.iter().map(|&t| t.into()).collect();
+        assert_eq!(tokens(&v), want, "{}", model.display());
         let ours = logprobs(&v);
         assert_eq!(
-            max_diff(&ours, &expected[1].1[..ours.len()]),
+            max_diff(&ours, &expected.1[..ours.len()]),
             0.0,
-            "{arch:?}"
+            "{}",
+            model.display()
         );
     }
+}
+
+/// A hybrid's damaged attention page: the restore stops at the last checkpoint before it,
+/// with the pages before that, and recomputes the rest in its recorded batches: the answer
+/// is still the uninterrupted run's, bit for bit.
+#[test]
+fn a_damaged_attention_page_of_a_hybrid_is_recomputed_exactly() {
+    let turns = [long_text(1), "What is the text about?".to_string()];
+    let turns: Vec<&str> = turns.iter().map(String::as_str).collect();
+    let mut tested = 0;
+    for arch in ARCHS {
+        let model = tiny_memory_model(arch);
+        if !paged(&model) {
+            continue;
+        }
+        tested += 1;
+        let expected = uninterrupted(&model, 4096, true, &turns, 16);
+        let home = Home::new();
+        turn(&home, &model, "s", turns[0]);
+        let manifest = manifest_json(&home, "s");
+        let pages = manifest["snapshot"]["pages"].as_array().unwrap().clone();
+        assert!(pages.len() >= 3, "{arch:?}: {}", pages.len());
+        let damaged = pages.len() - 2;
+        flip_last_byte(&object_path(&home, pages[damaged].as_str().unwrap()));
+        let from = manifest["checkpoints"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|c| c["kv_len"].as_u64().unwrap())
+            .filter(|&k| k <= (damaged * PAGE) as u64)
+            .max()
+            .unwrap_or(0);
+        assert!(from > 0, "{arch:?}: no checkpoint before the damaged page");
+        let second = Damaged {
+            warning: "unusable",
+            restored: from,
+        };
+        second.turn_is_exact(&home, &model, turns[1], &expected[1]);
+    }
+    assert_eq!(tested, 2);
 }
 
 /// A document, and a prompt that asks about it.
@@ -188,8 +270,8 @@ fn assert_same_as_in_a_fresh_home(
 }
 
 /// A second session starting with a saved one's prompt starts from that session's last
-/// checkpoint inside the shared part (a hybrid's attention cells from its whole state, cut
-/// there), and computes exactly what a fresh home does.
+/// checkpoint inside the shared part (a hybrid's attention cells from the pages before it,
+/// or from its whole state cut there), and computes exactly what a fresh home does.
 #[test]
 fn a_shared_prefix_starts_from_the_other_sessions_checkpoint_exactly() {
     let (doc, extended) = document_and_question();
@@ -206,6 +288,17 @@ fn a_shared_prefix_starts_from_the_other_sessions_checkpoint_exactly() {
         // Past it lies at most a page and the rest of the new prompt.
         let prompt = second["prompt_tokens"].as_u64().unwrap() as usize;
         assert!(prompt - restored < PAGE + 40, "{arch:?}: {second}");
+        // Paged attention cells are stored once: the second session names the first's.
+        if paged(&model) {
+            let pages = |name| manifest_json(&shared, name)["snapshot"]["pages"].clone();
+            let (base, ours) = (pages("base"), pages("second"));
+            let shared_pages = restored / PAGE;
+            assert_eq!(
+                base.as_array().unwrap()[..shared_pages],
+                ours.as_array().unwrap()[..shared_pages],
+                "{arch:?}"
+            );
+        }
         assert_same_as_in_a_fresh_home(arch, &model, &second, &extended);
     }
 }
@@ -372,4 +465,17 @@ fn the_metadata_tells_which_models_take_two_page_batches() {
     }
     // Only the tiny llama and SmolLM2 (Gemma 3 has a sliding window).
     assert_eq!(wide, [false, false, false, false, false, true, false, true]);
+}
+
+/// Which of the tiny models' attention cells are paged: the hybrids whose attention is a
+/// plain unified cache (Granite 4, LFM2). The tests above check each kind's sessions
+/// against this, so it must not drift silently.
+#[test]
+fn the_hybrids_with_a_plain_attention_cache_are_paged() {
+    let paged: Vec<bool> = ARCHS
+        .iter()
+        .map(|&a| paged(&tiny_memory_model(a)))
+        .collect();
+    // Mamba2, GraniteHybrid, Lfm2, Lfm2Swa (a window), Qwen35 (M-RoPE cells).
+    assert_eq!(paged, [false, true, true, false, false]);
 }

@@ -61,7 +61,7 @@ pub(super) fn synthetic_session(
     let mut live = sessions.open(name, lock, None, SamplingSettings::greedy());
     let slot = live.slot();
     let n_swa = model.facts().n_swa;
-    let layout = capture::probe_layout(ctx, slot, n_swa, first)?;
+    let layout = capture::probe_layout(ctx, slot, model.facts().memory, first)?;
     let kv_len = tokens.len() - 1;
     let page = DEFAULT_PAGE_TOKENS as usize;
     if layout.is_iswa() {

@@ -197,7 +197,7 @@ fn restore(env: &Env, args: SessionRestoreArgs) -> Result<ExitCode> {
         crate::session::capture::probe_layout(
             &mut ctx,
             crate::session::capture::Slot::default(),
-            model.facts().n_swa,
+            model.facts().memory,
             first.unwrap_or(0),
         )?;
     }

@@ -32,17 +32,20 @@ impl BlobFrame {
     /// Lays out a one-stream blob of `seq_id` holding `sections` (every cell tagged
     /// `seq_id`, no cell ext). The row areas are zero until filled.
     pub fn new(seq_id: i32, sections: &[FrameSection<'_>]) -> Result<Self, BlobError> {
-        Self::new_in(Vec::new(), seq_id, sections)
+        Self::new_in(Vec::new(), seq_id, sections, &[])
     }
 
     /// [`Self::new`] in a buffer of an earlier frame (a restore in chunks reuses one, so
     /// its memory is touched fresh only once). Where the buffer is long enough it is not
     /// zeroed: the row areas hold stale bytes until they are filled, and a frame whose
-    /// fill failed must not be loaded (as with any failed fill).
+    /// fill failed must not be loaded (as with any failed fill). `trailer` follows the
+    /// sections as it is: a hybrid memory's recurrent part, which llama.cpp reads after
+    /// the attention cells.
     pub fn new_in(
         mut bytes: Vec<u8>,
         seq_id: i32,
         sections: &[FrameSection<'_>],
+        trailer: &[u8],
     ) -> Result<Self, BlobError> {
         let mut preludes = Vec::with_capacity(sections.len());
         let mut size = 8usize;
@@ -77,6 +80,9 @@ impl BlobFrame {
                 .ok_or(BlobError::Assemble("blob size overflows"))?;
             preludes.push((prelude, count));
         }
+        size = size
+            .checked_add(trailer.len())
+            .ok_or(BlobError::Assemble("blob size overflows"))?;
         // New bytes are zeroed by the allocator (fresh pages), not by a pass over the
         // buffer: the reads that fill the rows are the first to touch most of it.
         if bytes.len() >= size {
@@ -102,6 +108,7 @@ impl BlobFrame {
             }
             blocks.push(section_blocks);
         }
+        at = put(&mut bytes, at, trailer);
         debug_assert_eq!(at, size);
         Ok(Self {
             bytes,
@@ -274,6 +281,31 @@ mod tests {
         )
         .unwrap();
         assert_eq!(frame.into_bytes(), want);
+    }
+
+    #[test]
+    fn a_trailer_follows_the_sections_and_parses_as_the_rest() {
+        let mut rng = Rng(5);
+        let l = layout(2, 4, 6);
+        let rows = rng.bytes(3 * l.bytes_per_cell() as usize);
+        let trailer = rng.bytes(37);
+        let section = [FrameSection {
+            layout: &l,
+            first_pos: 0,
+            chunk_cells: vec![3],
+        }];
+        let mut frame = BlobFrame::new_in(Vec::new(), 2, &section, &trailer).unwrap();
+        fill_chunk(&l, &rows, 3, 0, &mut frame.chunk_areas()[0][0]).unwrap();
+        let bytes = frame.into_bytes();
+        let mut plain = BlobFrame::new(2, &section).unwrap();
+        fill_chunk(&l, &rows, 3, 0, &mut plain.chunk_areas()[0][0]).unwrap();
+        let plain = plain.into_bytes();
+        assert_eq!(bytes[..plain.len()], plain[..]);
+        assert_eq!(bytes[plain.len()..], trailer[..]);
+        let shape = crate::kv::blob::BlobShape::unified(false);
+        assert!(crate::kv::blob::parse(&bytes, &shape).is_err());
+        let (state, end) = crate::kv::blob::parse_attention(&bytes, &shape).unwrap();
+        assert_eq!((end, state.sections[0].cells.len()), (plain.len(), 3));
     }
 
     #[test]

@@ -302,7 +302,7 @@ impl<'c, 'm> Engine<'c, 'm> {
                     // A hybrid's attention cells are shared by range; `seq_cp` makes the
                     // recurrent half alias the source's whole state, which the checkpoint
                     // then replaces in this sequence alone.
-                    if memory == MemoryKind::Hybrid {
+                    if matches!(memory, MemoryKind::Hybrid { .. }) {
                         ctx.share_range(src, seq_id, 0, keep);
                     }
                     let checkpoints = self.conversations.open[from].seq.checkpoints();

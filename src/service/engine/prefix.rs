@@ -192,7 +192,13 @@ mod tests {
 
     #[test]
     fn recurrent_memory_is_reused_up_to_a_checkpoint_by_any_conversation() {
-        for memory in [MemoryKind::Recurrent, MemoryKind::Hybrid] {
+        for memory in [
+            MemoryKind::Recurrent,
+            MemoryKind::Hybrid {
+                n_swa: 0,
+                cell_ext: false,
+            },
+        ] {
             let at = |c: HotCandidate, checkpoint| HotCandidate { checkpoint, ..c };
             // The own sequence parts from the prompt at 600: back to its checkpoint at 512.
             let c = [at(hot(0, true, 600, 800, 0), 512)];
@@ -216,7 +222,13 @@ mod tests {
 
     #[test]
     fn recurrent_memory_without_checkpoints_is_reused_only_whole_and_only_by_its_own() {
-        for memory in [MemoryKind::Recurrent, MemoryKind::Hybrid] {
+        for memory in [
+            MemoryKind::Recurrent,
+            MemoryKind::Hybrid {
+                n_swa: 0,
+                cell_ext: false,
+            },
+        ] {
             // The prompt extends the whole sequence: kept as it stands.
             let c = [hot(0, true, 80, 80, 0)];
             assert_eq!(

@@ -31,7 +31,10 @@ impl LiveSession<'_> {
     /// furthest past `whole` tokens (what whole pages by content give), when the objects
     /// holding those cells are all in the store. `None` when no log reaches past `whole`.
     pub(super) fn branch(&self, tokens: &[TokenId], whole: usize) -> Option<Branch> {
-        if !self.memory.pages() || self.recompute_whole || tokens.len() < 2 {
+        // (A branch is cut inside a page or tail of another log: a recurrent state cannot
+        // be, and a checkpoint at a boundary is what whole pages by content give.)
+        let cuts = self.memory.pages() && !self.memory.recurrent();
+        if !cuts || self.recompute_whole || tokens.len() < 2 {
             return None;
         }
         let limit = tokens.len() - 1;

@@ -209,7 +209,7 @@ impl LiveSession<'_> {
             return UnpagedStart::Nothing;
         }
         let checkpoint = checkpoint.clone();
-        if self.memory != MemoryKind::Hybrid {
+        if !matches!(self.memory, MemoryKind::Hybrid { .. }) {
             return UnpagedStart::Checkpoint {
                 state: None,
                 checkpoint,

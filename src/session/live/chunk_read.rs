@@ -24,6 +24,9 @@ pub(super) struct ChunkReader<'a> {
     pub snap: &'a KvSnapshot,
     pub layout: &'a KvLayout,
     pub tail: Option<&'a TailRecord>,
+    /// A hybrid memory's recurrent part, after the attention sections (empty for attention
+    /// alone). It goes in every chunk's blob, so such a restore is one chunk.
+    pub recurrent: &'a [u8],
     pub page_tokens: usize,
     pub seq: i32,
 }
@@ -69,7 +72,7 @@ impl ChunkReader<'_> {
             });
         }
         let widths: Vec<Vec<usize>> = sections.iter().map(|s| layer_widths(s.layout)).collect();
-        let mut frame = BlobFrame::new_in(buffer, self.seq, &sections).ok()?;
+        let mut frame = BlobFrame::new_in(buffer, self.seq, &sections, self.recurrent).ok()?;
         let ids = &self.snap.pages[first..first + plan.pages];
         let mut areas = frame.chunk_areas();
         // The tail's areas (the last chunk of each section) are filled on this thread while

@@ -73,7 +73,8 @@ impl LiveSession<'_> {
                 .in_seq(seq_id)
                 .with_batch_starts(replay)
         };
-        if !self.memory.pages() {
+        // (A hybrid session saved before its attention was paged keeps its whole state.)
+        if !self.memory.pages() || (self.memory.recurrent() && m.snapshot.is_none()) {
             let state = self.own_state(&m.tokens);
             let restored = self.load_state(ctx, state, &mut report);
             report.restored_tokens = restored;
@@ -202,6 +203,14 @@ impl LiveSession<'_> {
             return Ok(self.recompute_whole(snap, report));
         }
         if let Some(plan) = &optimistic {
+            let recurrent = match self.recurrent_part(snap, plan.end, report) {
+                Some(None) => return Ok(0),
+                part => part.flatten(),
+            };
+            let plan = &recurrent
+                .as_ref()
+                .map_or(plan.clone(), |r| r.limit(plan, p));
+            let trailer = recurrent.as_ref().map_or(&[][..], |r| r.trailer());
             // Restore or recompute, from this process's running estimates (on a CPU loading
             // all but always wins; without a prefill estimate it is not even asked).
             let bytes = plan_bytes(&layout, plan);
@@ -223,9 +232,11 @@ impl LiveSession<'_> {
                 return Ok(0);
             }
             let started = Instant::now();
-            if let Some(loaded) = self.load_in_place(ctx, snap, &layout, plan, tail_record, report)
+            if let Some(loaded) =
+                self.load_in_place(ctx, snap, &layout, (plan, trailer), tail_record, report)
             {
                 self.note_tail(tail.as_ref(), tail_cells, report);
+                let loaded = self.check_recurrent_load(ctx, loaded, plan.end);
                 if loaded.is_ok() {
                     record_restore(bytes, started.elapsed().as_secs_f64() * 1e3, warm);
                 }
@@ -289,6 +300,14 @@ impl LiveSession<'_> {
         let Some(plan) = plan else {
             return Ok(self.finish(snap, None, Ok(()), report));
         };
+        let recurrent = match self.recurrent_part(snap, plan.end, report) {
+            Some(None) => return Ok(0),
+            part => part.flatten(),
+        };
+        let plan = recurrent
+            .as_ref()
+            .map_or(plan.clone(), |r| r.limit(&plan, p));
+        let trailer = recurrent.as_ref().map_or(&[][..], |r| r.trailer());
         let tail_rows = |swa: bool| {
             tail_record.filter(|_| plan.tail_cells > 0).map(|t| {
                 if swa {
@@ -331,7 +350,15 @@ impl LiveSession<'_> {
                     .collect(),
             });
         }
-        let loaded = capture::restore_into(ctx, self.slot, &layout, &sections, &mut report.phases);
+        let loaded = capture::restore_into(
+            ctx,
+            self.slot,
+            &layout,
+            &sections,
+            trailer,
+            &mut report.phases,
+        );
+        let loaded = self.check_recurrent_load(ctx, loaded, plan.end);
         Ok(self.finish(snap, Some(&plan), loaded, report))
     }
 
@@ -364,15 +391,17 @@ impl LiveSession<'_> {
         ctx: &mut Context<'_>,
         snap: &KvSnapshot,
         layout: &KvLayout,
-        plan: &RestorePlan,
+        (plan, recurrent): (&RestorePlan, &[u8]),
         tail: Option<&TailRecord>,
         report: &mut RestoreReport,
     ) -> Option<Result<()>> {
         let p = self.page_tokens;
         let page_bytes = (p * layout.bytes_per_token(BASE)).max(1);
         // A sliding-window section is loaded with the last chunk's state only, so iSWA
-        // caches (small pages, a fixed window) keep one chunk.
-        let per_chunk = match layout.is_iswa() {
+        // caches (small pages, a fixed window) keep one chunk. So is a hybrid's recurrent
+        // part: a later chunk, loaded into the scratch sequence and shared from there,
+        // would replace the sequence's recurrent state with the scratch's.
+        let per_chunk = match layout.is_iswa() || self.memory.recurrent() {
             true => plan.pages.max(1),
             false => pages_per_chunk(page_bytes, plan.pages),
         };
@@ -394,6 +423,7 @@ impl LiveSession<'_> {
             snap,
             layout,
             tail,
+            recurrent,
             page_tokens: p,
             seq: self.slot.seq,
         };

@@ -91,7 +91,7 @@ impl LiveSession<'_> {
             self.layout = Some(capture::probe_layout(
                 ctx,
                 self.slot,
-                self.n_swa(),
+                self.memory,
                 tokens[0],
             )?);
         }
@@ -166,7 +166,10 @@ impl LiveSession<'_> {
         let logged = &m.tokens[..snapshot.kv_len.min(m.tokens.len())];
         let keep = common_prefix(logged, tokens).min(tokens.len().saturating_sub(1));
         // Before the tail, whole pages found by content give the same, without the cut.
-        if keep <= snapshot.pages.len() * self.page_tokens {
+        // A recurrent state cannot be cut: only a prompt that extends the whole snapshot
+        // takes it (its state at the end is kept).
+        let cut = keep < snapshot.kv_len;
+        if keep <= snapshot.pages.len() * self.page_tokens || (cut && self.memory.recurrent()) {
             0
         } else {
             keep
@@ -211,6 +214,14 @@ impl LiveSession<'_> {
                 break;
             }
             present += 1;
+        }
+        // A hybrid's attention pages serve up to the last boundary whose recurrent state
+        // (a checkpoint) is stored too.
+        while present > 0 && self.memory.recurrent() {
+            if store.contains(&PageKey::checkpoint_id(&ids[present - 1]))? {
+                break;
+            }
+            present -= 1;
         }
         // The largest page boundary whose sliding window is stored too.
         let mut pages = present;

@@ -202,7 +202,7 @@ impl LiveSession<'_> {
         let capture_from = (first_missing * p).min(boundary);
         let mut captured = None;
         if kv_len > capture_from {
-            let rows = capture::capture(ctx, self.slot, self.n_swa(), capture_from..kv_len, false)?;
+            let rows = capture::capture(ctx, self.slot, self.memory, capture_from..kv_len, false)?;
             report.phases.capture_ms = rows.state_get_ms;
             report.phases.parse_ms = rows.parse_ms;
             captured = Some(rows);
@@ -242,7 +242,8 @@ impl LiveSession<'_> {
             tokens,
         )?;
         drop(captured);
-        let state = self.plan_state(ctx, seq, &mut |job| objects.push(job))?;
+        let snapshot_end = tail.as_ref().or(ids.last());
+        let state = self.plan_state(ctx, seq, snapshot_end, &mut |job| objects.push(job))?;
         let checkpoints = self.plan_checkpoints(seq, &mut |job| objects.push(job))?;
         report.phases.slice_ms = ms(slice_started);
         for job in &objects {

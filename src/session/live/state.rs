@@ -1,7 +1,9 @@
-//! Sessions of a memory kvrun does not page (recurrent and hybrid models, M-RoPE caches):
-//! besides the token log, each save keeps llama.cpp's whole state of the sequence at the
-//! end of the log as one object, named by every token it holds. A restore of the same
-//! session, or a request that extends its log, loads it instead of recomputing the log.
+//! Sessions of a memory kvrun does not page (recurrent models, M-RoPE caches, hybrids
+//! whose attention is not paged): besides the token log, each save keeps llama.cpp's whole
+//! state of the sequence at the end of the log as one object, named by every token it
+//! holds. A restore of the same session, or a request that extends its log, loads it
+//! instead of recomputing the log. (A hybrid with paged attention keeps only its recurrent
+//! state at the log's end, beside its pages: `restore_recurrent.rs`.)
 //!
 //! A recurrent state holds the whole log and no earlier point, so this object serves only a
 //! log that starts with all of it; a prompt that parts from the log inside it starts from a
@@ -9,34 +11,44 @@
 //! it loads; a refusal, a damaged object or a log that no longer matches means recompute
 //! (the token log is the truth).
 
+use crate::kv::PageKey;
 use crate::llama::{Context, KvCapture, TokenId};
 use crate::sequence::{common_prefix, Sequence};
 use crate::session::kv_error::LiveResult as Result;
 use crate::session::manifest::StateCheckpoint;
-use crate::store::{ObjectKind, Payload, PutJob};
+use crate::store::{ObjectId, ObjectKind, Payload, PutJob};
 
 use super::page_read::{read_pages, PageRequest};
 use super::{LiveSession, RestoreReport};
 
 impl LiveSession<'_> {
     /// The state object of `seq` for the next save: queued for writing unless it is stored
-    /// already (the log has not moved since the last save). `None` for a memory that is
-    /// paged, or a sequence with nothing in the cache.
+    /// already (the log has not moved since the last save). A hybrid whose attention is
+    /// paged keeps only its recurrent state here, as the checkpoint after the snapshot's
+    /// last object (`snapshot_end`: its tail, else its last page), which any log ending in
+    /// the same tokens shares. `None` for attention alone, or a sequence with nothing in
+    /// the cache.
     pub(super) fn plan_state(
         &mut self,
         ctx: &Context<'_>,
         seq: &Sequence,
+        snapshot_end: Option<&ObjectId>,
         emit: &mut dyn FnMut(PutJob),
     ) -> Result<Option<StateCheckpoint>> {
         let kv_len = seq.kv_len();
-        if self.memory.pages() || kv_len == 0 {
-            return Ok(None);
-        }
-        let object = self.key.state_id(&seq.tokens()[..kv_len]);
+        let (object, what) = match (self.memory.pages(), self.memory.recurrent()) {
+            _ if kv_len == 0 => return Ok(None),
+            (true, false) => return Ok(None),
+            (true, true) => match snapshot_end {
+                Some(end) => (PageKey::checkpoint_id(end), KvCapture::Checkpoint),
+                None => return Ok(None),
+            },
+            (false, _) => (self.key.state_id(&seq.tokens()[..kv_len]), KvCapture::Full),
+        };
         if !self.ledger.damaged.contains(&object) && self.is_stored_or_queued(&object)? {
             return Ok(Some(StateCheckpoint { kv_len, object }));
         }
-        let bytes = ctx.state_get(self.slot.seq, KvCapture::Full)?;
+        let bytes = ctx.state_get(self.slot.seq, what)?;
         emit(PutJob {
             id: object,
             kind: ObjectKind::State,
