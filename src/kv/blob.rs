@@ -36,7 +36,7 @@ mod tests;
 use std::ops::Range;
 
 pub use self::error::{BlobError, Field};
-pub use self::frame::{fill_chunk, BlobFrame, ChunkAreas, FrameSection};
+pub use self::frame::{fill_chunk, BlobFrame, CellExts, ChunkAreas, FrameSection};
 pub use self::layout::{KLayer, SectionLayout, VLayer};
 pub use self::rows::{
     assemble_blob, assemble_section, write_blob_header, write_empty_section, SectionParts,

@@ -4,7 +4,7 @@
 //! restore, so pages are only ever reassembled into a context that reads them the same way.
 
 use super::blob::{self, BlobShape, SectionLayout};
-use super::KvError;
+use super::{CellExt, KvError};
 
 /// Which section holds the full-attention rows (always first) and the sliding-window rows.
 pub const BASE: usize = 0;
@@ -19,10 +19,14 @@ pub struct KvLayout {
 }
 
 impl KvLayout {
-    /// The blob shape for a model: iSWA models write two sections.
-    pub fn shape_for(n_swa: u32) -> BlobShape {
+    /// The blob shape for a model: iSWA models write two sections, and cells carry an ext
+    /// where the cache keeps one.
+    pub fn shape_for(n_swa: u32, cell_ext: CellExt) -> BlobShape {
         BlobShape {
-            cell_ext_bytes: 0,
+            cell_ext_bytes: match cell_ext {
+                CellExt::None => 0,
+                _ => blob::CELL_EXT_BYTES,
+            },
             sections: if n_swa > 0 { 2 } else { 1 },
             v_layers_per_section: None,
         }

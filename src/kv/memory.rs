@@ -19,22 +19,56 @@
 //! `session::live::checkpoints`), and a hybrid's attention rows in pages like any
 //! attention cache: a conversation is reused as it stands where its log is extended, else
 //! from the last checkpoint before the prompt parts from it (with the pages before it), in
-//! memory or stored, and the rest is recomputed. Where the pages cannot hold the attention
-//! cells (cells with an ext, a hybrid's sliding window), the state at the log's end is kept
-//! whole, as one object (`session::live::state`).
+//! memory or stored, and the rest is recomputed. A hybrid's sliding-window attention is not
+//! paged: its state at the log's end is kept whole, as one object (`session::live::state`).
+//!
+//! Cells may carry an ext (`llama_kv_cell_ext`: M-RoPE's 2-D position and the token), which
+//! pages do not store: for a text token it follows from its position and the token log
+//! ([`CellExt::of_text`]), so a restore writes it from the log and a capture checks that
+//! every cell's ext is that one.
 
 /// The kind of memory a model's sequences live in.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum MemoryKind {
-    /// Attention only: a unified cache (`n_swa == 0`) or iSWA (`n_swa > 0`). `cell_ext`:
-    /// each cell carries 12 bytes more (`llama_kv_cell_ext`: M-RoPE's 2-D position, or the
-    /// token PLE heads hash).
-    Attention { n_swa: u32, cell_ext: bool },
+    /// Attention only: a unified cache (`n_swa == 0`) or iSWA (`n_swa > 0`), whose cells
+    /// carry `cell_ext`.
+    Attention { n_swa: u32, cell_ext: CellExt },
     /// A recurrent state per sequence and no attention cache.
     Recurrent,
     /// Attention layers (a unified cache; `n_swa` and `cell_ext` as for
     /// [`MemoryKind::Attention`]) and recurrent layers.
-    Hybrid { n_swa: u32, cell_ext: bool },
+    Hybrid { n_swa: u32, cell_ext: CellExt },
+}
+
+/// What each cache cell carries beside its position: llama.cpp writes a 12-byte
+/// `llama_kv_cell_ext` (`i32 x, i32 y, i32 tok`) per cell of a model with M-RoPE or PLE
+/// heads (`llama_kv_cache::has_cell_ext`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum CellExt {
+    #[default]
+    None,
+    /// PLE heads: the token (`x`, `y` zero).
+    Token,
+    /// M-RoPE (`LLAMA_ROPE_TYPE_MROPE`/`IMROPE`): the 2-D position and the token.
+    Position2d,
+}
+
+impl CellExt {
+    /// The ext llama.cpp keeps for text token `token` at `pos` (`None`: cells carry none).
+    /// A text token's M-RoPE position is `[p, p, p, 0]` (`llama-batch.cpp`), and
+    /// `apply_ubatch` takes `x` from its third component and `y` from its second.
+    pub fn of_text(self, pos: i32, token: i32) -> Option<[u8; 12]> {
+        let (x, y) = match self {
+            CellExt::None => return None,
+            CellExt::Token => (0, 0),
+            CellExt::Position2d => (pos, pos),
+        };
+        let mut ext = [0u8; 12];
+        ext[..4].copy_from_slice(&x.to_le_bytes());
+        ext[4..8].copy_from_slice(&y.to_le_bytes());
+        ext[8..].copy_from_slice(&token.to_le_bytes());
+        Some(ext)
+    }
 }
 
 /// What llama.cpp says about a loaded model, and what its metadata adds.
@@ -46,9 +80,9 @@ pub struct MemoryFacts {
     pub hybrid: bool,
     /// The sliding window of the SWA layers (0 for none).
     pub n_swa: u32,
-    /// The model ropes with M-RoPE (`LLAMA_ROPE_TYPE_MROPE`/`IMROPE`: the cache keeps each
-    /// cell's 2-D position) or has PLE heads (the cache keeps each cell's token).
-    pub cell_ext: bool,
+    /// What the cache keeps per cell: M-RoPE models each cell's 2-D position and token,
+    /// models with PLE heads its token.
+    pub cell_ext: CellExt,
 }
 
 impl MemoryKind {
@@ -69,21 +103,24 @@ impl MemoryKind {
     }
 
     /// Whether a sequence's attention rows are cut into pages, stored and reassembled (a
-    /// hybrid's beside its recurrent state, [`Self::recurrent`]). Not yet for cells with an
-    /// ext: the pages do not carry it, so such a model's sessions keep their whole state
-    /// instead. Nor for a hybrid's sliding window: pages of a window are kept in a section
-    /// of their own, which llama.cpp's hybrid memory does not write.
+    /// hybrid's beside its recurrent state, [`Self::recurrent`]). Not yet for a hybrid's
+    /// sliding window: pages of a window are kept in a section of their own, which
+    /// llama.cpp's hybrid memory does not write.
     pub fn pages(self) -> bool {
         matches!(
             self,
-            MemoryKind::Attention {
-                cell_ext: false,
-                ..
-            } | MemoryKind::Hybrid {
-                n_swa: 0,
-                cell_ext: false,
-            }
+            MemoryKind::Attention { .. } | MemoryKind::Hybrid { n_swa: 0, .. }
         )
+    }
+
+    /// What the attention cells carry beside their position.
+    pub fn cell_ext(self) -> CellExt {
+        match self {
+            MemoryKind::Attention { cell_ext, .. } | MemoryKind::Hybrid { cell_ext, .. } => {
+                cell_ext
+            }
+            MemoryKind::Recurrent => CellExt::None,
+        }
     }
 
     /// Whether a sequence's state has a part that is not per token (recurrent and hybrid
@@ -136,28 +173,17 @@ impl MemoryKind {
     /// Why a conversation of this model is not paged, for the one log line that says so.
     pub fn unpaged_reason(self) -> Option<&'static str> {
         match self {
-            MemoryKind::Attention {
-                cell_ext: false, ..
-            } => None,
-            MemoryKind::Attention { .. } => Some(
-                "its cache cells carry M-RoPE positions, which kvrun's pages do not hold yet: \
-                 sessions keep the token log and the whole state at its end, cut back where \
-                 a prompt parts from the log",
-            ),
+            MemoryKind::Attention { .. } | MemoryKind::Hybrid { n_swa: 0, .. } => None,
             MemoryKind::Recurrent => Some(
                 "its recurrent state cannot be cut into token pages: sessions keep the token \
                  log, the whole state at its end and checkpoints at page boundaries; a prompt \
                  that parts from a log starts from the last checkpoint before it",
             ),
-            MemoryKind::Hybrid {
-                n_swa: 0,
-                cell_ext: false,
-            } => None,
             MemoryKind::Hybrid { .. } => Some(
-                "its attention cells carry M-RoPE positions or a sliding window, which \
-                 kvrun's pages do not hold yet: sessions keep the token log, the whole state \
-                 at its end and checkpoints at page boundaries; a prompt that parts from a \
-                 log starts from the last checkpoint before it",
+                "its attention keeps a sliding window, which kvrun's pages do not hold for a \
+                 hybrid yet: sessions keep the token log, the whole state at its end and \
+                 checkpoints at page boundaries; a prompt that parts from a log starts from \
+                 the last checkpoint before it",
             ),
         }
     }
@@ -167,7 +193,9 @@ impl MemoryKind {
 mod tests {
     use super::*;
 
-    fn facts(recurrent: bool, hybrid: bool, n_swa: u32, cell_ext: bool) -> MemoryFacts {
+    const M: CellExt = CellExt::Position2d;
+
+    fn facts(recurrent: bool, hybrid: bool, n_swa: u32, cell_ext: CellExt) -> MemoryFacts {
         MemoryFacts {
             recurrent,
             hybrid,
@@ -179,8 +207,9 @@ mod tests {
     #[test]
     fn attention_caches_are_paged_cut_and_shared() {
         for kind in [
-            MemoryKind::of(facts(false, false, 0, false)),
-            MemoryKind::of(facts(false, false, 512, false)),
+            MemoryKind::of(facts(false, false, 0, CellExt::None)),
+            MemoryKind::of(facts(false, false, 512, CellExt::None)),
+            MemoryKind::of(facts(false, false, 0, M)),
         ] {
             assert!(
                 kind.pages() && kind.cuts() && kind.shares_ranges() && !kind.recurrent(),
@@ -188,14 +217,8 @@ mod tests {
             );
             assert!(kind.unpaged_reason().is_none());
         }
-        assert_eq!(MemoryKind::of(facts(false, false, 512, false)).n_swa(), 512);
-    }
-
-    #[test]
-    fn cells_with_an_ext_are_cut_and_shared_in_memory_but_not_paged() {
-        let kind = MemoryKind::of(facts(false, false, 0, true));
-        assert!(kind.cuts() && kind.shares_ranges());
-        assert!(!kind.pages() && kind.unpaged_reason().is_some());
+        assert_eq!(MemoryKind::of(facts(false, false, 512, M)).n_swa(), 512);
+        assert_eq!(MemoryKind::of(facts(false, false, 0, M)).cell_ext(), M);
     }
 
     #[test]
@@ -204,10 +227,22 @@ mod tests {
         // llama.cpp reports a hybrid model as not recurrent; either flag alone is enough.
         // (facts, kind, paged)
         for (f, want, paged) in [
-            (facts(true, false, 0, false), MemoryKind::Recurrent, false),
-            (facts(false, true, 0, false), hybrid(0, false), true),
-            (facts(false, true, 0, true), hybrid(0, true), false),
-            (facts(true, true, 4096, false), hybrid(4096, false), false),
+            (
+                facts(true, false, 0, CellExt::None),
+                MemoryKind::Recurrent,
+                false,
+            ),
+            (
+                facts(false, true, 0, CellExt::None),
+                hybrid(0, CellExt::None),
+                true,
+            ),
+            (facts(false, true, 0, M), hybrid(0, M), true),
+            (
+                facts(true, true, 4096, CellExt::None),
+                hybrid(4096, CellExt::None),
+                false,
+            ),
         ] {
             let kind = MemoryKind::of(f);
             assert_eq!(kind, want);
@@ -216,5 +251,15 @@ mod tests {
             assert_eq!(kind.n_swa(), 0);
             assert_eq!(kind.unpaged_reason().is_none(), paged, "{kind:?}");
         }
+    }
+
+    #[test]
+    fn a_text_cells_ext_is_its_position_twice_and_its_token() {
+        assert_eq!(CellExt::None.of_text(7, 3), None);
+        let ext = M.of_text(7, 300).unwrap();
+        let word = |i: usize| i32::from_le_bytes(ext[i * 4..i * 4 + 4].try_into().unwrap());
+        assert_eq!((word(0), word(1), word(2)), (7, 7, 300));
+        let ext = CellExt::Token.of_text(7, 300).unwrap();
+        assert_eq!(ext[..8], [0; 8]);
     }
 }

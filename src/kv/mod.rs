@@ -9,7 +9,7 @@ pub mod memory;
 pub mod page;
 
 pub use layout::KvLayout;
-pub use memory::{MemoryFacts, MemoryKind};
+pub use memory::{CellExt, MemoryFacts, MemoryKind};
 pub use page::{PageKey, TailRecord};
 
 #[derive(Debug, thiserror::Error)]

@@ -98,7 +98,11 @@ impl Model {
             recurrent: inner.is_recurrent(),
             hybrid: inner.is_hybrid(),
             n_swa,
-            cell_ext: mrope || ple,
+            cell_ext: match (mrope, ple) {
+                (true, _) => crate::kv::CellExt::Position2d,
+                (false, true) => crate::kv::CellExt::Token,
+                (false, false) => crate::kv::CellExt::None,
+            },
         });
         let int = |key: &str| {
             meta(&format!("{architecture}.{key}")).and_then(|v| v.trim().parse::<u64>().ok())
@@ -110,7 +114,7 @@ impl Model {
         let kv_values_per_cell = match memory {
             crate::kv::MemoryKind::Attention {
                 n_swa: 0,
-                cell_ext: false,
+                cell_ext: crate::kv::CellExt::None,
             } => kv_values_per_cell_bound,
             _ => None,
         };

@@ -8,10 +8,10 @@ use std::ops::Range;
 use std::sync::Arc;
 use std::time::Instant;
 
-use crate::kv::blob::{self, CellMeta, Section, SectionParts};
+use crate::kv::blob::{self, CellExts, CellMeta, Section, SectionParts};
 use crate::kv::layout::{concat_cells, layer_widths};
 use crate::kv::{KvLayout, MemoryKind};
-use crate::llama::{Context, KvCapture};
+use crate::llama::{Context, KvCapture, TokenId};
 use crate::sequence::MAIN_SEQ;
 use crate::session::kv_error::{LiveError, LiveResult as Result};
 use crate::store::Payload;
@@ -86,12 +86,14 @@ pub struct CapturedRows {
     pub parse_ms: f64,
 }
 
-/// Reads the rows of `positions` of the main sequence. With `swa_only`, only the sliding
-/// window section is read (the cheap per-page capture during prefill).
+/// Reads the rows of `positions` of the main sequence, whose token log is `tokens`. With
+/// `swa_only`, only the sliding window section is read (the cheap per-page capture during
+/// prefill). Where cells carry an ext, each must be the one its text token has: pages do
+/// not store it, a restore writes it from the log.
 pub fn capture(
     ctx: &mut Context<'_>,
     slot: Slot,
-    memory: MemoryKind,
+    (memory, tokens): (MemoryKind, &[TokenId]),
     positions: Range<usize>,
     swa_only: bool,
 ) -> Result<CapturedRows> {
@@ -107,7 +109,7 @@ pub fn capture(
     let bytes = bytes?;
     let parse_started = Instant::now();
     let state_get_ms = (parse_started - started).as_secs_f64() * 1e3;
-    let mut shape = KvLayout::shape_for(memory.n_swa());
+    let mut shape = KvLayout::shape_for(memory.n_swa(), memory.cell_ext());
     if swa_only {
         shape.sections = 1;
     }
@@ -120,6 +122,11 @@ pub fn capture(
                 "llama.cpp returned no cells for positions {positions:?}"
             ))
         })?;
+        let exts = CellExts {
+            kind: memory.cell_ext(),
+            tokens,
+        };
+        check_exts(section, exts)?;
         rows.push(rows_in_position_order(section, layout, &bytes)?);
     }
     drop(state);
@@ -140,6 +147,23 @@ pub fn capture(
             parse_ms,
         }
     })
+}
+
+/// Checks that every cell's ext is the one [`CellExts`] gives its position (the cell of a
+/// text token of the log): else a restore from pages would not be this state.
+fn check_exts(section: &Section<'_>, exts: CellExts<'_>) -> Result<()> {
+    for cell in &section.cells {
+        let want = exts
+            .at(cell.pos.max(0) as usize)
+            .map_err(LiveError::blob("reading llama.cpp's KV state"))?;
+        if cell.ext != want {
+            return Err(LiveError::internal(format!(
+                "the cache cell at position {} carries another ext than its text token's",
+                cell.pos
+            )));
+        }
+    }
+    Ok(())
 }
 
 /// The section's rows ordered by position (cells come in cache-slot order, and a
@@ -286,13 +310,13 @@ impl RestorePhases {
     }
 }
 
-/// Assembles a blob from validated pages (and `recurrent`, a hybrid memory's recurrent
-/// part, after them) and loads it into the slot's (empty) sequence, adding the time of both
-/// steps to `phases`.
+/// Assembles a blob from validated pages (its cells' ext from `exts`, and `recurrent`, a
+/// hybrid memory's recurrent part, after them) and loads it into the slot's (empty)
+/// sequence, adding the time of both steps to `phases`.
 pub fn restore_into(
     ctx: &mut Context<'_>,
     slot: Slot,
-    layout: &KvLayout,
+    (layout, exts): (&KvLayout, CellExts<'_>),
     sections: &[RestoreSection<'_>],
     recurrent: &[u8],
     phases: &mut RestorePhases,
@@ -303,18 +327,11 @@ pub fn restore_into(
             "restore sections do not match the layout",
         ));
     }
-    let metas: Vec<Vec<CellMeta>> = sections
+    let metas = sections
         .iter()
-        .map(|s| {
-            (s.first_pos..s.first_pos + s.count)
-                .map(|pos| CellMeta {
-                    pos: pos as i32,
-                    seq_id: slot.seq,
-                    ext: None,
-                })
-                .collect()
-        })
-        .collect();
+        .map(|s| exts.cells(slot.seq, s.first_pos, s.count))
+        .collect::<std::result::Result<Vec<Vec<CellMeta>>, _>>()
+        .map_err(LiveError::blob("assembling the KV state"))?;
     let parts: Vec<SectionParts<'_>> = sections
         .iter()
         .zip(&metas)
@@ -421,6 +438,7 @@ pub fn probe_layout(
     }
     let bytes = bytes?;
     let n_swa = memory.n_swa();
-    let state = parse_attention(&bytes, &KvLayout::shape_for(n_swa), memory)?;
+    let shape = KvLayout::shape_for(n_swa, memory.cell_ext());
+    let state = parse_attention(&bytes, &shape, memory)?;
     Ok(KvLayout::from_state(&state, n_swa)?)
 }

@@ -316,7 +316,13 @@ impl<'c> LiveSession<'c> {
             return;
         }
         let index = positions.start / self.page_tokens;
-        let rows = match capture::capture(ctx, self.slot, self.memory, positions.clone(), false) {
+        let rows = match capture::capture(
+            ctx,
+            self.slot,
+            (self.memory, tokens),
+            positions.clone(),
+            false,
+        ) {
             Ok(rows) => rows,
             Err(e) => {
                 if self.n_swa() > 0 {

@@ -25,7 +25,7 @@ fn round_trip(model_path: &std::path::Path, flash_attn: FlashAttn, kv_type: KvTy
     let n_swa = model.facts().n_swa;
     for what in [KvCapture::Full, KvCapture::SlidingWindowOnly] {
         let bytes = ctx.state_get(0, what).unwrap();
-        let mut shape = KvLayout::shape_for(n_swa);
+        let mut shape = KvLayout::shape_for(n_swa, kvrun::kv::CellExt::None);
         if what == KvCapture::SlidingWindowOnly && n_swa > 0 {
             shape.sections = 1;
         }
@@ -69,7 +69,11 @@ fn round_trip(model_path: &std::path::Path, flash_attn: FlashAttn, kv_type: KvTy
     }
     // The iSWA cache writes two sections, the unified one a single section.
     let bytes = ctx.state_get(0, KvCapture::Full).unwrap();
-    let state = blob::parse(&bytes, &KvLayout::shape_for(n_swa)).unwrap();
+    let state = blob::parse(
+        &bytes,
+        &KvLayout::shape_for(n_swa, kvrun::kv::CellExt::None),
+    )
+    .unwrap();
     assert_eq!(state.sections.len(), if n_swa > 0 { 2 } else { 1 });
 }
 

@@ -9,6 +9,53 @@
 
 use super::rows::{k_header, section_size, v_header, write_blob_header, write_cells_and_dims};
 use super::{BlobError, CellMeta, SectionLayout};
+use crate::kv::CellExt;
+
+/// Where a laid-out blob's cells get their ext (`llama_kv_cell_ext`): nowhere when the
+/// cache keeps none, else from the text token at each cell's position in `tokens` (the
+/// token log), as llama.cpp computed it ([`CellExt::of_text`]).
+#[derive(Clone, Copy, Debug)]
+pub struct CellExts<'a> {
+    pub kind: CellExt,
+    pub tokens: &'a [i32],
+}
+
+impl CellExts<'_> {
+    /// Cells without an ext.
+    pub const NONE: CellExts<'static> = CellExts {
+        kind: CellExt::None,
+        tokens: &[],
+    };
+
+    /// The ext of the cell at `pos`; an error where the log has no token there.
+    pub fn at(&self, pos: usize) -> Result<Option<[u8; 12]>, BlobError> {
+        if self.kind == CellExt::None {
+            return Ok(None);
+        }
+        let token = self.tokens.get(pos).ok_or(BlobError::Assemble(
+            "a cell's ext needs a token the log lacks",
+        ))?;
+        Ok(self.kind.of_text(pos as i32, *token))
+    }
+
+    /// The cells of consecutive positions from `first`, tagged `seq_id`.
+    pub fn cells(
+        &self,
+        seq_id: i32,
+        first: usize,
+        count: usize,
+    ) -> Result<Vec<CellMeta>, BlobError> {
+        (first..first + count)
+            .map(|pos| {
+                Ok(CellMeta {
+                    pos: pos as i32,
+                    seq_id,
+                    ext: self.at(pos)?,
+                })
+            })
+            .collect()
+    }
+}
 
 /// One section of a frame: consecutive positions from `first_pos`, filled by chunks of
 /// consecutive cells (a page, part of a page, a tail) of `chunk_cells` cells each.
@@ -32,7 +79,7 @@ impl BlobFrame {
     /// Lays out a one-stream blob of `seq_id` holding `sections` (every cell tagged
     /// `seq_id`, no cell ext). The row areas are zero until filled.
     pub fn new(seq_id: i32, sections: &[FrameSection<'_>]) -> Result<Self, BlobError> {
-        Self::new_in(Vec::new(), seq_id, sections, &[])
+        Self::new_in(Vec::new(), (seq_id, CellExts::NONE), sections, &[])
     }
 
     /// [`Self::new`] in a buffer of an earlier frame (a restore in chunks reuses one, so
@@ -40,10 +87,10 @@ impl BlobFrame {
     /// zeroed: the row areas hold stale bytes until they are filled, and a frame whose
     /// fill failed must not be loaded (as with any failed fill). `trailer` follows the
     /// sections as it is: a hybrid memory's recurrent part, which llama.cpp reads after
-    /// the attention cells.
+    /// the attention cells. Every cell is tagged `seq_id` and gets its ext from `exts`.
     pub fn new_in(
         mut bytes: Vec<u8>,
-        seq_id: i32,
+        (seq_id, exts): (i32, CellExts<'_>),
         sections: &[FrameSection<'_>],
         trailer: &[u8],
     ) -> Result<Self, BlobError> {
@@ -63,19 +110,14 @@ impl BlobFrame {
             if count == 0 {
                 return Err(BlobError::Assemble("a frame section needs cells"));
             }
-            let cells: Vec<CellMeta> = (s.first_pos..s.first_pos + count)
-                .map(|pos| CellMeta {
-                    pos: pos as i32,
-                    seq_id,
-                    ext: None,
-                })
-                .collect();
+            let cells = exts.cells(seq_id, s.first_pos, count)?;
             let mut prelude = 1u32.to_le_bytes().to_vec();
             write_cells_and_dims(cell_count, &cells, layout, &mut prelude);
             let rows = count
                 .checked_mul(layout.bytes_per_cell() as usize)
                 .ok_or(BlobError::Assemble("blob size overflows"))?;
-            size = section_size(Some(layout), 1, count, false, rows)
+            let has_ext = exts.kind != CellExt::None;
+            size = section_size(Some(layout), 1, count, has_ext, rows)
                 .and_then(|x| size.checked_add(x))
                 .ok_or(BlobError::Assemble("blob size overflows"))?;
             preludes.push((prelude, count));
@@ -294,7 +336,8 @@ mod tests {
             first_pos: 0,
             chunk_cells: vec![3],
         }];
-        let mut frame = BlobFrame::new_in(Vec::new(), 2, &section, &trailer).unwrap();
+        let mut frame =
+            BlobFrame::new_in(Vec::new(), (2, CellExts::NONE), &section, &trailer).unwrap();
         fill_chunk(&l, &rows, 3, 0, &mut frame.chunk_areas()[0][0]).unwrap();
         let bytes = frame.into_bytes();
         let mut plain = BlobFrame::new(2, &section).unwrap();

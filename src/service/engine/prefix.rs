@@ -93,13 +93,13 @@ mod tests {
 
     const ATTENTION: MemoryKind = MemoryKind::Attention {
         n_swa: 0,
-        cell_ext: false,
+        cell_ext: crate::kv::CellExt::None,
     };
 
     fn swa(n_swa: u32) -> MemoryKind {
         MemoryKind::Attention {
             n_swa,
-            cell_ext: false,
+            cell_ext: crate::kv::CellExt::None,
         }
     }
 
@@ -196,7 +196,7 @@ mod tests {
             MemoryKind::Recurrent,
             MemoryKind::Hybrid {
                 n_swa: 0,
-                cell_ext: false,
+                cell_ext: crate::kv::CellExt::None,
             },
         ] {
             let at = |c: HotCandidate, checkpoint| HotCandidate { checkpoint, ..c };
@@ -226,7 +226,7 @@ mod tests {
             MemoryKind::Recurrent,
             MemoryKind::Hybrid {
                 n_swa: 0,
-                cell_ext: false,
+                cell_ext: crate::kv::CellExt::None,
             },
         ] {
             // The prompt extends the whole sequence: kept as it stands.

@@ -24,6 +24,8 @@ pub(super) struct Branch {
     /// Tokens of the prompt the snapshot's cells hold (the parting point).
     pub keep: usize,
     pub snapshot: KvSnapshot,
+    /// The log's tokens the snapshot holds (the cells' ext follow from them).
+    pub tokens: Vec<TokenId>,
 }
 
 impl LiveSession<'_> {
@@ -51,7 +53,12 @@ impl LiveSession<'_> {
                 continue;
             }
             if let Some(snapshot) = self.branch_snapshot(&log, keep) {
-                best = Some(Branch { keep, snapshot });
+                let tokens = log.tokens[..snapshot.kv_len].to_vec();
+                best = Some(Branch {
+                    keep,
+                    snapshot,
+                    tokens,
+                });
             }
         }
         best
@@ -133,7 +140,8 @@ impl LiveSession<'_> {
         let cut = branch.snapshot.kv_len - branch.keep;
         // Another session's damaged object says nothing about this session's own pages.
         let recompute_whole = self.recompute_whole;
-        let restored = self.load_pages_to_cut(ctx, &branch.snapshot, cut, report)?;
+        let snap = (&branch.snapshot, &branch.tokens[..]);
+        let restored = self.load_pages_to_cut(ctx, snap, cut, report)?;
         self.recompute_whole = recompute_whole;
         if restored == 0 {
             ctx.clear_seq(seq);

@@ -8,7 +8,7 @@ use std::time::Instant;
 
 use super::page_read::{read_placed, PlacedRead};
 use super::restore_plan::RestorePlan;
-use crate::kv::blob::{fill_chunk, BlobFrame, FrameSection};
+use crate::kv::blob::{fill_chunk, BlobFrame, CellExts, FrameSection};
 use crate::kv::layout::{layer_widths, BASE, SWA};
 use crate::kv::{KvLayout, TailRecord};
 use crate::session::capture::RestorePhases;
@@ -27,6 +27,8 @@ pub(super) struct ChunkReader<'a> {
     /// A hybrid memory's recurrent part, after the attention sections (empty for attention
     /// alone). It goes in every chunk's blob, so such a restore is one chunk.
     pub recurrent: &'a [u8],
+    /// Where the cells' ext comes from.
+    pub exts: CellExts<'a>,
     pub page_tokens: usize,
     pub seq: i32,
 }
@@ -72,7 +74,8 @@ impl ChunkReader<'_> {
             });
         }
         let widths: Vec<Vec<usize>> = sections.iter().map(|s| layer_widths(s.layout)).collect();
-        let mut frame = BlobFrame::new_in(buffer, self.seq, &sections, self.recurrent).ok()?;
+        let mut frame =
+            BlobFrame::new_in(buffer, (self.seq, self.exts), &sections, self.recurrent).ok()?;
         let ids = &self.snap.pages[first..first + plan.pages];
         let mut areas = frame.chunk_areas();
         // The tail's areas (the last chunk of each section) are filled on this thread while

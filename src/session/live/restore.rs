@@ -11,9 +11,10 @@ use super::page_read::{read_pages, PageRequest};
 use super::restore_choice::{choose_restore, current_rates, record_restore, SourceRange};
 use super::restore_plan::{plan_restore, tail_matches, PlanInput, RestorePlan};
 use super::{LiveSession, RestoreReport};
+use crate::kv::blob::CellExts;
 use crate::kv::layout::{slice_cells, BASE, SWA};
 use crate::kv::{KvLayout, TailRecord};
-use crate::llama::Context;
+use crate::llama::{Context, TokenId};
 use crate::sequence::Sequence;
 use crate::session::capture::{self, RestorePhases, RestoreSection};
 use crate::session::identity::bind_snapshot;
@@ -135,11 +136,12 @@ impl LiveSession<'_> {
                 }
             ));
         }
-        self.load_pages(ctx, &bound.snapshot, report)
+        self.load_pages(ctx, (&bound.snapshot, &m.tokens), report)
     }
 
     /// Reads and verifies pages, picks the furthest restore point they support
     /// ([`plan_restore`]), and loads it. Returns the number of tokens now in the cache.
+    /// `snap` comes with the token log its cells hold (their ext follows from it).
     ///
     /// The common case, every object intact, reads each page straight into its place in
     /// the blob handed to llama.cpp. When a read fails (or the cache's V is transposed and
@@ -148,7 +150,7 @@ impl LiveSession<'_> {
     pub(super) fn load_pages(
         &mut self,
         ctx: &mut Context<'_>,
-        snap: &KvSnapshot,
+        snap: (&KvSnapshot, &[TokenId]),
         report: &mut RestoreReport,
     ) -> Result<usize> {
         self.load_pages_to_cut(ctx, snap, 0, report)
@@ -160,10 +162,14 @@ impl LiveSession<'_> {
     pub(super) fn load_pages_to_cut(
         &mut self,
         ctx: &mut Context<'_>,
-        snap: &KvSnapshot,
+        (snap, tokens): (&KvSnapshot, &[TokenId]),
         cut: usize,
         report: &mut RestoreReport,
     ) -> Result<usize> {
+        let exts = CellExts {
+            kind: self.memory.cell_ext(),
+            tokens,
+        };
         let layout = self
             .layout
             .clone()
@@ -232,9 +238,14 @@ impl LiveSession<'_> {
                 return Ok(0);
             }
             let started = Instant::now();
-            if let Some(loaded) =
-                self.load_in_place(ctx, snap, &layout, (plan, trailer), tail_record, report)
-            {
+            if let Some(loaded) = self.load_in_place(
+                ctx,
+                (snap, exts),
+                &layout,
+                (plan, trailer),
+                tail_record,
+                report,
+            ) {
                 self.note_tail(tail.as_ref(), tail_cells, report);
                 let loaded = self.check_recurrent_load(ctx, loaded, plan.end);
                 if loaded.is_ok() {
@@ -353,7 +364,7 @@ impl LiveSession<'_> {
         let loaded = capture::restore_into(
             ctx,
             self.slot,
-            &layout,
+            (&layout, exts),
             &sections,
             trailer,
             &mut report.phases,
@@ -389,7 +400,7 @@ impl LiveSession<'_> {
     fn load_in_place(
         &mut self,
         ctx: &mut Context<'_>,
-        snap: &KvSnapshot,
+        (snap, exts): (&KvSnapshot, CellExts<'_>),
         layout: &KvLayout,
         (plan, recurrent): (&RestorePlan, &[u8]),
         tail: Option<&TailRecord>,
@@ -424,6 +435,7 @@ impl LiveSession<'_> {
             layout,
             tail,
             recurrent,
+            exts,
             page_tokens: p,
             seq: self.slot.seq,
         };

@@ -118,7 +118,7 @@ impl LiveSession<'_> {
             tail: None,
             batch_starts: Default::default(),
         };
-        self.load_pages(ctx, &snap, report)
+        self.load_pages(ctx, (&snap, tokens), report)
     }
 
     /// Loads this session's own saved snapshot, its tail included (the partial last page,

@@ -202,7 +202,13 @@ impl LiveSession<'_> {
         let capture_from = (first_missing * p).min(boundary);
         let mut captured = None;
         if kv_len > capture_from {
-            let rows = capture::capture(ctx, self.slot, self.memory, capture_from..kv_len, false)?;
+            let rows = capture::capture(
+                ctx,
+                self.slot,
+                (self.memory, tokens),
+                capture_from..kv_len,
+                false,
+            )?;
             report.phases.capture_ms = rows.state_get_ms;
             report.phases.parse_ms = rows.parse_ms;
             captured = Some(rows);
