@@ -70,6 +70,8 @@ pub type ChunkAreas<'b> = Vec<Vec<&'b mut [u8]>>;
 
 pub struct BlobFrame {
     bytes: Vec<u8>,
+    /// Where the trailer starts: it runs to the end.
+    trailer_at: usize,
     /// Per section: per layer block, where its rows start and its bytes per cell.
     blocks: Vec<Vec<(usize, usize)>>,
     chunk_cells: Vec<Vec<usize>>,
@@ -79,20 +81,21 @@ impl BlobFrame {
     /// Lays out a one-stream blob of `seq_id` holding `sections` (every cell tagged
     /// `seq_id`, no cell ext). The row areas are zero until filled.
     pub fn new(seq_id: i32, sections: &[FrameSection<'_>]) -> Result<Self, BlobError> {
-        Self::new_in(Vec::new(), (seq_id, CellExts::NONE), sections, &[])
+        Self::new_in(Vec::new(), (seq_id, CellExts::NONE), sections, 0)
     }
 
     /// [`Self::new`] in a buffer of an earlier frame (a restore in chunks reuses one, so
     /// its memory is touched fresh only once). Where the buffer is long enough it is not
     /// zeroed: the row areas hold stale bytes until they are filled, and a frame whose
-    /// fill failed must not be loaded (as with any failed fill). `trailer` follows the
-    /// sections as it is: a hybrid memory's recurrent part, which llama.cpp reads after
-    /// the attention cells. Every cell is tagged `seq_id` and gets its ext from `exts`.
+    /// fill failed must not be loaded (as with any failed fill). `trailer_len` bytes follow
+    /// the sections, to be filled like the rows ([`Self::areas`]): a hybrid memory's
+    /// recurrent part, which llama.cpp reads after the attention cells. Every cell is
+    /// tagged `seq_id` and gets its ext from `exts`.
     pub fn new_in(
         mut bytes: Vec<u8>,
         (seq_id, exts): (i32, CellExts<'_>),
         sections: &[FrameSection<'_>],
-        trailer: &[u8],
+        trailer_len: usize,
     ) -> Result<Self, BlobError> {
         let mut preludes = Vec::with_capacity(sections.len());
         let mut size = 8usize;
@@ -122,8 +125,9 @@ impl BlobFrame {
                 .ok_or(BlobError::Assemble("blob size overflows"))?;
             preludes.push((prelude, count));
         }
+        let trailer_at = size;
         size = size
-            .checked_add(trailer.len())
+            .checked_add(trailer_len)
             .ok_or(BlobError::Assemble("blob size overflows"))?;
         // New bytes are zeroed by the allocator (fresh pages), not by a pass over the
         // buffer: the reads that fill the rows are the first to touch most of it.
@@ -150,10 +154,10 @@ impl BlobFrame {
             }
             blocks.push(section_blocks);
         }
-        at = put(&mut bytes, at, trailer);
-        debug_assert_eq!(at, size);
+        debug_assert_eq!(at, trailer_at);
         Ok(Self {
             bytes,
+            trailer_at,
             blocks,
             chunk_cells: sections.iter().map(|s| s.chunk_cells.clone()).collect(),
         })
@@ -161,12 +165,18 @@ impl BlobFrame {
 
     /// Every chunk's row areas, by section then chunk: disjoint slices of the frame.
     pub fn chunk_areas(&mut self) -> Vec<ChunkAreas<'_>> {
+        self.areas().0
+    }
+
+    /// Every chunk's row areas (as [`Self::chunk_areas`]) and the trailer's.
+    pub fn areas(&mut self) -> (Vec<ChunkAreas<'_>>, &mut [u8]) {
+        let (rows, trailer) = self.bytes.split_at_mut(self.trailer_at);
         let mut out: Vec<ChunkAreas<'_>> = self
             .chunk_cells
             .iter()
             .map(|chunks| chunks.iter().map(|_| Vec::new()).collect())
             .collect();
-        let mut rest: &mut [u8] = &mut self.bytes;
+        let mut rest: &mut [u8] = rows;
         let mut at = 0;
         for (si, blocks) in self.blocks.iter().enumerate() {
             for &(start, width) in blocks {
@@ -180,7 +190,7 @@ impl BlobFrame {
                 }
             }
         }
-        out
+        (out, trailer)
     }
 
     /// The finished blob.
@@ -337,8 +347,11 @@ mod tests {
             chunk_cells: vec![3],
         }];
         let mut frame =
-            BlobFrame::new_in(Vec::new(), (2, CellExts::NONE), &section, &trailer).unwrap();
-        fill_chunk(&l, &rows, 3, 0, &mut frame.chunk_areas()[0][0]).unwrap();
+            BlobFrame::new_in(Vec::new(), (2, CellExts::NONE), &section, trailer.len()).unwrap();
+        let (mut areas, trailer_area) = frame.areas();
+        fill_chunk(&l, &rows, 3, 0, &mut areas[0][0]).unwrap();
+        trailer_area.copy_from_slice(&trailer);
+        drop(areas);
         let bytes = frame.into_bytes();
         let mut plain = BlobFrame::new(2, &section).unwrap();
         fill_chunk(&l, &rows, 3, 0, &mut plain.chunk_areas()[0][0]).unwrap();

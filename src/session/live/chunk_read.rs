@@ -8,6 +8,7 @@ use std::time::Instant;
 
 use super::page_read::{read_placed, PlacedRead};
 use super::restore_plan::RestorePlan;
+use super::restore_recurrent::RecurrentSource;
 use crate::kv::blob::{fill_chunk, BlobFrame, CellExts, FrameSection};
 use crate::kv::layout::{layer_widths, BASE, SWA};
 use crate::kv::{KvLayout, TailRecord};
@@ -24,9 +25,9 @@ pub(super) struct ChunkReader<'a> {
     pub snap: &'a KvSnapshot,
     pub layout: &'a KvLayout,
     pub tail: Option<&'a TailRecord>,
-    /// A hybrid memory's recurrent part, after the attention sections (empty for attention
-    /// alone). It goes in every chunk's blob, so such a restore is one chunk.
-    pub recurrent: &'a [u8],
+    /// The checkpoint whose recurrent part follows the attention sections (a hybrid
+    /// memory's). It goes in every chunk's blob, so such a restore is one chunk.
+    pub recurrent: Option<RecurrentSource>,
     /// Where the cells' ext comes from.
     pub exts: CellExts<'a>,
     pub page_tokens: usize,
@@ -74,10 +75,15 @@ impl ChunkReader<'_> {
             });
         }
         let widths: Vec<Vec<usize>> = sections.iter().map(|s| layer_widths(s.layout)).collect();
-        let mut frame =
-            BlobFrame::new_in(buffer, (self.seq, self.exts), &sections, self.recurrent).ok()?;
+        let mut frame = BlobFrame::new_in(
+            buffer,
+            (self.seq, self.exts),
+            &sections,
+            self.recurrent.map_or(0, |r| r.trailer_len()),
+        )
+        .ok()?;
         let ids = &self.snap.pages[first..first + plan.pages];
-        let mut areas = frame.chunk_areas();
+        let (mut areas, trailer) = frame.areas();
         // The tail's areas (the last chunk of each section) are filled on this thread while
         // the readers fill the pages'.
         let mut tail_areas = Vec::new();
@@ -111,6 +117,17 @@ impl ChunkReader<'_> {
                     areas,
                 });
             }
+        }
+        // The recurrent part is read into place like a page of one-byte cells, its blob
+        // header skipped.
+        if let Some(r) = self.recurrent {
+            reads.push(PlacedRead {
+                id: r.object,
+                cells: r.payload_len,
+                skip_cells: RecurrentSource::SKIP,
+                widths: &[1],
+                areas: vec![trailer],
+            });
         }
         let (done, tail) = std::thread::scope(|scope| {
             let reading = scope.spawn(|| read_placed(self.store, self.warm, reads));

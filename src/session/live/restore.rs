@@ -10,6 +10,7 @@ use super::chunk_read::ChunkReader;
 use super::page_read::{read_pages, PageRequest};
 use super::restore_choice::{choose_restore, current_rates, record_restore, SourceRange};
 use super::restore_plan::{plan_restore, tail_matches, PlanInput, RestorePlan};
+use super::restore_recurrent::{limit_plan, RecurrentSource};
 use super::{LiveSession, RestoreReport};
 use crate::kv::blob::CellExts;
 use crate::kv::layout::{slice_cells, BASE, SWA};
@@ -209,14 +210,11 @@ impl LiveSession<'_> {
             return Ok(self.recompute_whole(snap, report));
         }
         if let Some(plan) = &optimistic {
-            let recurrent = match self.recurrent_part(snap, plan.end, report) {
+            let recurrent = match self.recurrent_source(snap, plan.end, report) {
                 Some(None) => return Ok(0),
-                part => part.flatten(),
+                source => source.flatten(),
             };
-            let plan = &recurrent
-                .as_ref()
-                .map_or(plan.clone(), |r| r.limit(plan, p));
-            let trailer = recurrent.as_ref().map_or(&[][..], |r| r.trailer());
+            let plan = &recurrent.map_or(plan.clone(), |r| limit_plan(plan, r.kv_len, p));
             // Restore or recompute, from this process's running estimates (on a CPU loading
             // all but always wins; without a prefill estimate it is not even asked).
             let bytes = plan_bytes(&layout, plan);
@@ -242,7 +240,7 @@ impl LiveSession<'_> {
                 ctx,
                 (snap, exts),
                 &layout,
-                (plan, trailer),
+                (plan, recurrent),
                 tail_record,
                 report,
             ) {
@@ -317,7 +315,7 @@ impl LiveSession<'_> {
         };
         let plan = recurrent
             .as_ref()
-            .map_or(plan.clone(), |r| r.limit(&plan, p));
+            .map_or(plan.clone(), |r| limit_plan(&plan, r.kv_len, p));
         let trailer = recurrent.as_ref().map_or(&[][..], |r| r.trailer());
         let tail_rows = |swa: bool| {
             tail_record.filter(|_| plan.tail_cells > 0).map(|t| {
@@ -402,7 +400,7 @@ impl LiveSession<'_> {
         ctx: &mut Context<'_>,
         (snap, exts): (&KvSnapshot, CellExts<'_>),
         layout: &KvLayout,
-        (plan, recurrent): (&RestorePlan, &[u8]),
+        (plan, recurrent): (&RestorePlan, Option<RecurrentSource>),
         tail: Option<&TailRecord>,
         report: &mut RestoreReport,
     ) -> Option<Result<()>> {

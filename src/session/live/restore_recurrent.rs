@@ -16,6 +16,7 @@ use crate::llama::Context;
 use crate::session::capture;
 use crate::session::kv_error::{LiveError, LiveResult as Result};
 use crate::session::manifest::{KvSnapshot, StateCheckpoint};
+use crate::store::ObjectId;
 
 /// Bytes before the recurrent part in a checkpoint blob: llama.cpp's magic and seq id.
 const BLOB_HEADER: usize = 8;
@@ -31,19 +32,38 @@ impl RecurrentPart {
     pub fn trailer(&self) -> &[u8] {
         &self.blob[BLOB_HEADER..]
     }
+}
 
-    /// `plan` ending where this state ends: at a page boundary before a plan's end, the
-    /// pages after it (and the tail) are left for prefill.
-    pub fn limit(&self, plan: &RestorePlan, page_tokens: usize) -> RestorePlan {
-        if self.kv_len >= plan.end {
-            return plan.clone();
-        }
-        RestorePlan {
-            end: self.kv_len,
-            pages: self.kv_len / page_tokens,
-            tail_cells: 0,
-            window: None,
-        }
+/// A stored checkpoint a restore reads straight into the blob it lays out: the state after
+/// `kv_len` tokens, whose payload is `payload_len` bytes (checked as it is read).
+#[derive(Debug, Clone, Copy)]
+pub(super) struct RecurrentSource {
+    pub kv_len: usize,
+    pub object: ObjectId,
+    pub payload_len: usize,
+}
+
+impl RecurrentSource {
+    /// Bytes of its payload before the recurrent part.
+    pub const SKIP: usize = BLOB_HEADER;
+
+    /// Bytes of the recurrent part, as it follows the attention sections in a full blob.
+    pub fn trailer_len(&self) -> usize {
+        self.payload_len - BLOB_HEADER
+    }
+}
+
+/// `plan` ending where a recurrent state after `kv_len` tokens ends: at a page boundary
+/// before a plan's end, the pages after it (and the tail) are left for prefill.
+pub(super) fn limit_plan(plan: &RestorePlan, kv_len: usize, page_tokens: usize) -> RestorePlan {
+    if kv_len >= plan.end {
+        return plan.clone();
+    }
+    RestorePlan {
+        end: kv_len,
+        pages: kv_len / page_tokens,
+        tail_cells: 0,
+        window: None,
     }
 }
 
@@ -61,24 +81,7 @@ impl LiveSession<'_> {
         if !self.memory.recurrent() {
             return None;
         }
-        let p = self.page_tokens;
-        let mut candidates = Vec::new();
-        if let Some(tail) = snap.tail.filter(|_| end == snap.kv_len) {
-            candidates.push((snap.kv_len, PageKey::checkpoint_id(&tail)));
-        }
-        let pages = (end / p).min(snap.pages.len());
-        candidates.extend(
-            (1..=pages)
-                .rev()
-                .map(|k| (k * p, PageKey::checkpoint_id(&snap.pages[k - 1]))),
-        );
-        let store = self.catalog.store();
-        for (kv_len, object) in candidates {
-            let held = self.warm.as_deref().is_some_and(|w| w.contains(&object))
-                || store.contains(&object).unwrap_or(false);
-            if !held || self.ledger.damaged.contains(&object) {
-                continue;
-            }
+        for (kv_len, object) in self.recurrent_candidates(snap, end) {
             let checkpoint = StateCheckpoint { kv_len, object };
             let what = match kv_len == snap.kv_len {
                 true => "state",
@@ -97,6 +100,65 @@ impl LiveSession<'_> {
             }
             return Some(Some(RecurrentPart { kv_len, blob }));
         }
+        self.no_recurrent_state(end, report);
+        Some(None)
+    }
+
+    /// [`Self::recurrent_part`], to be read into place: the latest candidate whose object
+    /// is stored with a valid header. Its payload is checked as it is read; a damaged one
+    /// fails that read, and the restore falls back to [`Self::recurrent_part`].
+    pub(super) fn recurrent_source(
+        &mut self,
+        snap: &KvSnapshot,
+        end: usize,
+        report: &mut RestoreReport,
+    ) -> Option<Option<RecurrentSource>> {
+        if !self.memory.recurrent() {
+            return None;
+        }
+        let store = self.catalog.store();
+        for (kv_len, object) in self.recurrent_candidates(snap, end) {
+            let Ok(reader) = store.open_payload(&object) else {
+                continue;
+            };
+            let payload_len = reader.len() as usize;
+            if payload_len > BLOB_HEADER {
+                return Some(Some(RecurrentSource {
+                    kv_len,
+                    object,
+                    payload_len,
+                }));
+            }
+        }
+        self.no_recurrent_state(end, report);
+        Some(None)
+    }
+
+    /// The recurrent states a restore of `snap` up to `end` could end at, latest first,
+    /// that the store (or the warm pool) holds and no read found damaged: after the tail
+    /// when `end` is the snapshot's, then at each page boundary.
+    fn recurrent_candidates(&self, snap: &KvSnapshot, end: usize) -> Vec<(usize, ObjectId)> {
+        let p = self.page_tokens;
+        let mut candidates = Vec::new();
+        if let Some(tail) = snap.tail.filter(|_| end == snap.kv_len) {
+            candidates.push((snap.kv_len, PageKey::checkpoint_id(&tail)));
+        }
+        let pages = (end / p).min(snap.pages.len());
+        candidates.extend(
+            (1..=pages)
+                .rev()
+                .map(|k| (k * p, PageKey::checkpoint_id(&snap.pages[k - 1]))),
+        );
+        let store = self.catalog.store();
+        candidates.retain(|(_, object)| {
+            let held = self.warm.as_deref().is_some_and(|w| w.contains(object))
+                || store.contains(object).unwrap_or(false);
+            held && !self.ledger.damaged.contains(object)
+        });
+        candidates
+    }
+
+    fn no_recurrent_state(&self, end: usize, report: &mut RestoreReport) {
         if end > 0 {
             report.warnings.push(format!(
                 "session '{}': no recurrent state is stored for the first {end} tokens; \
@@ -104,7 +166,6 @@ impl LiveSession<'_> {
                 self.name
             ));
         }
-        Some(None)
     }
 
     /// A hybrid load counts only if the sequence then holds exactly the plan's `end`
