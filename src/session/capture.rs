@@ -84,6 +84,11 @@ pub struct CapturedRows {
     /// Parsing the state, and copying its rows into position order where they are not in
     /// order already (a wrapped sliding-window ring, transposed V), in milliseconds.
     pub parse_ms: f64,
+    /// A hybrid memory's recurrent state at the capture, as a checkpoint blob (the
+    /// capture's blob header, then the recurrent part llama.cpp wrote after the attention
+    /// cells): the save keeps it as the state at the log's end without reading it again.
+    /// The header names the scratch sequence, which no reader uses.
+    pub recurrent: Option<Payload>,
 }
 
 /// Reads the rows of `positions` of the main sequence, whose token log is `tokens`. With
@@ -114,7 +119,11 @@ pub fn capture(
         shape.sections = 1;
     }
     let bytes = Arc::new(bytes);
-    let state = parse_attention(&bytes, &shape, memory)?;
+    let (state, attention_end) = parse_attention(&bytes, &shape, memory)?;
+    let recurrent = match memory.recurrent() && !swa_only {
+        true => Payload::gathered(Arc::clone(&bytes), vec![0..8, attention_end..bytes.len()]),
+        false => None,
+    };
     let mut rows = Vec::new();
     for section in &state.sections {
         let layout = section.layout.clone().ok_or_else(|| {
@@ -138,6 +147,7 @@ pub fn capture(
             swa: rows.next(),
             state_get_ms,
             parse_ms,
+            recurrent,
         }
     } else {
         CapturedRows {
@@ -145,6 +155,7 @@ pub fn capture(
             swa: rows.next(),
             state_get_ms,
             parse_ms,
+            recurrent,
         }
     })
 }
@@ -406,17 +417,17 @@ pub fn empty(ctx: &mut Context<'_>, slot: Slot) {
     }
 }
 
-/// The attention sections of a state read from the context. A hybrid memory writes its
-/// recurrent part after them (the whole state, whatever range was asked for), which pages
-/// do not hold: it is kept as a checkpoint instead.
+/// The attention sections of a state read from the context, and where they end. A hybrid
+/// memory writes its recurrent part after them (the whole state, whatever range was asked
+/// for), which pages do not hold: it is kept as a checkpoint instead.
 fn parse_attention<'a>(
     bytes: &'a [u8],
     shape: &blob::BlobShape,
     memory: MemoryKind,
-) -> Result<blob::SeqState<'a>> {
+) -> Result<(blob::SeqState<'a>, usize)> {
     let parsed = match memory.recurrent() {
-        true => blob::parse_attention(bytes, shape).map(|(state, _)| state),
-        false => blob::parse(bytes, shape),
+        true => blob::parse_attention(bytes, shape),
+        false => blob::parse(bytes, shape).map(|state| (state, bytes.len())),
     };
     parsed.map_err(LiveError::blob("reading llama.cpp's KV state"))
 }
@@ -439,6 +450,6 @@ pub fn probe_layout(
     let bytes = bytes?;
     let n_swa = memory.n_swa();
     let shape = KvLayout::shape_for(n_swa, memory.cell_ext());
-    let state = parse_attention(&bytes, &shape, memory)?;
+    let (state, _) = parse_attention(&bytes, &shape, memory)?;
     Ok(KvLayout::from_state(&state, n_swa)?)
 }

@@ -247,9 +247,11 @@ impl LiveSession<'_> {
             kv_len,
             tokens,
         )?;
-        drop(captured);
+        let recurrent = captured.and_then(|c| c.recurrent);
         let snapshot_end = tail.as_ref().or(ids.last());
-        let state = self.plan_state(ctx, seq, snapshot_end, &mut |job| objects.push(job))?;
+        let state = self.plan_state(ctx, seq, (snapshot_end, recurrent), &mut |job| {
+            objects.push(job)
+        })?;
         let checkpoints = self.plan_checkpoints(seq, &mut |job| objects.push(job))?;
         report.phases.slice_ms = ms(slice_started);
         for job in &objects {

@@ -26,13 +26,13 @@ impl LiveSession<'_> {
     /// already (the log has not moved since the last save). A hybrid whose attention is
     /// paged keeps only its recurrent state here, as the checkpoint after the snapshot's
     /// last object (`snapshot_end`: its tail, else its last page), which any log ending in
-    /// the same tokens shares. `None` for attention alone, or a sequence with nothing in
-    /// the cache.
+    /// the same tokens shares; taken from the save's capture (`captured`) where it has
+    /// one. `None` for attention alone, or a sequence with nothing in the cache.
     pub(super) fn plan_state(
         &mut self,
         ctx: &Context<'_>,
         seq: &Sequence,
-        snapshot_end: Option<&ObjectId>,
+        (snapshot_end, captured): (Option<&ObjectId>, Option<Payload>),
         emit: &mut dyn FnMut(PutJob),
     ) -> Result<Option<StateCheckpoint>> {
         let kv_len = seq.kv_len();
@@ -48,11 +48,15 @@ impl LiveSession<'_> {
         if !self.ledger.damaged.contains(&object) && self.is_stored_or_queued(&object)? {
             return Ok(Some(StateCheckpoint { kv_len, object }));
         }
-        let bytes = ctx.state_get(self.slot.seq, what)?;
+        // (Only a hybrid's capture carries its recurrent state.)
+        let payload = match captured.filter(|_| what == KvCapture::Checkpoint) {
+            Some(payload) => payload,
+            None => Payload::Owned(ctx.state_get(self.slot.seq, what)?),
+        };
         emit(PutJob {
             id: object,
             kind: ObjectKind::State,
-            payload: Payload::Owned(bytes),
+            payload,
             replace: self.ledger.damaged.remove(&object),
             keep: false,
         });
