@@ -353,6 +353,13 @@ fn show(env: &Env, args: SessionShowArgs) -> Result<ExitCode> {
                 s.swa_pages.len(),
                 if s.tail.is_some() { "a tail" } else { "no tail" }
             )?;
+            if let Some(state) = &manifest.state {
+                writeln!(
+                    out,
+                    "state     {} tokens: the recurrent state at the log's end, one object",
+                    state.kv_len
+                )?;
+            }
         }
         None => match &manifest.state {
             Some(state) => writeln!(

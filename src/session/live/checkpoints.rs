@@ -6,10 +6,11 @@
 //! - Recurrent and hybrid models: each save keeps the hot sequence's checkpoints
 //!   ([`crate::sequence::Checkpoints`]) as objects named by the page chain
 //!   ([`crate::kv::PageKey::checkpoint_id`]), so sessions whose logs agree share them. A
-//!   restore loads the last one at or before the parting point; a hybrid's attention cells
-//!   come from the whole state at the log's end, cut there.
-//! - Attention caches whose cells carry M-RoPE positions can be cut: the whole state is
-//!   loaded and cut at the parting point.
+//!   restore loads the last one at or before the parting point; an unpaged hybrid's
+//!   attention cells come from the whole state at the log's end, cut there. (A paged
+//!   hybrid's restore takes them from its pages: `restore_recurrent.rs`.)
+//! - A memory that can be cut (no model kvrun loads has one unpaged now; kept for the
+//!   kinds `MemoryKind` may add): the whole state is loaded and cut at the parting point.
 //!
 //! Every id is recomputed from the prompt's own tokens, so an object loads only as the
 //! state of exactly the tokens it names; llama.cpp checks every size it reads, and the

@@ -1,5 +1,5 @@
-//! Sessions of a memory kvrun does not page (recurrent models, M-RoPE caches, hybrids
-//! whose attention is not paged): besides the token log, each save keeps llama.cpp's whole
+//! Sessions of a memory kvrun does not page (recurrent models, hybrids whose attention keeps
+//! a sliding window): besides the token log, each save keeps llama.cpp's whole
 //! state of the sequence at the end of the log as one object, named by every token it
 //! holds. A restore of the same session, or a request that extends its log, loads it
 //! instead of recomputing the log. (A hybrid with paged attention keeps only its recurrent
