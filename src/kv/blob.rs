@@ -44,6 +44,8 @@ pub use self::rows::{
 
 /// `io_magic` in `llama-context.cpp`: first four bytes of every per-sequence state blob.
 pub const SEQ_STATE_MAGIC: u32 = 0xaf14_3cd8;
+/// Bytes of the blob header: the magic and the `seq_id` ([`write_blob_header`]).
+pub const SEQ_HEADER_BYTES: usize = 8;
 /// `LLAMA_MAX_SEQ` of the pinned llama.cpp: `n_stream` is 1 or `n_seq_max`, never more.
 pub const MAX_STREAMS: u32 = 256;
 /// Bytes of `llama_kv_cell_ext` (`i32 x, i32 y, i32 tok`) for M-RoPE / PLE models.

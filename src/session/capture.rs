@@ -121,7 +121,10 @@ pub fn capture(
     let bytes = Arc::new(bytes);
     let (state, attention_end) = parse_attention(&bytes, &shape, memory)?;
     let recurrent = match memory.recurrent() && !swa_only {
-        true => Payload::gathered(Arc::clone(&bytes), vec![0..8, attention_end..bytes.len()]),
+        true => {
+            let header = 0..blob::SEQ_HEADER_BYTES;
+            Payload::gathered(Arc::clone(&bytes), vec![header, attention_end..bytes.len()])
+        }
         false => None,
     };
     let mut rows = Vec::new();

@@ -10,16 +10,13 @@
 
 use super::restore_plan::RestorePlan;
 use super::{LiveSession, RestoreReport};
-use crate::kv::blob::SEQ_STATE_MAGIC;
+use crate::kv::blob::{SEQ_HEADER_BYTES as BLOB_HEADER, SEQ_STATE_MAGIC};
 use crate::kv::PageKey;
 use crate::llama::Context;
 use crate::session::capture;
 use crate::session::kv_error::{LiveError, LiveResult as Result};
 use crate::session::manifest::{KvSnapshot, StateCheckpoint};
 use crate::store::ObjectId;
-
-/// Bytes before the recurrent part in a checkpoint blob: llama.cpp's magic and seq id.
-const BLOB_HEADER: usize = 8;
 
 /// A checkpoint read for a restore: the state after `kv_len` tokens.
 pub(super) struct RecurrentPart {
@@ -78,30 +75,23 @@ impl LiveSession<'_> {
         end: usize,
         report: &mut RestoreReport,
     ) -> Option<Option<RecurrentPart>> {
-        if !self.memory.recurrent() {
-            return None;
-        }
-        for (kv_len, object) in self.recurrent_candidates(snap, end) {
+        self.first_recurrent(snap, end, report, |this, kv_len, object, report| {
             let checkpoint = StateCheckpoint { kv_len, object };
             let what = match kv_len == snap.kv_len {
                 true => "state",
                 false => "checkpoint",
             };
-            let Some(blob) = self.read_state_object(&checkpoint, what, report) else {
-                continue;
-            };
+            let blob = this.read_state_object(&checkpoint, what, report)?;
             if blob.len() < BLOB_HEADER || blob[..4] != SEQ_STATE_MAGIC.to_le_bytes() {
                 report.warnings.push(format!(
                     "session '{}': its saved recurrent state ({object}) is not a state \
                      blob; passing it over",
-                    self.name
+                    this.name
                 ));
-                continue;
+                return None;
             }
-            return Some(Some(RecurrentPart { kv_len, blob }));
-        }
-        self.no_recurrent_state(end, report);
-        Some(None)
+            Some(RecurrentPart { kv_len, blob })
+        })
     }
 
     /// [`Self::recurrent_part`], to be read into place: the latest candidate whose object
@@ -113,52 +103,50 @@ impl LiveSession<'_> {
         end: usize,
         report: &mut RestoreReport,
     ) -> Option<Option<RecurrentSource>> {
+        self.first_recurrent(snap, end, report, |this, kv_len, object, _| {
+            let reader = this.catalog.store().open_payload(&object).ok()?;
+            let payload_len = reader.len() as usize;
+            (payload_len > BLOB_HEADER).then_some(RecurrentSource {
+                kv_len,
+                object,
+                payload_len,
+            })
+        })
+    }
+
+    /// The first recurrent state `take` accepts among those a restore of `snap` up to `end`
+    /// could end at, latest first (after the tail when `end` is the snapshot's, then at each
+    /// page boundary), asked only of those the store (or the warm pool) holds and no read
+    /// found damaged. `None` for attention alone; `Some(None)`, with a warning, when none
+    /// is taken.
+    fn first_recurrent<T>(
+        &mut self,
+        snap: &KvSnapshot,
+        end: usize,
+        report: &mut RestoreReport,
+        mut take: impl FnMut(&mut Self, usize, ObjectId, &mut RestoreReport) -> Option<T>,
+    ) -> Option<Option<T>> {
         if !self.memory.recurrent() {
             return None;
         }
-        let store = self.catalog.store();
-        for (kv_len, object) in self.recurrent_candidates(snap, end) {
-            let Ok(reader) = store.open_payload(&object) else {
+        let p = self.page_tokens;
+        let after_tail = snap
+            .tail
+            .filter(|_| end == snap.kv_len)
+            .map(|tail| (snap.kv_len, PageKey::checkpoint_id(&tail)));
+        let boundaries = (1..=(end / p).min(snap.pages.len()))
+            .rev()
+            .map(|k| (k * p, PageKey::checkpoint_id(&snap.pages[k - 1])));
+        for (kv_len, object) in after_tail.into_iter().chain(boundaries) {
+            let held = self.warm.as_deref().is_some_and(|w| w.contains(&object))
+                || self.catalog.store().contains(&object).unwrap_or(false);
+            if !held || self.ledger.damaged.contains(&object) {
                 continue;
-            };
-            let payload_len = reader.len() as usize;
-            if payload_len > BLOB_HEADER {
-                return Some(Some(RecurrentSource {
-                    kv_len,
-                    object,
-                    payload_len,
-                }));
+            }
+            if let Some(found) = take(self, kv_len, object, report) {
+                return Some(Some(found));
             }
         }
-        self.no_recurrent_state(end, report);
-        Some(None)
-    }
-
-    /// The recurrent states a restore of `snap` up to `end` could end at, latest first,
-    /// that the store (or the warm pool) holds and no read found damaged: after the tail
-    /// when `end` is the snapshot's, then at each page boundary.
-    fn recurrent_candidates(&self, snap: &KvSnapshot, end: usize) -> Vec<(usize, ObjectId)> {
-        let p = self.page_tokens;
-        let mut candidates = Vec::new();
-        if let Some(tail) = snap.tail.filter(|_| end == snap.kv_len) {
-            candidates.push((snap.kv_len, PageKey::checkpoint_id(&tail)));
-        }
-        let pages = (end / p).min(snap.pages.len());
-        candidates.extend(
-            (1..=pages)
-                .rev()
-                .map(|k| (k * p, PageKey::checkpoint_id(&snap.pages[k - 1]))),
-        );
-        let store = self.catalog.store();
-        candidates.retain(|(_, object)| {
-            let held = self.warm.as_deref().is_some_and(|w| w.contains(object))
-                || store.contains(object).unwrap_or(false);
-            held && !self.ledger.damaged.contains(object)
-        });
-        candidates
-    }
-
-    fn no_recurrent_state(&self, end: usize, report: &mut RestoreReport) {
         if end > 0 {
             report.warnings.push(format!(
                 "session '{}': no recurrent state is stored for the first {end} tokens; \
@@ -166,6 +154,7 @@ impl LiveSession<'_> {
                 self.name
             ));
         }
+        Some(None)
     }
 
     /// A hybrid load counts only if the sequence then holds exactly the plan's `end`
