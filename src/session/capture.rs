@@ -376,9 +376,20 @@ pub fn load_blob(
     blob: &[u8],
     phases: &mut RestorePhases,
 ) -> Result<()> {
-    let started = Instant::now();
     empty(ctx, slot);
-    let loaded = ctx.state_set(slot.seq, blob, KvCapture::Full);
+    set_state(ctx, slot, (blob, KvCapture::Full), phases)
+}
+
+/// `state_set` of the slot's sequence; a refused blob empties the slot. The time goes to
+/// `phases.load_ms`.
+fn set_state(
+    ctx: &mut Context<'_>,
+    slot: Slot,
+    (blob, what): (&[u8], KvCapture),
+    phases: &mut RestorePhases,
+) -> Result<()> {
+    let started = Instant::now();
+    let loaded = ctx.state_set(slot.seq, blob, what);
     if loaded.is_err() {
         empty(ctx, slot);
     }
@@ -408,6 +419,36 @@ pub fn append_blob(
     }
     phases.load_ms += started.elapsed().as_secs_f64() * 1e3;
     Ok(loaded?)
+}
+
+/// A hybrid memory's recurrent part for no cells, as llama.cpp writes it after the attention
+/// sections of a blob (its layer headers, no rows): what every chunk of a chunked hybrid
+/// restore carries, so that a chunk loads attention cells only. Read from the (empty)
+/// scratch sequence, so it always matches this context.
+pub fn empty_recurrent_part(ctx: &mut Context<'_>, slot: Slot) -> Result<Vec<u8>> {
+    if ctx.seq_len(slot.scratch) != 0 {
+        return Err(LiveError::internal("the scratch sequence is not empty"));
+    }
+    let blob = ctx.state_get(slot.scratch, KvCapture::Checkpoint)?;
+    match blob.get(blob::SEQ_HEADER_BYTES..blob::SEQ_HEADER_BYTES + 4) {
+        Some(cells) if cells == 0u32.to_le_bytes() => Ok(blob[blob::SEQ_HEADER_BYTES..].to_vec()),
+        _ => Err(LiveError::internal(
+            "an empty sequence's recurrent state holds cells",
+        )),
+    }
+}
+
+/// Loads a checkpoint (a [`KvCapture::Checkpoint`] blob: the recurrent state alone) into the
+/// slot's sequence after its attention cells are in place; llama.cpp's `PARTIAL_ONLY` read
+/// replaces the sequence's recurrent state and leaves its attention cells as they are. A
+/// refused checkpoint empties the slot. The time goes to `phases.load_ms`.
+pub fn load_recurrent(
+    ctx: &mut Context<'_>,
+    slot: Slot,
+    blob: &[u8],
+    phases: &mut RestorePhases,
+) -> Result<()> {
+    set_state(ctx, slot, (blob, KvCapture::Checkpoint), phases)
 }
 
 /// Empties the slot's sequence; an exclusive slot empties the whole cache so the next cells

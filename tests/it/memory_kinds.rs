@@ -63,6 +63,16 @@ fn turn_output(home: &Home, model: &Path, session: &str, text: &str) -> std::pro
     greedy_session_turn(home, model, session, text, "16", &[])
 }
 
+/// The chunks a paged hybrid's restore loaded before its recurrent state, from its debug
+/// log (0 when none was logged).
+fn chunked_restore(log: &str) -> usize {
+    log.lines()
+        .filter(|l| l.contains("then the recurrent state at"))
+        .filter_map(|l| l.split(" in ").nth(1)?.split(' ').next()?.parse().ok())
+        .max()
+        .unwrap_or(0)
+}
+
 /// Without this, every exactness check below could pass with a broken restore: a model
 /// that forgets its prompt's opening gives the same answer whatever was restored. The two
 /// openings are one token each, so every later token keeps its position. (The windowed
@@ -95,7 +105,8 @@ fn the_tiny_models_remember_a_prompts_opening_hundreds_of_tokens_later() {
 }
 
 /// Save, restore in a new process, continue: the same tokens and log-probabilities as one
-/// process that never stopped, the whole log restored from the saved state.
+/// process that never stopped, the whole log restored from the saved state (in chunks of a
+/// page).
 #[test]
 fn a_session_returns_in_a_new_process_exactly_from_its_saved_state() {
     let turns = [
@@ -107,10 +118,23 @@ fn a_session_returns_in_a_new_process_exactly_from_its_saved_state() {
     for arch in ARCHS {
         let model = tiny_memory_model(arch);
         let expected = uninterrupted(&model, 4096, true, &turns, 16);
-        let home = Home::new();
+        // A page per chunk: a paged hybrid's restore then loads many attention chunks, each
+        // with an empty recurrent part, and its checkpoint after them (the other tests
+        // here restore these small sessions in one chunk).
+        let home = Home::new()
+            .with_env("KVRUN_RESTORE_CHUNK_BYTES", "1")
+            .with_env("KVRUN_LOG", "kvrun=debug");
+        let is_paged = paged(&model);
         let mut decoded = 0;
         for (i, text) in turns.iter().enumerate() {
-            let v = turn(&home, &model, "split", text);
+            let out = turn_output(&home, &model, "split", text);
+            assert!(out.status.success(), "{}", stderr(&out));
+            let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+            if i > 0 && is_paged {
+                let log = stderr(&out);
+                let chunks = chunked_restore(&log);
+                assert!(chunks > 1, "{arch:?} turn {i}: {chunks} chunks\n{log}");
+            }
             // Everything the last turn decoded, that is all but its last sampled token.
             assert_eq!(v["restored_tokens"], decoded, "{arch:?} turn {i}: {v}");
             decoded = v["session_tokens"].as_u64().unwrap() - 1;
@@ -134,7 +158,7 @@ fn a_session_returns_in_a_new_process_exactly_from_its_saved_state() {
         // cells in pages where they can be paged.
         let manifest = manifest_json(&home, "split");
         assert!(manifest["tokens"].as_array().is_some_and(|t| t.len() > 100));
-        match paged(&model) {
+        match is_paged {
             true => assert_eq!(manifest["snapshot"]["kv_len"], decoded, "{arch:?}"),
             false => assert!(manifest["snapshot"].is_null(), "{arch:?}: pages"),
         }

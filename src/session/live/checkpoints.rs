@@ -31,11 +31,6 @@ pub(super) enum UnpagedStart {
     Nothing,
     /// The whole state at the saved log's end: the prompt extends all of it.
     State(StateCheckpoint),
-    /// The whole state, cut back to `keep` (a memory that can be cut).
-    Cut {
-        state: StateCheckpoint,
-        keep: usize,
-    },
     /// A checkpoint; a hybrid's attention cells from `state`, cut at the checkpoint.
     Checkpoint {
         state: Option<StateCheckpoint>,
@@ -49,7 +44,6 @@ impl UnpagedStart {
         match self {
             UnpagedStart::Nothing => 0,
             UnpagedStart::State(s) => s.kv_len,
-            UnpagedStart::Cut { keep, .. } => *keep,
             UnpagedStart::Checkpoint { checkpoint, .. } => checkpoint.kv_len,
         }
     }
@@ -127,19 +121,15 @@ impl LiveSession<'_> {
 
     /// Where `prompt` starts from in the store: the whole state when it extends this
     /// session's saved log, else the furthest start any saved log of this model gives (its
-    /// own first on a tie): the last checkpoint before the prompt parts from that log, or,
-    /// for a memory that can be cut, that log's whole state cut there. The prompt's last
-    /// token is always decoded.
+    /// own first on a tie): the last checkpoint before the prompt parts from that log. The
+    /// prompt's last token is always decoded. (Only recurrent memory, and hybrids whose
+    /// attention keeps a sliding window, are not paged; none of them can be cut.)
     pub(super) fn unpaged_start(&self, prompt: &[TokenId]) -> UnpagedStart {
         if let Some(state) = self.prompt_state(prompt) {
             return UnpagedStart::State(state);
         }
         let limit = prompt.len().saturating_sub(1);
-        let ids = if self.memory.cuts() {
-            Vec::new()
-        } else {
-            self.checkpoint_ids(&prompt[..limit])
-        };
+        let ids = self.checkpoint_ids(&prompt[..limit]);
         let mut best = UnpagedStart::Nothing;
         if let Some(m) = &self.saved {
             best = self.start_from(
@@ -187,16 +177,6 @@ impl LiveSession<'_> {
                         .is_some_and(|logged| self.key.state_id(logged) == s.object)
             })
         };
-        if self.memory.cuts() {
-            let keep = usable.min(state.map_or(0, |s| s.kv_len));
-            return match valid_state(keep) {
-                Some(state) if keep > beat => UnpagedStart::Cut {
-                    keep,
-                    state: state.clone(),
-                },
-                _ => UnpagedStart::Nothing,
-            };
-        }
         let p = self.page_tokens;
         let Some(checkpoint) = checkpoints.iter().rev().find(|c| {
             c.kv_len <= usable
@@ -254,31 +234,21 @@ impl LiveSession<'_> {
         report: &mut RestoreReport,
     ) -> usize {
         let seq = self.slot.seq;
-        let (keep, checkpoint) = match start {
+        let (state, checkpoint) = match start {
             UnpagedStart::Nothing => return 0,
             UnpagedStart::State(state) => return self.load_state(ctx, Some(state), report),
-            UnpagedStart::Cut { state, keep } => {
-                if self.load_state(ctx, Some(state), report) == 0 {
-                    return 0;
-                }
-                (keep, None)
-            }
-            UnpagedStart::Checkpoint { state, checkpoint } => {
-                if state.is_some() && self.load_state(ctx, state, report) == 0 {
-                    return 0;
-                }
-                (checkpoint.kv_len, Some(checkpoint))
-            }
+            UnpagedStart::Checkpoint { state, checkpoint } => (state, checkpoint),
         };
-        let back = match &checkpoint {
-            None => ctx.truncate_seq(seq, keep) && ctx.seq_len(seq) == keep,
-            Some(c) => match self.read_state_object(c, "checkpoint", report) {
-                Some(bytes) => ctx.load_checkpoint(seq, &bytes, keep),
-                None => {
-                    ctx.clear_seq(seq);
-                    return 0;
-                }
-            },
+        if state.is_some() && self.load_state(ctx, state, report) == 0 {
+            return 0;
+        }
+        let keep = checkpoint.kv_len;
+        let back = match self.read_state_object(&checkpoint, "checkpoint", report) {
+            Some(bytes) => ctx.load_checkpoint(seq, &bytes, keep),
+            None => {
+                ctx.clear_seq(seq);
+                return 0;
+            }
         };
         if back {
             return keep;

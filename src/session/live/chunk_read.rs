@@ -8,7 +8,6 @@ use std::time::Instant;
 
 use super::page_read::{read_placed, PlacedRead};
 use super::restore_plan::RestorePlan;
-use super::restore_recurrent::RecurrentSource;
 use crate::kv::blob::{fill_chunk, BlobFrame, CellExts, FrameSection};
 use crate::kv::layout::{layer_widths, BASE, SWA};
 use crate::kv::{KvLayout, TailRecord};
@@ -25,9 +24,9 @@ pub(super) struct ChunkReader<'a> {
     pub snap: &'a KvSnapshot,
     pub layout: &'a KvLayout,
     pub tail: Option<&'a TailRecord>,
-    /// The checkpoint whose recurrent part follows the attention sections (a hybrid
-    /// memory's). It goes in every chunk's blob, so such a restore is one chunk.
-    pub recurrent: Option<RecurrentSource>,
+    /// Bytes every chunk's blob carries after its attention sections: a hybrid memory's
+    /// empty recurrent part (its state is loaded after the last chunk), else none.
+    pub trailer: &'a [u8],
     /// Where the cells' ext comes from.
     pub exts: CellExts<'a>,
     pub page_tokens: usize,
@@ -75,15 +74,11 @@ impl ChunkReader<'_> {
             });
         }
         let widths: Vec<Vec<usize>> = sections.iter().map(|s| layer_widths(s.layout)).collect();
-        let mut frame = BlobFrame::new_in(
-            buffer,
-            (self.seq, self.exts),
-            &sections,
-            self.recurrent.map_or(0, |r| r.trailer_len()),
-        )
-        .ok()?;
+        let mut frame =
+            BlobFrame::new_in(buffer, (self.seq, self.exts), &sections, self.trailer.len()).ok()?;
         let ids = &self.snap.pages[first..first + plan.pages];
         let (mut areas, trailer) = frame.areas();
+        trailer.copy_from_slice(self.trailer);
         // The tail's areas (the last chunk of each section) are filled on this thread while
         // the readers fill the pages'.
         let mut tail_areas = Vec::new();
@@ -117,17 +112,6 @@ impl ChunkReader<'_> {
                     areas,
                 });
             }
-        }
-        // The recurrent part is read into place like a page of one-byte cells, its blob
-        // header skipped.
-        if let Some(r) = self.recurrent {
-            reads.push(PlacedRead {
-                id: r.object,
-                cells: r.payload_len,
-                skip_cells: RecurrentSource::SKIP,
-                widths: &[1],
-                areas: vec![trailer],
-            });
         }
         let (done, tail) = std::thread::scope(|scope| {
             let reading = scope.spawn(|| read_placed(self.store, self.warm, reads));

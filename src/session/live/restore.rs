@@ -393,8 +393,11 @@ impl LiveSession<'_> {
     /// tokens of an 8B model), and writing that much fresh memory costs more here than
     /// reading it from disk. The chunks are pipelined: while llama.cpp copies one chunk into
     /// the cache on this thread, the next is read (and verified) into the other buffer.
-    /// `None` when a read failed (nothing usable is loaded then), or the layout cannot be
-    /// filled in place.
+    ///
+    /// A hybrid's chunks carry an empty recurrent part, and its checkpoint (`recurrent`),
+    /// read on a thread of its own meanwhile, is loaded after the last chunk
+    /// ([`capture::load_recurrent`]). `None` when a read failed (nothing usable is loaded
+    /// then), or the layout cannot be filled in place.
     fn load_in_place(
         &mut self,
         ctx: &mut Context<'_>,
@@ -407,14 +410,22 @@ impl LiveSession<'_> {
         let p = self.page_tokens;
         let page_bytes = (p * layout.bytes_per_token(BASE)).max(1);
         // A sliding-window section is loaded with the last chunk's state only, so iSWA
-        // caches (small pages, a fixed window) keep one chunk. So is a hybrid's recurrent
-        // part: a later chunk, loaded into the scratch sequence and shared from there,
-        // would replace the sequence's recurrent state with the scratch's.
-        let per_chunk = match layout.is_iswa() || self.memory.recurrent() {
+        // caches (small pages, a fixed window) keep one chunk.
+        let per_chunk = match layout.is_iswa() {
             true => plan.pages.max(1),
             false => pages_per_chunk(page_bytes, plan.pages),
         };
         let starts: Vec<usize> = (0..plan.pages.max(1)).step_by(per_chunk).collect();
+        tracing::debug!(
+            "session '{}': restoring {} tokens in {} chunks{}",
+            self.name,
+            plan.end,
+            starts.len(),
+            match recurrent {
+                Some(r) => format!(", then the recurrent state at {}", r.kv_len),
+                None => String::new(),
+            }
+        );
         let chunk_plan = |n: usize| {
             let first = starts[n];
             let pages = first..(first + per_chunk).min(plan.pages);
@@ -426,16 +437,22 @@ impl LiveSession<'_> {
                 window: if last { plan.window.clone() } else { None },
             }
         };
+        let slot = self.slot;
+        let trailer = match recurrent {
+            Some(_) => capture::empty_recurrent_part(ctx, slot).ok()?,
+            None => Vec::new(),
+        };
+        let (store, warm) = (self.catalog.store(), self.warm.as_deref());
         let reader = ChunkReader {
-            store: self.catalog.store(),
-            warm: self.warm.as_deref(),
+            store,
+            warm,
             snap,
             layout,
             tail,
-            recurrent,
+            trailer: &trailer,
             exts,
             page_tokens: p,
-            seq: self.slot.seq,
+            seq: slot.seq,
         };
         // Chunk `n`'s read, with the disk started on chunk `n + 1`'s files meanwhile.
         let read = |n: usize, buffer: Vec<u8>, phases: &mut RestorePhases| {
@@ -444,50 +461,74 @@ impl LiveSession<'_> {
             }
             reader.read(&chunk_plan(n), starts[n], buffer, phases)
         };
-        let slot = self.slot;
-        let mut spare = Vec::new();
-        let mut filled = read(0, Vec::new(), &mut report.phases);
-        for n in 0..starts.len() {
-            let Some(blob) = filled.take() else {
-                // The chunks loaded so far go too: the fallback starts from an empty slot.
-                if n > 0 {
-                    capture::empty(ctx, slot);
+        std::thread::scope(|outer| {
+            let checkpoint = recurrent.map(|r| {
+                outer.spawn(move || {
+                    let mut phases = RestorePhases::default();
+                    (r.read(store, warm, &mut phases), phases)
+                })
+            });
+            let mut spare = Vec::new();
+            let mut filled = read(0, Vec::new(), &mut report.phases);
+            for n in 0..starts.len() {
+                let Some(blob) = filled.take() else {
+                    // The chunks loaded so far go too: the fallback starts from an empty slot.
+                    if n > 0 {
+                        capture::empty(ctx, slot);
+                    }
+                    return None;
+                };
+                let sub = chunk_plan(n);
+                let (loaded, next) = std::thread::scope(|scope| {
+                    let next = (n + 1 < starts.len()).then(|| {
+                        let buffer = std::mem::take(&mut spare);
+                        let read = &read;
+                        scope.spawn(move || {
+                            let mut phases = RestorePhases::default();
+                            (read(n + 1, buffer, &mut phases), phases)
+                        })
+                    });
+                    // A later chunk goes through the scratch sequence, and a hybrid's
+                    // `seq_cp` copies the scratch's (empty) recurrent state along with the
+                    // range: harmless, the checkpoint is loaded after the last chunk.
+                    let loaded = match n {
+                        0 => capture::load_blob(ctx, slot, &blob, &mut report.phases),
+                        _ => capture::append_blob(
+                            ctx,
+                            slot,
+                            &blob,
+                            starts[n] * p..sub.end,
+                            &mut report.phases,
+                        ),
+                    };
+                    // A reader only panics on a bug; its chunk then reads as unusable.
+                    (loaded, next.map(|h| h.join().unwrap_or_default()))
+                });
+                if loaded.is_err() {
+                    return Some(loaded);
                 }
+                spare = blob;
+                if let Some((next, phases)) = next {
+                    report.phases.add(&phases);
+                    filled = next;
+                }
+            }
+            let Some(checkpoint) = checkpoint else {
+                return Some(Ok(()));
+            };
+            let (blob, phases) = checkpoint.join().unwrap_or_default();
+            report.phases.add(&phases);
+            let Some(blob) = blob else {
+                capture::empty(ctx, slot);
                 return None;
             };
-            let sub = chunk_plan(n);
-            let (loaded, next) = std::thread::scope(|scope| {
-                let next = (n + 1 < starts.len()).then(|| {
-                    let buffer = std::mem::take(&mut spare);
-                    let read = &read;
-                    scope.spawn(move || {
-                        let mut phases = RestorePhases::default();
-                        (read(n + 1, buffer, &mut phases), phases)
-                    })
-                });
-                let loaded = match n {
-                    0 => capture::load_blob(ctx, slot, &blob, &mut report.phases),
-                    _ => capture::append_blob(
-                        ctx,
-                        slot,
-                        &blob,
-                        starts[n] * p..sub.end,
-                        &mut report.phases,
-                    ),
-                };
-                // A reader only panics on a bug; its chunk then reads as unusable.
-                (loaded, next.map(|h| h.join().unwrap_or_default()))
-            });
-            if loaded.is_err() {
-                return Some(loaded);
-            }
-            spare = blob;
-            if let Some((next, phases)) = next {
-                report.phases.add(&phases);
-                filled = next;
-            }
-        }
-        Some(Ok(()))
+            Some(capture::load_recurrent(
+                ctx,
+                slot,
+                &blob,
+                &mut report.phases,
+            ))
+        })
     }
 
     /// Reads and decodes the tail record.

@@ -2,21 +2,25 @@
 //! ([`crate::kv::MemoryKind::pages`]) keeps its recurrent state beside the pages: at the
 //! snapshot's end and at page boundaries, each as a checkpoint named by the object it
 //! follows ([`PageKey::checkpoint_id`] of a page or of the tail). llama.cpp reads a hybrid's
-//! state as the attention cells followed by the recurrent part, so a restore lays out the
-//! pages of `0..k` and appends the checkpoint at `k`: both are the state of exactly those
-//! tokens, as the uninterrupted run computed them. Without a checkpoint at or before the
-//! end the pages reach, nothing is loaded: a restore never pairs cells with the recurrent
-//! state of other tokens.
+//! state as the attention cells followed by the recurrent part. A restore loads the pages of
+//! `0..k` in chunks, each blob carrying an empty recurrent part, then loads the checkpoint at
+//! `k` alone into the sequence (llama.cpp's `PARTIAL_ONLY` read, which leaves the attention
+//! cells as they are). Both are the state of exactly those tokens, as the uninterrupted run
+//! computed them. Without a checkpoint at or before the end the pages reach, nothing is
+//! loaded: a restore never pairs cells with the recurrent state of other tokens. (After a
+//! damaged read, the restore lays out one blob with the checkpoint's part appended.)
 
+use super::page_read::{read_pages, PageRequest};
 use super::restore_plan::RestorePlan;
 use super::{LiveSession, RestoreReport};
 use crate::kv::blob::{SEQ_HEADER_BYTES as BLOB_HEADER, SEQ_STATE_MAGIC};
 use crate::kv::PageKey;
 use crate::llama::Context;
-use crate::session::capture;
+use crate::session::capture::{self, RestorePhases};
 use crate::session::kv_error::{LiveError, LiveResult as Result};
 use crate::session::manifest::{KvSnapshot, StateCheckpoint};
-use crate::store::ObjectId;
+use crate::store::{ObjectId, ObjectStore};
+use crate::tiers::WarmPool;
 
 /// A checkpoint read for a restore: the state after `kv_len` tokens.
 pub(super) struct RecurrentPart {
@@ -31,7 +35,7 @@ impl RecurrentPart {
     }
 }
 
-/// A stored checkpoint a restore reads straight into the blob it lays out: the state after
+/// A stored checkpoint a chunked restore loads after the attention chunks: the state after
 /// `kv_len` tokens, whose payload is `payload_len` bytes (checked as it is read).
 #[derive(Debug, Clone, Copy)]
 pub(super) struct RecurrentSource {
@@ -41,12 +45,27 @@ pub(super) struct RecurrentSource {
 }
 
 impl RecurrentSource {
-    /// Bytes of its payload before the recurrent part.
-    pub const SKIP: usize = BLOB_HEADER;
-
-    /// Bytes of the recurrent part, as it follows the attention sections in a full blob.
-    pub fn trailer_len(&self) -> usize {
-        self.payload_len - BLOB_HEADER
+    /// Reads and verifies the checkpoint (through the warm pool), adding the time to
+    /// `phases`. It needs no context, so it runs beside the attention chunks' reads and
+    /// loads. `None` when the read failed: the restore then falls back to
+    /// [`LiveSession::recurrent_part`], which reports and passes over a damaged one.
+    pub fn read(
+        &self,
+        store: &ObjectStore,
+        warm: Option<&WarmPool>,
+        phases: &mut RestorePhases,
+    ) -> Option<Vec<u8>> {
+        let read = read_pages(
+            store,
+            warm,
+            &[PageRequest {
+                id: self.object,
+                expected_len: Some(self.payload_len),
+            }],
+        );
+        phases.read_ms += read.read_ms;
+        phases.verify_ms += read.verify_ms;
+        read.results.into_iter().next()?.ok()
     }
 }
 
@@ -94,9 +113,9 @@ impl LiveSession<'_> {
         })
     }
 
-    /// [`Self::recurrent_part`], to be read into place: the latest candidate whose object
-    /// is stored with a valid header. Its payload is checked as it is read; a damaged one
-    /// fails that read, and the restore falls back to [`Self::recurrent_part`].
+    /// [`Self::recurrent_part`], to be read beside the attention chunks: the latest
+    /// candidate whose object is stored. Its payload is checked as it is read; a damaged
+    /// one fails that read, and the restore falls back to [`Self::recurrent_part`].
     pub(super) fn recurrent_source(
         &mut self,
         snap: &KvSnapshot,
