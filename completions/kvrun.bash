@@ -812,7 +812,7 @@ _kvrun() {
                     return 0
                     ;;
                 --shape)
-                    COMPREPLY=($(compgen -W "tiny llama-8b llama-8b-narrow-ffn qwen35-27b-cache" -- "${cur}"))
+                    COMPREPLY=($(compgen -W "tiny llama-8b llama-8b-narrow-ffn qwen35-27b-cache granite-4-h-small-cache" -- "${cur}"))
                     return 0
                     ;;
                 --shape-dir)

@@ -246,6 +246,11 @@ pub enum BenchShape {
     /// heads, 512-wide FFN), random f16 weights: about 0.6 GiB
     #[value(name = "qwen35-27b-cache")]
     Qwen35_27bCache,
+    /// Granite-4.0-H-Small's hybrid cache (4 attention layers: 16 KiB of KV per token; 36
+    /// Mamba2 layers: 146 MiB of state) in a narrow model (256-wide stream, 512-wide FFN),
+    /// random f16 weights: about 0.2 GiB
+    #[value(name = "granite-4-h-small-cache")]
+    Granite4HSmallCache,
 }
 
 #[derive(Debug, Args)]

@@ -6,8 +6,10 @@
 //! - [`write_tiny_llama`] makes a small random-weight llama (f32, f16 or Q4_0 weights) that
 //!   llama.cpp loads and runs; [`TinyLlamaSpec`] scales it up to a real model's shape.
 //! - [`write_tiny_recurrent`] makes the recurrent and hybrid architectures
-//!   ([`TinyRecurrentArch`]) from llama.cpp's tensor lists, with state that carries.
+//!   ([`TinyRecurrentArch`]) from llama.cpp's tensor lists, with state that carries;
+//!   [`qwen35_writer`] and [`granite_writer`] write hybrids with a released model's cache.
 
+mod granite_shape;
 mod q4_0;
 mod recurrent_parts;
 mod rng;
@@ -19,6 +21,7 @@ mod writer;
 #[cfg(test)]
 mod tests;
 
+pub use granite_shape::{granite_writer, GraniteSpec};
 pub use tiny::{tiny_llama_writer, write_tiny_llama, TinyLlamaSpec, WeightFormat, CHATML_TEMPLATE};
 pub use tiny_qwen35::Qwen35Spec;
 pub use tiny_recurrent::{tiny_recurrent_writer, write_tiny_recurrent, TinyRecurrentArch};

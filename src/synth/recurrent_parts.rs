@@ -98,3 +98,61 @@ pub(super) fn conv_kernel(seed: u64, width: u32, channels: u32) -> Vec<f32> {
         .map(|_| rng.uniform() / (width as f32).sqrt())
         .collect()
 }
+
+/// A Mamba2 mixer's sizes (`ssm.*` keys): an `n_embd`-wide stream, `d_inner` channels in
+/// `n_head` heads, each with a `d_state`-wide state per channel, B and C in `n_group`
+/// groups. A sequence's state is `d_state x d_inner` per layer, plus the convolution's last
+/// `D_CONV - 1` inputs of `d_inner + 2 n_group d_state` channels.
+pub(super) struct MambaDims {
+    pub n_embd: u32,
+    pub d_inner: u32,
+    pub d_state: u32,
+    pub n_group: u32,
+    pub n_head: u32,
+}
+
+impl MambaDims {
+    /// The `ssm.*` keys of architecture `a`.
+    pub fn add_keys(&self, w: &mut GgufWriter, a: &str) {
+        w.add_u32(format!("{a}.ssm.conv_kernel"), D_CONV)
+            .add_u32(format!("{a}.ssm.inner_size"), self.d_inner)
+            .add_u32(format!("{a}.ssm.state_size"), self.d_state)
+            .add_u32(format!("{a}.ssm.time_step_rank"), self.n_head)
+            .add_u32(format!("{a}.ssm.group_count"), self.n_group);
+    }
+}
+
+/// One Mamba2 mixer's tensors (mamba2.cpp and granite-hybrid.cpp `load_arch_tensors`).
+pub(super) fn mamba2_mixer(
+    w: &mut GgufWriter,
+    matrix: &mut impl FnMut(&mut GgufWriter, String, u32, u32),
+    dims: &MambaDims,
+    layer: u32,
+    seed: u64,
+) {
+    let name = |t: &str| format!("blk.{layer}.{t}");
+    let (d_inner, n_head) = (dims.d_inner, dims.n_head);
+    let conv_dim = d_inner + 2 * dims.n_group * dims.d_state;
+    let d_in_proj = d_inner + conv_dim + n_head;
+    matrix(w, name("ssm_in.weight"), dims.n_embd, d_in_proj);
+    ssm_conv1d(w, layer, seed ^ (0x5eed_0000 + u64::from(layer)), conv_dim);
+    add_filled(w, name("ssm_conv1d.bias"), conv_dim, 0.0);
+    // dt = softplus(x·W + bias): a negative bias keeps steps small, so slow heads keep
+    // their state for thousands of tokens.
+    add_filled(w, name("ssm_dt.bias"), n_head, -1.0);
+    // Head h decays by exp(dt·A) per token.
+    let a = decay_spread(n_head);
+    w.add_tensor_f32(name("ssm_a"), &[1, n_head.into()], &a);
+    w.add_tensor_f32(
+        name("ssm_d"),
+        &[1, n_head.into()],
+        &vec![1.0; n_head as usize],
+    );
+    let per_group = d_inner / dims.n_group;
+    w.add_tensor_f32(
+        name("ssm_norm.weight"),
+        &[per_group.into(), dims.n_group.into()],
+        &vec![1.0; d_inner as usize],
+    );
+    matrix(w, name("ssm_out.weight"), d_inner, dims.n_embd);
+}

@@ -219,3 +219,50 @@ fn the_qwen35_27b_cache_shape_holds_that_models_cache() {
         "f32 state per sequence"
     );
 }
+
+#[test]
+fn the_granite_4_h_small_cache_shape_holds_that_models_cache() {
+    // Granite-4.0-H-Small's config: 40 layers, 4 attending with 8 KV heads of 128; Mamba2
+    // mixers of 8,192 channels (twice its 4,096-wide stream) with a 128-wide state, one
+    // group, a 4-tap convolution.
+    let s = GraniteSpec::granite_4_h_small_cache();
+    let attention_layers = s.attention_layers.len() as u64;
+    assert!(s.attention_layers.iter().all(|&i| i < s.n_layer));
+    let kv_per_token = attention_layers * 2 * u64::from(s.n_head_kv * s.head_dim) * 2;
+    assert_eq!(kv_per_token, 16 << 10, "f16 K and V rows per token");
+    let mamba_layers = u64::from(s.n_layer) - attention_layers;
+    let d_inner = 2 * u64::from(s.n_embd);
+    let ssm = u64::from(s.d_state) * d_inner;
+    assert_eq!(ssm, 128 * 8192, "the released model's state per layer");
+    assert_eq!(d_inner % u64::from(s.n_ssm_head), 0);
+    let conv = 3 * (d_inner + 2 * u64::from(s.d_state));
+    let state = mamba_layers * (ssm + conv) * 4;
+    let released = 36 * (128 * 8192 + 3 * (8192 + 2 * 128)) * 4;
+    assert!(
+        state <= released && state * 100 >= released * 98,
+        "{state} vs {released}"
+    );
+}
+
+#[test]
+fn the_granite_shape_writer_writes_llama_cpps_tensors() {
+    let mut spec = GraniteSpec::granite_4_h_small_cache();
+    // The same layout, small enough to write in a test.
+    spec.n_layer = 6;
+    spec.attention_layers = vec![5];
+    spec.d_state = 32;
+    let dir = tmp();
+    let path = dir.path().join("granite.gguf");
+    granite_writer(&spec, 3).write_file(&path).unwrap();
+    let file = read_header(&path).unwrap();
+    file.check_loadable().unwrap();
+    let names: Vec<&str> = file.tensors().iter().map(|t| t.name.as_str()).collect();
+    for name in [
+        "blk.0.ssm_in.weight",
+        "blk.4.ssm_out.weight",
+        "blk.5.attn_q.weight",
+    ] {
+        assert!(names.contains(&name), "{name}");
+    }
+    assert!(!names.contains(&"blk.5.ssm_in.weight"));
+}

@@ -19,8 +19,8 @@ use std::io;
 use std::path::Path;
 
 use super::recurrent_parts::{
-    add_filled, conv_kernel, decay_spread, ffn, ssm_conv1d, tiny_header, D_CONV, N_EMBD, N_FF,
-    N_HEAD, N_HEAD_KV, N_LAYER,
+    conv_kernel, ffn, mamba2_mixer, tiny_header, MambaDims, N_EMBD, N_FF, N_HEAD, N_HEAD_KV,
+    N_LAYER,
 };
 use super::rng::SplitMix64;
 use super::tiny::{add_tiny_tokenizer, CHATML_TEMPLATE};
@@ -69,6 +69,14 @@ const D_STATE: u32 = 16;
 /// Mamba2 heads (`ssm.time_step_rank`): head_dim = D_INNER / 8 = 16.
 const N_SSM_HEAD: u32 = 8;
 const N_GROUP: u32 = 1;
+/// The tiny Mamba2 and Granite mixers' sizes.
+const MAMBA: MambaDims = MambaDims {
+    n_embd: N_EMBD,
+    d_inner: D_INNER,
+    d_state: D_STATE,
+    n_group: N_GROUP,
+    n_head: N_SSM_HEAD,
+};
 /// LFM2's convolution window (`shortconv.l_cache`).
 const L_CACHE: u32 = 3;
 /// [`TinyRecurrentArch::Lfm2Swa`]'s window.
@@ -92,11 +100,7 @@ pub fn tiny_recurrent_writer(arch: TinyRecurrentArch, seed: u64) -> GgufWriter {
     if arch.is_lfm2() {
         w.add_u32(format!("{a}.shortconv.l_cache"), L_CACHE);
     } else {
-        w.add_u32(format!("{a}.ssm.conv_kernel"), D_CONV)
-            .add_u32(format!("{a}.ssm.inner_size"), D_INNER)
-            .add_u32(format!("{a}.ssm.state_size"), D_STATE)
-            .add_u32(format!("{a}.ssm.time_step_rank"), N_SSM_HEAD)
-            .add_u32(format!("{a}.ssm.group_count"), N_GROUP);
+        MAMBA.add_keys(&mut w, a);
     }
     if arch != TinyRecurrentArch::Mamba2 {
         // A layer is recurrent where its KV head count is 0: layers 1 and 3 attend.
@@ -151,7 +155,7 @@ pub fn tiny_recurrent_writer(arch: TinyRecurrentArch, seed: u64) -> GgufWriter {
             matrix(&mut w, name("shortconv.in_proj.weight"), e, 3 * e);
             matrix(&mut w, name("shortconv.out_proj.weight"), e, e);
         } else {
-            mamba2_mixer(&mut w, &mut matrix, i, seed);
+            mamba2_mixer(&mut w, &mut matrix, &MAMBA, i, seed);
         }
         if arch != TinyRecurrentArch::Mamba2 {
             w.add_tensor_f32(name("ffn_norm.weight"), &[e.into()], &ones(e));
@@ -171,37 +175,4 @@ pub fn tiny_recurrent_writer(arch: TinyRecurrentArch, seed: u64) -> GgufWriter {
 
 fn is_attention(arch: TinyRecurrentArch, layer: u32) -> bool {
     arch != TinyRecurrentArch::Mamba2 && layer % 2 == 1
-}
-
-/// One Mamba2 mixer's tensors (mamba2.cpp `load_arch_tensors`).
-fn mamba2_mixer(
-    w: &mut GgufWriter,
-    matrix: &mut impl FnMut(&mut GgufWriter, String, u32, u32),
-    layer: u32,
-    seed: u64,
-) {
-    let name = |t: &str| format!("blk.{layer}.{t}");
-    let conv_dim = D_INNER + 2 * N_GROUP * D_STATE;
-    let d_in_proj = D_INNER + conv_dim + N_SSM_HEAD;
-    matrix(w, name("ssm_in.weight"), N_EMBD, d_in_proj);
-    ssm_conv1d(w, layer, seed ^ (0x5eed_0000 + u64::from(layer)), conv_dim);
-    add_filled(w, name("ssm_conv1d.bias"), conv_dim, 0.0);
-    // dt = softplus(x·W + bias): a negative bias keeps steps small, so slow heads keep
-    // their state for thousands of tokens.
-    add_filled(w, name("ssm_dt.bias"), N_SSM_HEAD, -1.0);
-    // Head h decays by exp(dt·A) per token.
-    let a = decay_spread(N_SSM_HEAD);
-    w.add_tensor_f32(name("ssm_a"), &[1, N_SSM_HEAD.into()], &a);
-    w.add_tensor_f32(
-        name("ssm_d"),
-        &[1, N_SSM_HEAD.into()],
-        &vec![1.0; N_SSM_HEAD as usize],
-    );
-    let per_group = D_INNER / N_GROUP;
-    w.add_tensor_f32(
-        name("ssm_norm.weight"),
-        &[per_group.into(), N_GROUP.into()],
-        &vec![1.0; D_INNER as usize],
-    );
-    matrix(w, name("ssm_out.weight"), D_INNER, N_EMBD);
 }

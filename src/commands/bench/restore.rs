@@ -28,12 +28,13 @@ use crate::session::catalog::SessionCatalog;
 use crate::session::live::SavePhases;
 use crate::session::SessionBinding;
 use crate::settings::{LlamaSettings, SamplingSettings, DEFAULT_PAGE_TOKENS};
-use crate::synth::{Qwen35Spec, TinyLlamaSpec};
+use crate::synth::{GraniteSpec, Qwen35Spec, TinyLlamaSpec};
 
 /// What a `--shape` model is written from.
 enum Shape {
     Llama(TinyLlamaSpec),
     Qwen35(Qwen35Spec),
+    Granite(GraniteSpec),
 }
 
 struct Row {
@@ -193,6 +194,10 @@ fn shaped_model(env: &Env, shape: BenchShape, dir: &Path) -> Result<PathBuf> {
             "qwen35-27b-cache-f16",
             Shape::Qwen35(Qwen35Spec::qwen35_27b_cache()),
         ),
+        BenchShape::Granite4HSmallCache => (
+            "granite-4-h-small-cache-f16",
+            Shape::Granite(GraniteSpec::granite_4_h_small_cache()),
+        ),
     };
     std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
     let path = dir.join(format!("kvrun-bench-{name}.gguf"));
@@ -207,6 +212,7 @@ fn shaped_model(env: &Env, shape: BenchShape, dir: &Path) -> Result<PathBuf> {
     let writer = match writer {
         Shape::Llama(spec) => crate::synth::tiny_llama_writer(&spec)?,
         Shape::Qwen35(spec) => crate::synth::qwen35_writer(&spec, 1),
+        Shape::Granite(spec) => crate::synth::granite_writer(&spec, 1),
     };
     crate::store::write_atomic_with(&path, |w| writer.write_to(w))?;
     crate::gguf::read_header(&path)?.check_loadable()?;
