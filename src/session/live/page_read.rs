@@ -8,6 +8,7 @@
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
+use crate::session::capture::RestorePhases;
 use crate::session::kv_error::{LiveError, LiveResult as Result};
 use crate::store::{ObjectId, ObjectStore, PayloadPart};
 use crate::tiers::WarmPool;
@@ -27,6 +28,23 @@ pub struct PageReads {
     pub read_ms: f64,
     /// blake3 time summed over the reading threads.
     pub verify_ms: f64,
+}
+
+/// Reads and verifies one object (a tail record, a recurrent state) through the warm pool,
+/// adding the time to `phases`.
+pub fn read_object(
+    store: &ObjectStore,
+    warm: Option<&WarmPool>,
+    request: PageRequest,
+    phases: &mut RestorePhases,
+) -> Result<Vec<u8>> {
+    let read = read_pages(store, warm, &[request]);
+    phases.read_ms += read.read_ms;
+    phases.verify_ms += read.verify_ms;
+    read.results
+        .into_iter()
+        .next()
+        .unwrap_or_else(|| Err(LiveError::internal("no object read")))
 }
 
 /// More threads than this only queue on the disk.

@@ -7,7 +7,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::time::Instant;
 
 use super::chunk_read::ChunkReader;
-use super::page_read::{read_pages, PageRequest};
+use super::page_read::{read_object, read_pages, PageRequest};
 use super::restore_choice::{choose_restore, current_rates, record_restore, SourceRange};
 use super::restore_plan::{plan_restore, tail_matches, PlanInput, RestorePlan};
 use super::restore_recurrent::{limit_plan, RecurrentSource};
@@ -538,21 +538,12 @@ impl LiveSession<'_> {
         layout: &KvLayout,
         report: &mut RestoreReport,
     ) -> Result<TailRecord> {
-        let read = read_pages(
-            self.catalog.store(),
-            self.warm.as_deref(),
-            &[PageRequest {
-                id: *id,
-                expected_len: None,
-            }],
-        );
-        report.phases.read_ms += read.read_ms;
-        report.phases.verify_ms += read.verify_ms;
-        let bytes = read
-            .results
-            .into_iter()
-            .next()
-            .ok_or_else(|| LiveError::internal("no tail read"))??;
+        let request = PageRequest {
+            id: *id,
+            expected_len: None,
+        };
+        let (store, warm) = (self.catalog.store(), self.warm.as_deref());
+        let bytes = read_object(store, warm, request, &mut report.phases)?;
         let swa_per_cell = if layout.is_iswa() {
             layout.bytes_per_token(SWA)
         } else {

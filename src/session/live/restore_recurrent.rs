@@ -10,7 +10,7 @@
 //! loaded: a restore never pairs cells with the recurrent state of other tokens. (After a
 //! damaged read, the restore lays out one blob with the checkpoint's part appended.)
 
-use super::page_read::{read_pages, PageRequest};
+use super::page_read::{read_object, PageRequest};
 use super::restore_plan::RestorePlan;
 use super::{LiveSession, RestoreReport};
 use crate::kv::blob::{SEQ_HEADER_BYTES as BLOB_HEADER, SEQ_STATE_MAGIC};
@@ -55,17 +55,11 @@ impl RecurrentSource {
         warm: Option<&WarmPool>,
         phases: &mut RestorePhases,
     ) -> Option<Vec<u8>> {
-        let read = read_pages(
-            store,
-            warm,
-            &[PageRequest {
-                id: self.object,
-                expected_len: Some(self.payload_len),
-            }],
-        );
-        phases.read_ms += read.read_ms;
-        phases.verify_ms += read.verify_ms;
-        read.results.into_iter().next()?.ok()
+        let request = PageRequest {
+            id: self.object,
+            expected_len: Some(self.payload_len),
+        };
+        read_object(store, warm, request, phases).ok()
     }
 }
 

@@ -18,7 +18,7 @@ use crate::session::kv_error::LiveResult as Result;
 use crate::session::manifest::StateCheckpoint;
 use crate::store::{ObjectId, ObjectKind, Payload, PutJob};
 
-use super::page_read::{read_pages, PageRequest};
+use super::page_read::{read_object, PageRequest};
 use super::{LiveSession, RestoreReport};
 
 impl LiveSession<'_> {
@@ -111,17 +111,12 @@ impl LiveSession<'_> {
         what: &str,
         report: &mut RestoreReport,
     ) -> Option<Vec<u8>> {
-        let read = read_pages(
-            self.catalog.store(),
-            self.warm.as_deref(),
-            &[PageRequest {
-                id: state.object,
-                expected_len: None,
-            }],
-        );
-        report.phases.read_ms += read.read_ms;
-        report.phases.verify_ms += read.verify_ms;
-        match read.results.into_iter().next()? {
+        let request = PageRequest {
+            id: state.object,
+            expected_len: None,
+        };
+        let (store, warm) = (self.catalog.store(), self.warm.as_deref());
+        match read_object(store, warm, request, &mut report.phases) {
             Ok(bytes) => Some(bytes),
             Err(e) => {
                 if e.store_error().is_some() {
