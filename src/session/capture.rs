@@ -302,7 +302,7 @@ pub struct RestoreSection<'a> {
 }
 
 /// The stages of a restore, in milliseconds. Pages are read on several threads at once, so
-/// `read_ms` is the wall time of reading *and* verifying them, and `verify_ms` the blake3
+/// `read_ms` is the wall time of reading *and* verifying them, and `verify_ms` the checksum
 /// time summed over those threads (it can exceed the wall time it overlaps).
 #[derive(Debug, Clone, Copy, Default, PartialEq, serde::Serialize)]
 pub struct RestorePhases {

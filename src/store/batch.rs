@@ -94,7 +94,7 @@ pub struct BatchTimings {
     pub produce_ms: f64,
     /// The producer blocked on a full queue (the writers were behind).
     pub queue_wait_ms: f64,
-    /// blake3 of the payloads, summed over the writers.
+    /// Checksums of the payloads, summed over the writers.
     pub hash_ms: f64,
     /// Temp file creation, write and rename, summed over the writers.
     pub write_ms: f64,

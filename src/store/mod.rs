@@ -52,6 +52,7 @@
 
 pub mod atomic;
 mod batch;
+mod checksum;
 mod error;
 pub mod fsutil;
 pub mod id;

@@ -1,15 +1,15 @@
 //! Content-addressed object store: immutable blobs (KV pages, tails) named by [`ObjectId`].
 //!
-//! # File format (version 2)
+//! # File format (version 3)
 //!
 //! ```text
 //! offset  size  field
-//!      0     8  magic b"KVROBJ\x00\x02" (last two bytes: format version)
+//!      0     8  magic b"KVROBJ\x00\x03" (last two bytes: format version)
 //!      8     1  kind: 0x03 page, 0x05 tail, 0x06 other
 //!      9     1  flags: bit 0 reserved for zstd compression; all bits 0 for now
 //!     10     6  reserved, zero
 //!     16     8  payload length, u64 little-endian
-//!     24    32  blake3 of the payload
+//!     24    32  XXH3-128 of the payload (16 bytes little-endian, then 16 zero bytes)
 //!     56     8  reserved, zero
 //!     64    32  the object's own id (must equal the id its file is named by)
 //!     96     …  payload
@@ -25,8 +25,10 @@
 //! checksum must match the payload, the id must match the name, and the kind codes are
 //! pairwise two bits apart so one flip cannot turn a valid kind into another. A later format
 //! changes the version bytes of the magic rather than reusing reserved bytes silently.
-//! Objects of format 1 (no id inside) read as corrupt: their sessions recompute those
-//! pages from the token log and the next save rewrites them in format 2.
+//! Format 2 is format 3 with blake3 as the checksum (see [`super::checksum`] for why it
+//! changed); its objects are read as they are. Objects of format 1 (no id inside) read as
+//! corrupt: their sessions recompute those pages from the token log and the next save
+//! rewrites them.
 //!
 //! Files are opened without following symbolic links and must be regular files of at most
 //! [`MAX_OBJECT_BYTES`].
@@ -38,12 +40,15 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant, SystemTime};
 
 use super::atomic::{write_atomic_unsynced_dir, WriteTimings};
+use super::checksum::{checksum, ChecksumKind};
 use super::fsutil::{create_private_dir, create_private_dir_all, fsync_dir, io_err, open_regular};
 use super::lock::StoreLock;
 use super::walk::{Entries, Entry};
 use super::{ObjectId, Result, StoreError};
 
-pub const MAGIC: [u8; 8] = *b"KVROBJ\x00\x02";
+pub const MAGIC: [u8; 8] = *b"KVROBJ\x00\x03";
+/// Format 2's magic: its objects carry blake3 and are read as before.
+pub const MAGIC_V2: [u8; 8] = *b"KVROBJ\x00\x02";
 pub const HEADER_LEN: usize = 96;
 /// Largest object file accepted, but for a state: far above any real page (a 256-token
 /// page of a 70B model's f16 KV is about 80 MiB), so a corrupt or planted file cannot make a
@@ -133,13 +138,14 @@ pub(super) struct PutTimings {
 pub struct UnverifiedPayload {
     id: ObjectId,
     kind: ObjectKind,
+    checksum_kind: ChecksumKind,
     checksum: [u8; 32],
 }
 
 impl UnverifiedPayload {
-    /// Checks `payload` (the bytes the read returned) against the header's blake3.
+    /// Checks `payload` (the bytes the read returned) against the header's checksum.
     pub fn verify(self, payload: &[u8]) -> Result<ObjectKind> {
-        if blake3::hash(payload).as_bytes() != &self.checksum {
+        if checksum(self.checksum_kind, payload) != self.checksum {
             return Err(StoreError::Corrupt {
                 id: self.id,
                 detail: "payload checksum mismatch".to_string(),
@@ -153,13 +159,19 @@ pub(super) struct Header {
     pub(super) id: ObjectId,
     pub(super) kind: ObjectKind,
     pub(super) payload_len: u64,
+    /// Which checksum `checksum` is: the format's.
+    pub(super) checksum_kind: ChecksumKind,
     pub(super) checksum: [u8; 32],
 }
 
 impl Header {
-    fn encode(&self) -> [u8; HEADER_LEN] {
+    /// The header bytes, in the format of its checksum kind.
+    pub(super) fn encode(&self) -> [u8; HEADER_LEN] {
         let mut h = [0u8; HEADER_LEN];
-        h[0..8].copy_from_slice(&MAGIC);
+        h[0..8].copy_from_slice(match self.checksum_kind {
+            ChecksumKind::Xxh3 => &MAGIC,
+            ChecksumKind::Blake3 => &MAGIC_V2,
+        });
         h[8] = self.kind as u8;
         h[16..24].copy_from_slice(&self.payload_len.to_le_bytes());
         h[24..56].copy_from_slice(&self.checksum);
@@ -170,19 +182,11 @@ impl Header {
     /// Validates everything that can be checked without the payload; the error is the
     /// `detail` of a [`StoreError::Corrupt`].
     fn decode(h: &[u8; HEADER_LEN], file_len: u64, want: &ObjectId) -> Result<Header, String> {
-        if h[0..8] != MAGIC {
-            return Err(if h[0..6] == MAGIC[0..6] && h[6..8] < MAGIC[6..8] {
-                format!(
-                    "written by an older kvrun (object format {}); it is recomputed and \
-                     rewritten",
-                    u16::from_be_bytes([h[6], h[7]])
-                )
-            } else if h[0..6] == MAGIC[0..6] {
-                format!("unsupported format version {:02x}{:02x}", h[6], h[7])
-            } else {
-                "bad magic (not a kvrun object)".to_string()
-            });
-        }
+        let checksum_kind = match &h[0..8] {
+            m if m == MAGIC => ChecksumKind::Xxh3,
+            m if m == MAGIC_V2 => ChecksumKind::Blake3,
+            _ => return Err(Self::unreadable_format(h)),
+        };
         let kind =
             ObjectKind::from_byte(h[8]).ok_or_else(|| format!("unknown kind 0x{:02x}", h[8]))?;
         if h[9] != 0 {
@@ -212,8 +216,23 @@ impl Header {
             id,
             kind,
             payload_len,
+            checksum_kind,
             checksum,
         })
+    }
+
+    /// Why a header with a magic other than format 2's or 3's is not read.
+    fn unreadable_format(h: &[u8; HEADER_LEN]) -> String {
+        if h[0..6] == MAGIC[0..6] && h[6..8] < MAGIC_V2[6..8] {
+            format!(
+                "written by an older kvrun (object format {}); it is recomputed and rewritten",
+                u16::from_be_bytes([h[6], h[7]])
+            )
+        } else if h[0..6] == MAGIC[0..6] {
+            format!("unsupported format version {:02x}{:02x}", h[6], h[7])
+        } else {
+            "bad magic (not a kvrun object)".to_string()
+        }
     }
 }
 
@@ -318,12 +337,13 @@ impl ObjectStore {
             fsync_dir(&self.root)?;
         }
         let hash_started = Instant::now();
-        let checksum = *blake3::hash(payload).as_bytes();
+        let checksum = checksum(ChecksumKind::Xxh3, payload);
         let hash_ms = hash_started.elapsed().as_secs_f64() * 1e3;
         let header = Header {
             id: *id,
             kind,
             payload_len: payload.len() as u64,
+            checksum_kind: ChecksumKind::Xxh3,
             checksum,
         }
         .encode();
@@ -399,7 +419,7 @@ impl ObjectStore {
     }
 
     /// Reads the payload of `id` into `buf` (cleared first) after checking the header and
-    /// the length, but leaves the blake3 check to [`UnverifiedPayload::verify`], so a caller
+    /// the length, but leaves the checksum to [`UnverifiedPayload::verify`], so a caller
     /// can time it or run it on another thread. The payload arrives in one large `read`
     /// straight into the buffer's spare capacity (no zero-fill).
     pub fn read_unverified_into(
@@ -430,6 +450,7 @@ impl ObjectStore {
         Ok(UnverifiedPayload {
             id: header.id,
             kind: header.kind,
+            checksum_kind: header.checksum_kind,
             checksum: header.checksum,
         })
     }

@@ -3,6 +3,7 @@
 use super::super::fsutil::mode_of;
 use super::super::TEMP_PREFIX;
 use super::*;
+use crate::store::PayloadPart;
 use std::fs::OpenOptions;
 use std::os::unix::fs::FileExt;
 
@@ -51,10 +52,14 @@ fn round_trip_and_layout() {
     let hex = id.to_hex();
     assert_eq!(path, store.root().join(&hex[..2]).join(&hex[2..]));
     let raw = fs::read(&path).unwrap();
-    assert_eq!(&raw[..8], b"KVROBJ\x00\x02");
+    assert_eq!(&raw[..8], b"KVROBJ\x00\x03");
     assert_eq!(raw[8], ObjectKind::Page as u8);
     assert_eq!(&raw[16..24], &100_000u64.to_le_bytes());
-    assert_eq!(&raw[24..56], blake3::hash(&data).as_bytes());
+    assert_eq!(
+        &raw[24..40],
+        &xxhash_rust::xxh3::xxh3_128(&data).to_le_bytes()
+    );
+    assert_eq!(&raw[40..56], &[0u8; 16]);
     assert_eq!(&raw[56..64], &[0u8; 8]);
     assert_eq!(&raw[64..96], id.as_bytes());
     assert_eq!(&raw[96..], &data[..]);
@@ -333,6 +338,50 @@ fn an_object_under_another_name_is_caught_and_replaced_on_put() {
 }
 
 #[test]
+fn format_2_objects_are_read_with_their_blake3_and_checked() {
+    let (_tmp, store) = store();
+    let data = payload(300_000, 5);
+    let id = ObjectId::hash_of(&data);
+    // An object as kvrun's format 2 wrote it: format 3's layout with blake3.
+    let header = Header {
+        id,
+        kind: ObjectKind::Page,
+        payload_len: data.len() as u64,
+        checksum_kind: ChecksumKind::Blake3,
+        checksum: *blake3::hash(&data).as_bytes(),
+    }
+    .encode();
+    assert_eq!(&header[..8], b"KVROBJ\x00\x02");
+    let path = store.object_path(&id);
+    fs::create_dir_all(path.parent().unwrap()).unwrap();
+    fs::write(&path, [&header[..], &data].concat()).unwrap();
+    assert_eq!(store.get(&id).unwrap(), data);
+    // Read in parts, as a restore reads a page.
+    let mut parts_read = vec![0u8; data.len()];
+    let (a, b) = parts_read.split_at_mut(1000);
+    let reader = store.open_payload(&id).unwrap();
+    reader
+        .read_parts(
+            &mut [PayloadPart::Into(a), PayloadPart::Into(b)],
+            &mut Default::default(),
+        )
+        .unwrap();
+    assert_eq!(parts_read, data);
+    // A present format 2 object is kept, not rewritten.
+    assert!(
+        store
+            .put(&id, ObjectKind::Page, &data)
+            .unwrap()
+            .already_present
+    );
+    // Its blake3 still catches a flipped byte.
+    let file = OpenOptions::new().write(true).open(&path).unwrap();
+    file.write_at(&[data[77_777] ^ 0x20], (HEADER_LEN + 77_777) as u64)
+        .unwrap();
+    assert_corrupt(&store, &id, "flipped format 2 payload");
+}
+
+#[test]
 fn format_1_objects_read_as_corrupt_and_gc_deletes_damaged_live_objects() {
     let (_tmp, store) = store();
     let data = payload(300, 3);
@@ -429,6 +478,7 @@ fn state_objects_may_be_larger_than_pages_and_nothing_unreadable_is_written() {
             id,
             kind,
             payload_len: len,
+            checksum_kind: ChecksumKind::Xxh3,
             checksum: [0; 32],
         }
         .encode();

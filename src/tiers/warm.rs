@@ -8,14 +8,16 @@ use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
+use xxhash_rust::xxh3::xxh3_128;
+
 use super::evict;
 use crate::store::{ObjectId, ObjectStore, StoreError};
 
 struct Entry {
     data: Arc<Vec<u8>>,
-    /// Checked on every read: RAM can flip bits too, and a bad page must never reach
-    /// llama.cpp.
-    checksum: blake3::Hash,
+    /// XXH3-128, checked on every read: RAM can flip bits too, and a bad page must never
+    /// reach llama.cpp (the store's own checksum, for the same reason: it is fast).
+    checksum: u128,
     tick: u64,
     used_at: Instant,
 }
@@ -68,17 +70,18 @@ impl WarmPool {
 
     /// A page from RAM, else from the cold store (verified there) and kept in RAM.
     pub fn get_or_load(&self, store: &ObjectStore, id: &ObjectId) -> Result<Vec<u8>, StoreError> {
-        {
+        let found = touch(&mut self.lock(), id);
+        // Checked outside the lock: other readers need not wait for this page's hash.
+        if let Some((data, checksum)) = found {
+            let intact = xxh3_128(&data) == checksum;
             let mut inner = self.lock();
-            if let Some((data, checksum)) = touch(&mut inner, id) {
-                if blake3::hash(&data) == checksum {
-                    inner.hits += 1;
-                    return Ok(data.as_ref().clone());
-                }
-                inner.corrupt += 1;
-                drop(inner);
-                self.remove(id);
+            if intact {
+                inner.hits += 1;
+                return Ok(data.as_ref().clone());
             }
+            inner.corrupt += 1;
+            drop(inner);
+            self.remove(id);
         }
         let data = store.get(id)?;
         self.lock().loads += 1;
@@ -96,6 +99,7 @@ impl WarmPool {
         if size > self.budget {
             return;
         }
+        let checksum = xxh3_128(&data);
         let mut inner = self.lock();
         if touch(&mut inner, &id).is_some() {
             return;
@@ -111,7 +115,6 @@ impl WarmPool {
         inner.tick += 1;
         let tick = inner.tick;
         inner.lru.insert(tick, id);
-        let checksum = blake3::hash(&data);
         inner.map.insert(
             id,
             Entry {
@@ -186,7 +189,7 @@ fn remove_entry(inner: &mut Inner, id: &ObjectId) -> u64 {
 }
 
 /// Marks a page as just used and returns it with its checksum.
-fn touch(inner: &mut Inner, id: &ObjectId) -> Option<(Arc<Vec<u8>>, blake3::Hash)> {
+fn touch(inner: &mut Inner, id: &ObjectId) -> Option<(Arc<Vec<u8>>, u128)> {
     inner.tick += 1;
     let tick = inner.tick;
     let entry = inner.map.get_mut(id)?;

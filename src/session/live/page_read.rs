@@ -1,5 +1,5 @@
 //! Reading a restore's page objects several at a time. A cold restore is bound by the disk
-//! and by blake3: with one thread they take turns, with a few they overlap (one thread
+//! and by the checksum: with one thread they take turns, with a few they overlap (one thread
 //! hashes a page while another waits for the next one's read). Every check of a single
 //! read stands: the header names the object, the length matches the layout, the checksum
 //! matches the payload; results come back in request order, so the first damaged page is
@@ -26,7 +26,7 @@ pub struct PageReads {
     pub results: Vec<Result<Vec<u8>>>,
     /// Wall time of the whole read, verification included.
     pub read_ms: f64,
-    /// blake3 time summed over the reading threads.
+    /// Checksum time summed over the reading threads.
     pub verify_ms: f64,
 }
 
@@ -86,25 +86,15 @@ pub struct PlacedReads {
     pub verify_ms: f64,
 }
 
-/// Reads and verifies pages into their places with a few threads at once; each file is
-/// hinted to the kernel a few pages before its turn. After an error a page's areas hold
-/// unverified bytes: the caller must not load them.
+/// Reads and verifies pages into their places with a few threads at once. After an error
+/// a page's areas hold unverified bytes: the caller must not load them.
 pub fn read_placed(
     store: &ObjectStore,
     warm: Option<&WarmPool>,
     reads: Vec<PlacedRead<'_>>,
 ) -> PlacedReads {
     let started = Instant::now();
-    let ids: Vec<ObjectId> = reads.iter().map(|r| r.id).collect();
-    let ahead = readers_for(ids.len());
-    for id in ids.iter().take(2 * ahead) {
-        store.read_ahead(id);
-    }
-    let jobs: Vec<(usize, PlacedRead<'_>)> = reads.into_iter().enumerate().collect();
-    let (results, hashing) = in_parallel(jobs, |(i, read), hashing| {
-        if let Some(next) = ids.get(i + 2 * ahead) {
-            store.read_ahead(next);
-        }
+    let (results, hashing) = in_parallel(reads, |read, hashing| {
         read_one_placed(store, warm, read, hashing)
     });
     PlacedReads {
@@ -124,7 +114,7 @@ fn readers_for(jobs: usize) -> usize {
 }
 
 /// Runs `work` over `jobs` on a few threads, taking jobs in order; results come back in
-/// job order with the blake3 time the jobs reported, summed.
+/// job order with the checksum time the jobs reported, summed.
 fn in_parallel<J: Send, R: Send>(
     jobs: Vec<J>,
     work: impl Fn(J, &mut Duration) -> Result<R> + Sync,
@@ -230,7 +220,7 @@ fn read_one_placed(
     Ok(())
 }
 
-/// One object, every check applied; adds its blake3 time to `hashing` (pages from the warm
+/// One object, every check applied; adds its checksum time to `hashing` (pages from the warm
 /// pool are checked there, as part of the read).
 fn read_one(
     store: &ObjectStore,

@@ -6,7 +6,7 @@ use std::borrow::Cow;
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::Instant;
 
-use super::chunk_read::ChunkReader;
+use super::chunk_read::{free_later, ChunkReader};
 use super::page_read::{read_object, read_pages, PageRequest};
 use super::restore_choice::{choose_restore, current_rates, record_restore, SourceRange};
 use super::restore_plan::{plan_restore, tail_matches, PlanInput, RestorePlan};
@@ -454,11 +454,7 @@ impl LiveSession<'_> {
             page_tokens: p,
             seq: slot.seq,
         };
-        // Chunk `n`'s read, with the disk started on chunk `n + 1`'s files meanwhile.
         let read = |n: usize, buffer: Vec<u8>, phases: &mut RestorePhases| {
-            if let Some(&next) = starts.get(n + 1) {
-                reader.read_ahead(next..(next + per_chunk).min(plan.pages));
-            }
             reader.read(&chunk_plan(n), starts[n], buffer, phases)
         };
         std::thread::scope(|outer| {
@@ -468,7 +464,7 @@ impl LiveSession<'_> {
                     (r.read(store, warm, &mut phases), phases)
                 })
             });
-            let mut spare = Vec::new();
+            let (mut spare, mut finished) = (Vec::new(), Vec::new());
             let mut filled = read(0, Vec::new(), &mut report.phases);
             for n in 0..starts.len() {
                 let Some(blob) = filled.take() else {
@@ -507,12 +503,15 @@ impl LiveSession<'_> {
                 if loaded.is_err() {
                     return Some(loaded);
                 }
-                spare = blob;
+                // (After the last chunk no read took the spare buffer: it goes too.)
+                finished.push(std::mem::replace(&mut spare, blob));
                 if let Some((next, phases)) = next {
                     report.phases.add(&phases);
                     filled = next;
                 }
             }
+            finished.push(spare);
+            free_later(finished);
             let Some(checkpoint) = checkpoint else {
                 return Some(Ok(()));
             };
@@ -522,12 +521,9 @@ impl LiveSession<'_> {
                 capture::empty(ctx, slot);
                 return None;
             };
-            Some(capture::load_recurrent(
-                ctx,
-                slot,
-                &blob,
-                &mut report.phases,
-            ))
+            let loaded = capture::load_recurrent(ctx, slot, &blob, &mut report.phases);
+            free_later(vec![blob]);
+            Some(loaded)
         })
     }
 

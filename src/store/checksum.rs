@@ -1,0 +1,91 @@
+//! The checksum of an object's payload, which proves the bytes read are the bytes written.
+//!
+//! Objects of format 3 carry XXH3-128 (16 bytes, little-endian, then 16 zero bytes in the
+//! header's 32-byte field); those of format 2 carry blake3, and are still read. A checksum
+//! here guards against damage (a flipped bit, a torn or truncated file), not against an
+//! adversary who can write the store: what names an object is its id, a blake3 chain over
+//! its tokens, which a reader recomputes itself ([`super::ObjectId`]). The hash sits on
+//! every restore's path, so speed decides: on this project's test VM one core hashed
+//! 25 GB/s with XXH3-128 against 4.6 GB/s with blake3, and with blake3 a SmolLM2 restore
+//! of 8,000 tokens spent a third of its CPU time hashing.
+
+use xxhash_rust::xxh3::{xxh3_128, Xxh3};
+
+/// Which checksum an object's header holds (it follows from the format version).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ChecksumKind {
+    /// Format 2.
+    Blake3,
+    /// Format 3, what is written.
+    Xxh3,
+}
+
+/// The header field for `payload`, in one pass.
+pub fn checksum(kind: ChecksumKind, payload: &[u8]) -> [u8; 32] {
+    match kind {
+        ChecksumKind::Blake3 => *blake3::hash(payload).as_bytes(),
+        ChecksumKind::Xxh3 => field(xxh3_128(payload)),
+    }
+}
+
+fn field(digest: u128) -> [u8; 32] {
+    let mut out = [0u8; 32];
+    out[..16].copy_from_slice(&digest.to_le_bytes());
+    out
+}
+
+/// A checksum computed part by part, for payloads read in pieces.
+pub enum PayloadHasher {
+    Blake3(Box<blake3::Hasher>),
+    Xxh3(Box<Xxh3>),
+}
+
+impl PayloadHasher {
+    pub fn new(kind: ChecksumKind) -> Self {
+        match kind {
+            ChecksumKind::Blake3 => Self::Blake3(Box::default()),
+            ChecksumKind::Xxh3 => Self::Xxh3(Box::default()),
+        }
+    }
+
+    pub fn update(&mut self, bytes: &[u8]) {
+        match self {
+            Self::Blake3(h) => {
+                h.update(bytes);
+            }
+            Self::Xxh3(h) => h.update(bytes),
+        }
+    }
+
+    /// The header field for everything passed to [`Self::update`].
+    pub fn finalize(&self) -> [u8; 32] {
+        match self {
+            Self::Blake3(h) => *h.finalize().as_bytes(),
+            Self::Xxh3(h) => field(h.digest128()),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parts_hash_as_the_whole_payload_does_and_the_field_ends_in_zeros() {
+        let payload: Vec<u8> = (0..1_000_003u32).map(|i| (i % 241) as u8).collect();
+        for kind in [ChecksumKind::Blake3, ChecksumKind::Xxh3] {
+            let mut hasher = PayloadHasher::new(kind);
+            for part in payload.chunks(98_304) {
+                hasher.update(part);
+            }
+            assert_eq!(hasher.finalize(), checksum(kind, &payload), "{kind:?}");
+        }
+        let field = checksum(ChecksumKind::Xxh3, &payload);
+        assert_eq!(field[16..], [0u8; 16]);
+        assert_eq!(field[..16], xxh3_128(&payload).to_le_bytes());
+        // One flipped bit changes it.
+        let mut flipped = payload.clone();
+        flipped[500_000] ^= 0x10;
+        assert_ne!(checksum(ChecksumKind::Xxh3, &flipped), field);
+    }
+}
