@@ -32,6 +32,7 @@ mod restore_recurrent;
 mod reuse;
 mod save;
 mod state;
+mod tail_read;
 mod writer;
 
 pub use self::commit::{CommitNotice, CommitOutcome, SaveOrigin};

@@ -8,9 +8,10 @@ use std::time::Instant;
 
 use super::page_read::{read_placed, PlacedRead};
 use super::restore_plan::RestorePlan;
+use super::tail_read::PendingTail;
 use crate::kv::blob::{fill_chunk, BlobFrame, CellExts, FrameSection};
 use crate::kv::layout::{layer_widths, BASE, SWA};
-use crate::kv::{KvLayout, TailRecord};
+use crate::kv::KvLayout;
 use crate::session::capture::RestorePhases;
 use crate::session::manifest::KvSnapshot;
 use crate::store::{ObjectId, ObjectStore};
@@ -23,7 +24,8 @@ pub(super) struct ChunkReader<'a> {
     pub warm: Option<&'a WarmPool>,
     pub snap: &'a KvSnapshot,
     pub layout: &'a KvLayout,
-    pub tail: Option<&'a TailRecord>,
+    /// The tail record, read beside the first chunk ([`PendingTail`]).
+    pub tail: Option<&'a PendingTail<'a>>,
     /// Bytes every chunk's blob carries after its attention sections: a hybrid memory's
     /// empty recurrent part (its state is loaded after the last chunk), else none.
     pub trailer: &'a [u8],
@@ -107,6 +109,10 @@ impl ChunkReader<'_> {
         }
         let (done, tail) = std::thread::scope(|scope| {
             let reading = scope.spawn(|| read_placed(self.store, self.warm, reads));
+            // Waiting for the tail record's read is not assembly: it overlaps the pages'.
+            if let Some(t) = self.tail.filter(|_| plan.tail_cells > 0) {
+                t.get();
+            }
             let started = Instant::now();
             let tail = self.fill_tail(&sections, plan.tail_cells, tail_areas);
             let tail_ms = started.elapsed().as_secs_f64() * 1e3;
@@ -134,7 +140,11 @@ impl ChunkReader<'_> {
         if cells == 0 {
             return Some(());
         }
-        let t = self.tail?;
+        // A record that failed its read or holds another count of cells fails the chunk.
+        let t = self.tail?.get().as_ref().ok()?;
+        if t.n_cells as usize != cells {
+            return None;
+        }
         for ((section, rows), areas) in sections.iter().zip([&t.base, &t.swa]).zip(&mut areas) {
             for area in areas.iter_mut() {
                 crate::llama::prefault(area);

@@ -7,10 +7,11 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::time::Instant;
 
 use super::chunk_read::{free_later, ChunkReader};
-use super::page_read::{read_object, read_pages, PageRequest};
+use super::page_read::{read_pages, PageRequest};
 use super::restore_choice::{choose_restore, current_rates, record_restore, SourceRange};
 use super::restore_plan::{plan_restore, tail_matches, PlanInput, RestorePlan};
 use super::restore_recurrent::{limit_plan, RecurrentSource};
+use super::tail_read::{expected_tail_cells, PendingTail};
 use super::{LiveSession, RestoreReport};
 use crate::kv::blob::CellExts;
 use crate::kv::layout::{slice_cells, BASE, SWA};
@@ -175,17 +176,35 @@ impl LiveSession<'_> {
             .layout
             .clone()
             .ok_or_else(|| LiveError::internal("KV layout unknown"))?;
-        let p = self.page_tokens;
-        let tail = snap
+        let catalog = self.catalog;
+        let warm = self.warm.clone();
+        let pending = snap
             .tail
-            .map(|id| (id, self.read_tail(&id, &layout, report)));
-        let tail_cells = match &tail {
-            Some((_, Ok(t))) => {
-                let n = t.n_cells as usize;
-                tail_matches(p, snap.pages.len(), n, snap.kv_len).then_some(n)
+            .map(|id| PendingTail::new(id, catalog.store(), warm.as_deref(), &layout));
+        let loaded = std::thread::scope(|scope| {
+            if let Some(t) = &pending {
+                t.start(scope);
             }
-            _ => None,
-        };
+            self.load_pages_with_tail(ctx, (snap, exts), &layout, (cut, pending.as_ref()), report)
+        });
+        // Its read overlapped the pages' (`read_ms` is wall time): only its checksum's
+        // time counts, as the pages' does, summed over threads.
+        if let Some(t) = &pending {
+            report.phases.verify_ms += t.phases().verify_ms;
+        }
+        loaded
+    }
+
+    /// [`Self::load_pages_to_cut`] once the tail record (if any) is being read.
+    fn load_pages_with_tail(
+        &mut self,
+        ctx: &mut Context<'_>,
+        (snap, exts): (&KvSnapshot, CellExts<'_>),
+        layout: &KvLayout,
+        (cut, pending): (usize, Option<&PendingTail<'_>>),
+        report: &mut RestoreReport,
+    ) -> Result<usize> {
+        let p = self.page_tokens;
         let n_swa = self.n_swa() as usize + cut;
         let window_pages = |intact: BTreeSet<usize>| layout.is_iswa().then_some((n_swa, intact));
         // A partial restore is exact only from a recorded batch start.
@@ -193,21 +212,30 @@ impl LiveSession<'_> {
             true => Default::default(),
             false => snap.batch_starts.for_replay(snap.kv_len),
         };
-        let optimistic = plan_restore(&PlanInput {
-            page_tokens: p,
-            pages: snap.pages.len(),
-            intact_pages: snap.pages.len(),
-            tail_cells,
-            window: window_pages(snap.swa_pages.iter().map(|(k, _)| *k).collect()),
-            replay: replay.clone(),
-        });
-        let tail_record = match &tail {
-            Some((_, Ok(t))) => Some(t),
-            _ => None,
+        let plan_with = |tail_cells| {
+            plan_restore(&PlanInput {
+                page_tokens: p,
+                pages: snap.pages.len(),
+                intact_pages: snap.pages.len(),
+                tail_cells,
+                window: window_pages(snap.swa_pages.iter().map(|(k, _)| *k).collect()),
+                replay: replay.clone(),
+            })
         };
-        if layout.is_iswa() && snap.tail.is_some() && tail_cells.is_none() {
-            self.note_tail(tail.as_ref(), tail_cells, report);
-            return Ok(self.recompute_whole(snap, report));
+        // Planned with the tail the manifest promises, while it is read: the chunk that
+        // needs it waits for it, and fails when it is unusable (the careful path below then
+        // plans with what it really holds).
+        let promised = pending.and_then(|_| expected_tail_cells(p, snap.pages.len(), snap.kv_len));
+        let mut optimistic = plan_with(promised);
+        // A plan that ends before the tail loads without it, so no chunk would check it:
+        // that (rare) case waits for the record and plans with it.
+        if pending.is_some() && optimistic.as_ref().is_some_and(|plan| plan.tail_cells == 0) {
+            let (tail, tail_cells) = resolve_tail(pending, p, snap);
+            if layout.is_iswa() && tail_cells.is_none() {
+                self.note_tail(tail, tail_cells, report);
+                return Ok(self.recompute_whole(snap, report));
+            }
+            optimistic = plan_with(tail_cells);
         }
         if let Some(plan) = &optimistic {
             let recurrent = match self.recurrent_source(snap, plan.end, report) {
@@ -217,7 +245,7 @@ impl LiveSession<'_> {
             let plan = &recurrent.map_or(plan.clone(), |r| limit_plan(plan, r.kv_len, p));
             // Restore or recompute, from this process's running estimates (on a CPU loading
             // all but always wins; without a prefill estimate it is not even asked).
-            let bytes = plan_bytes(&layout, plan);
+            let bytes = plan_bytes(layout, plan);
             let warm = self
                 .warm
                 .as_deref()
@@ -239,12 +267,13 @@ impl LiveSession<'_> {
             if let Some(loaded) = self.load_in_place(
                 ctx,
                 (snap, exts),
-                &layout,
+                layout,
                 (plan, recurrent),
-                tail_record,
+                pending,
                 report,
             ) {
-                self.note_tail(tail.as_ref(), tail_cells, report);
+                let (tail, tail_cells) = resolve_tail(pending, p, snap);
+                self.note_tail(tail, tail_cells, report);
                 let loaded = self.check_recurrent_load(ctx, loaded, plan.end);
                 if loaded.is_ok() {
                     record_restore(bytes, started.elapsed().as_secs_f64() * 1e3, warm);
@@ -253,8 +282,17 @@ impl LiveSession<'_> {
             }
         }
 
+        let (tail, tail_cells) = resolve_tail(pending, p, snap);
+        let tail_record = match &tail {
+            Some((_, Ok(t))) => Some(t),
+            _ => None,
+        };
+        if layout.is_iswa() && tail.is_some() && tail_cells.is_none() {
+            self.note_tail(tail, tail_cells, report);
+            return Ok(self.recompute_whole(snap, report));
+        }
         let mut damaged = Vec::new();
-        let fetched = self.fetch_pages(snap, &layout, report);
+        let fetched = self.fetch_pages(snap, layout, report);
         // Full-attention pages, up to the first damaged one.
         let mut base: Vec<Vec<u8>> = Vec::with_capacity(snap.pages.len());
         for (i, (id, read)) in snap.pages.iter().zip(fetched.base).enumerate() {
@@ -274,7 +312,7 @@ impl LiveSession<'_> {
         }
         // The tail counts only if every page before it is fine.
         if base.len() == snap.pages.len() {
-            self.note_tail(tail.as_ref(), tail_cells, report);
+            self.note_tail(tail, tail_cells, report);
         }
         // Sliding-window rows by page index (iSWA only).
         let mut swa_rows: BTreeMap<usize, Vec<u8>> = BTreeMap::new();
@@ -362,7 +400,7 @@ impl LiveSession<'_> {
         let loaded = capture::restore_into(
             ctx,
             self.slot,
-            (&layout, exts),
+            (layout, exts),
             &sections,
             trailer,
             &mut report.phases,
@@ -404,7 +442,7 @@ impl LiveSession<'_> {
         (snap, exts): (&KvSnapshot, CellExts<'_>),
         layout: &KvLayout,
         (plan, recurrent): (&RestorePlan, Option<RecurrentSource>),
-        tail: Option<&TailRecord>,
+        tail: Option<&PendingTail<'_>>,
         report: &mut RestoreReport,
     ) -> Option<Result<()>> {
         let p = self.page_tokens;
@@ -527,36 +565,11 @@ impl LiveSession<'_> {
         })
     }
 
-    /// Reads and decodes the tail record.
-    fn read_tail(
-        &self,
-        id: &ObjectId,
-        layout: &KvLayout,
-        report: &mut RestoreReport,
-    ) -> Result<TailRecord> {
-        let request = PageRequest {
-            id: *id,
-            expected_len: None,
-        };
-        let (store, warm) = (self.catalog.store(), self.warm.as_deref());
-        let bytes = read_object(store, warm, request, &mut report.phases)?;
-        let swa_per_cell = if layout.is_iswa() {
-            layout.bytes_per_token(SWA)
-        } else {
-            0
-        };
-        Ok(TailRecord::decode(
-            bytes,
-            layout.bytes_per_token(BASE),
-            swa_per_cell,
-        )?)
-    }
-
     /// Reports a tail record that cannot complete the restore, and marks it for rewriting
     /// when its object is damaged or does not match the log.
     fn note_tail(
         &mut self,
-        tail: Option<&(ObjectId, Result<TailRecord>)>,
+        tail: Option<(ObjectId, &Result<TailRecord>)>,
         tail_cells: Option<usize>,
         report: &mut RestoreReport,
     ) {
@@ -565,7 +578,7 @@ impl LiveSession<'_> {
             None => {}
             Some((_, Ok(_))) if tail_cells.is_some() => {}
             Some((id, Ok(_))) => {
-                self.mark_damaged([*id]);
+                self.mark_damaged([id]);
                 report.warnings.push(format!(
                     "session '{name}': the tail record does not match the token log; \
                      recomputing it by prefill"
@@ -575,7 +588,7 @@ impl LiveSession<'_> {
                 // An object that failed its read is rewritten; one that read back whole
                 // but does not decode is reported only.
                 if e.store_error().is_some() {
-                    self.mark_damaged([*id]);
+                    self.mark_damaged([id]);
                 }
                 report.warnings.push(format!(
                     "session '{name}': the tail record ({id}) is unusable ({e:#}); \
@@ -632,6 +645,24 @@ impl LiveSession<'_> {
         }
         plan.end
     }
+}
+
+/// The tail record as read (waiting for its read), and the cells it completes the
+/// snapshot's pages with (`None` when it cannot).
+fn resolve_tail<'t>(
+    pending: Option<&'t PendingTail<'_>>,
+    page_tokens: usize,
+    snap: &KvSnapshot,
+) -> (Option<(ObjectId, &'t Result<TailRecord>)>, Option<usize>) {
+    let tail = pending.map(|t| (t.id, t.get()));
+    let cells = match &tail {
+        Some((_, Ok(t))) => {
+            let n = t.n_cells as usize;
+            tail_matches(page_tokens, snap.pages.len(), n, snap.kv_len).then_some(n)
+        }
+        _ => None,
+    };
+    (tail, cells)
 }
 
 /// Bytes of rows a plan loads: its pages, window pieces and tail cells.
