@@ -85,7 +85,7 @@ impl BlobFrame {
     }
 
     /// [`Self::new`] in a buffer of an earlier frame (a restore in chunks reuses one, so
-    /// its memory is touched fresh only once). Where the buffer is long enough it is not
+    /// its memory is touched fresh only once). Where the buffer is large enough it is not
     /// zeroed: the row areas hold stale bytes until they are filled, and a frame whose
     /// fill failed must not be loaded (as with any failed fill). `trailer_len` bytes follow
     /// the sections, to be filled like the rows ([`Self::areas`]): a hybrid memory's
@@ -131,8 +131,9 @@ impl BlobFrame {
             .ok_or(BlobError::Assemble("blob size overflows"))?;
         // New bytes are zeroed by the allocator (fresh pages), not by a pass over the
         // buffer: the reads that fill the rows are the first to touch most of it.
-        if bytes.len() >= size {
-            bytes.truncate(size);
+        if bytes.capacity() >= size {
+            // (Zeroes only what lies past the buffer's old length.)
+            bytes.resize(size, 0);
         } else {
             bytes = vec![0u8; size];
         }
@@ -362,6 +363,30 @@ mod tests {
         assert!(crate::kv::blob::parse(&bytes, &shape).is_err());
         let (state, end) = crate::kv::blob::parse_attention(&bytes, &shape).unwrap();
         assert_eq!((end, state.sections[0].cells.len()), (plain.len(), 3));
+    }
+
+    #[test]
+    fn a_frame_in_a_reused_buffer_fills_as_a_fresh_one() {
+        let mut rng = Rng(9);
+        let l = layout(2, 4, 6);
+        let rows = rng.bytes(3 * l.bytes_per_cell() as usize);
+        let section = [FrameSection {
+            layout: &l,
+            first_pos: 0,
+            chunk_cells: vec![3],
+        }];
+        let mut plain = BlobFrame::new(2, &section).unwrap();
+        fill_chunk(&l, &rows, 3, 0, &mut plain.chunk_areas()[0][0]).unwrap();
+        let plain = plain.into_bytes();
+        let n = plain.len();
+        // Stale bytes longer than the frame, a short buffer with room, and an empty one.
+        let mut short = vec![0xAA; 10];
+        short.reserve(n);
+        for buffer in [vec![0xAA; n + 50], short, Vec::with_capacity(n + 7)] {
+            let mut frame = BlobFrame::new_in(buffer, (2, CellExts::NONE), &section, 0).unwrap();
+            fill_chunk(&l, &rows, 3, 0, &mut frame.chunk_areas()[0][0]).unwrap();
+            assert_eq!(frame.into_bytes(), plain);
+        }
     }
 
     #[test]

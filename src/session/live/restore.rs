@@ -6,7 +6,7 @@ use std::borrow::Cow;
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::Instant;
 
-use super::chunk_read::{free_later, ChunkReader};
+use super::chunk_read::{free_later, keep_or_free, kept_buffer, ChunkReader};
 use super::page_read::{read_pages, PageRequest};
 use super::restore_choice::{choose_restore, current_rates, record_restore, SourceRange};
 use super::restore_plan::{plan_restore, tail_matches, PlanInput, RestorePlan};
@@ -25,7 +25,8 @@ use crate::session::manifest::{KvSnapshot, SessionManifest};
 use crate::store::ObjectId;
 
 /// Rows per chunk of a chunked restore, at least [`MIN_CHUNK_PAGES`] pages. Every chunk
-/// after the first two reuses a buffer whose memory is already mapped, and mapping fresh
+/// after the first two reuses a buffer whose memory is already mapped (as do the first two
+/// after an earlier restore in the process, up to a bound), and mapping fresh
 /// memory costs about as much here as reading it from disk, so chunks are small: SmolLM2's
 /// 4,096-token session restored in 111 ms in 64 MiB chunks (90 MB of fresh memory) and in
 /// 55-68 ms in chunks of a page or two, while llama.cpp's cost per loaded chunk stays
@@ -502,8 +503,8 @@ impl LiveSession<'_> {
                     (r.read(store, warm, &mut phases), phases)
                 })
             });
-            let (mut spare, mut finished) = (Vec::new(), Vec::new());
-            let mut filled = read(0, Vec::new(), &mut report.phases);
+            let (mut spare, mut finished) = (kept_buffer(), Vec::new());
+            let mut filled = read(0, kept_buffer(), &mut report.phases);
             for n in 0..starts.len() {
                 let Some(blob) = filled.take() else {
                     // The chunks loaded so far go too: the fallback starts from an empty slot.
@@ -549,7 +550,7 @@ impl LiveSession<'_> {
                 }
             }
             finished.push(spare);
-            free_later(finished);
+            keep_or_free(finished);
             let Some(checkpoint) = checkpoint else {
                 return Some(Ok(()));
             };
