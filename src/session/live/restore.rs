@@ -9,9 +9,11 @@ use std::time::Instant;
 use super::chunk_read::{free_later, keep_or_free, kept_buffer, ChunkReader};
 use super::page_read::{read_pages, PageRequest};
 use super::restore_choice::{choose_restore, current_rates, record_restore, SourceRange};
-use super::restore_plan::{plan_restore, tail_matches, PlanInput, RestorePlan};
+use super::restore_plan::{
+    expected_tail_cells, plan_restore, tail_matches, PlanInput, RestorePlan,
+};
 use super::restore_recurrent::{limit_plan, RecurrentSource};
-use super::tail_read::{expected_tail_cells, PendingTail};
+use super::tail_read::PendingTail;
 use super::{LiveSession, RestoreReport};
 use crate::kv::blob::CellExts;
 use crate::kv::layout::{slice_cells, BASE, SWA};

@@ -51,7 +51,12 @@ pub struct WindowPlan {
 /// Whether a tail record of `n_cells` cells completes a snapshot of `pages` pages to the
 /// `kv_len` tokens of its log.
 pub fn tail_matches(page_tokens: usize, pages: usize, n_cells: usize, kv_len: usize) -> bool {
-    pages * page_tokens + n_cells == kv_len
+    expected_tail_cells(page_tokens, pages, kv_len) == Some(n_cells)
+}
+
+/// The cells a tail record must hold to complete `pages` pages to `kv_len` tokens.
+pub fn expected_tail_cells(page_tokens: usize, pages: usize, kv_len: usize) -> Option<usize> {
+    kv_len.checked_sub(pages * page_tokens)
 }
 
 /// The furthest restore point `input` supports, or `None` when no point is usable.

@@ -75,15 +75,6 @@ impl<'a> PendingTail<'a> {
     }
 }
 
-/// The cells a tail record must hold to complete `pages` pages to `kv_len` tokens.
-pub(super) fn expected_tail_cells(
-    page_tokens: usize,
-    pages: usize,
-    kv_len: usize,
-) -> Option<usize> {
-    kv_len.checked_sub(pages * page_tokens)
-}
-
 /// Reads and decodes the tail record `id` of a cache laid out as `layout`.
 fn read_tail(
     store: &ObjectStore,
