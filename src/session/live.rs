@@ -17,6 +17,7 @@ use std::collections::BTreeMap;
 use std::ops::{ControlFlow, Range};
 
 mod branch;
+mod buffers;
 mod checkpoints;
 mod chunk_read;
 mod commit;

@@ -2,10 +2,9 @@
 //! plan's window pieces and tail) straight into their places in a state blob laid out in a
 //! reused buffer. It needs no context, so a chunked restore reads the next chunk on a thread
 //! of its own while the engine thread hands the previous one to llama.cpp. A restore's two
-//! buffers are kept for the next restore in the process ([`keep_or_free`]).
+//! buffers are kept for the next restore in the process ([`super::buffers`]).
 
 use std::collections::BTreeMap;
-use std::sync::{Mutex, PoisonError};
 use std::time::Instant;
 
 use super::page_read::{read_placed, PlacedRead};
@@ -154,89 +153,5 @@ impl ChunkReader<'_> {
             fill_chunk(section.layout, rows, cells, 0, areas).ok()?;
         }
         Some(())
-    }
-}
-
-/// The most bytes of chunk buffers a finished restore leaves for the next one in this
-/// process (two buffers at most, one restore's worth): a server restores session after
-/// session, and faulting in fresh memory costs about as much as reading it from disk here
-/// (0.35-0.5 ms per MB). The allocator keeps buffers below 32 MiB on its own heap, but an
-/// 8B model's chunks are 64 MiB, mapped and unmapped by every restore.
-const KEPT_BYTES: usize = 256 << 20;
-
-static KEPT: Mutex<Vec<Vec<u8>>> = Mutex::new(Vec::new());
-
-/// A chunk buffer an earlier restore left (its memory already faulted in), or an empty one.
-pub(super) fn kept_buffer() -> Vec<u8> {
-    KEPT.lock()
-        .unwrap_or_else(PoisonError::into_inner)
-        .pop()
-        .unwrap_or_default()
-}
-
-/// Keeps a finished restore's buffers for the next one, up to [`KEPT_BYTES`] in two
-/// buffers, and frees the rest on a thread of its own: unmapping tens of megabytes takes
-/// about a millisecond per 10 MB here, and the session is ready once they are loaded.
-pub(super) fn keep_or_free(buffers: Vec<Vec<u8>>) {
-    let rest = {
-        let mut kept = KEPT.lock().unwrap_or_else(PoisonError::into_inner);
-        keep(&mut kept, buffers)
-    };
-    free_later(rest);
-}
-
-/// Moves the largest of `buffers` that fit [`KEPT_BYTES`] and two buffers into `kept`;
-/// returns the others.
-fn keep(kept: &mut Vec<Vec<u8>>, mut buffers: Vec<Vec<u8>>) -> Vec<Vec<u8>> {
-    buffers.sort_by_key(|b| std::cmp::Reverse(b.capacity()));
-    let mut held: usize = kept.iter().map(Vec::capacity).sum();
-    let mut rest = Vec::new();
-    for b in buffers {
-        let fits = held + b.capacity() <= KEPT_BYTES && kept.len() < 2;
-        if b.capacity() > 0 && fits {
-            held += b.capacity();
-            kept.push(b);
-        } else {
-            rest.push(b);
-        }
-    }
-    rest
-}
-
-/// Frees buffers on a thread of its own.
-pub(super) fn free_later(buffers: Vec<Vec<u8>>) {
-    if buffers.iter().all(|b| b.capacity() == 0) {
-        return;
-    }
-    // Without a thread (the system refuses one) they are freed here, as usual.
-    let _ = std::thread::Builder::new()
-        .name("kvrun-free".into())
-        .spawn(move || drop(buffers));
-}
-
-#[cfg(test)]
-mod tests {
-    use super::{keep, KEPT_BYTES};
-
-    /// Buffers of these capacities (reserved, never touched).
-    fn buffers(mib: &[usize]) -> Vec<Vec<u8>> {
-        mib.iter().map(|&m| Vec::with_capacity(m << 20)).collect()
-    }
-
-    fn mib(buffers: &[Vec<u8>]) -> Vec<usize> {
-        buffers.iter().map(|b| b.capacity() >> 20).collect()
-    }
-
-    #[test]
-    fn a_restore_keeps_at_most_two_buffers_within_the_budget() {
-        let mut kept = Vec::new();
-        let rest = keep(&mut kept, buffers(&[24, 64, 0, 64]));
-        assert_eq!((mib(&kept), mib(&rest)), (vec![64, 64], vec![24, 0]));
-        // Nothing more while two are kept; a restore takes them before it gives any back.
-        assert_eq!(mib(&keep(&mut kept, buffers(&[16]))), vec![16]);
-        kept.clear();
-        let over = (KEPT_BYTES >> 20) + 1;
-        let rest = keep(&mut kept, buffers(&[over, 200, 100]));
-        assert_eq!((mib(&kept), mib(&rest)), (vec![200], vec![over, 100]));
     }
 }

@@ -107,10 +107,14 @@ pub fn read_placed(
 /// Reader threads for `jobs` objects: at least two, so one read is in flight while another
 /// page hashes even on one core.
 fn readers_for(jobs: usize) -> usize {
+    readers().min(jobs)
+}
+
+/// Reader threads for a restore: one per core, at least two and at most [`MAX_READERS`].
+pub fn readers() -> usize {
     std::thread::available_parallelism()
         .map_or(2, |n| n.get())
         .clamp(2, MAX_READERS)
-        .min(jobs)
 }
 
 /// Runs `work` over `jobs` on a few threads, taking jobs in order; results come back in

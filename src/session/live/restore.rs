@@ -6,7 +6,8 @@ use std::borrow::Cow;
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::Instant;
 
-use super::chunk_read::{free_later, keep_or_free, kept_buffer, ChunkReader};
+use super::buffers::{keep_or_free, kept_buffer, kept_buffer_for};
+use super::chunk_read::ChunkReader;
 use super::page_read::{read_pages, PageRequest};
 use super::restore_choice::{choose_restore, current_rates, record_restore, SourceRange};
 use super::restore_plan::{
@@ -500,9 +501,11 @@ impl LiveSession<'_> {
         };
         std::thread::scope(|outer| {
             let checkpoint = recurrent.map(|r| {
+                // Taken here, before the chunks take theirs: the kept buffer that fits it.
+                let buffer = kept_buffer_for(r.payload_len);
                 outer.spawn(move || {
                     let mut phases = RestorePhases::default();
-                    (r.read(store, warm, &mut phases), phases)
+                    (r.read(store, warm, buffer, &mut phases), phases)
                 })
             });
             let (mut spare, mut finished) = (kept_buffer(), Vec::new());
@@ -563,7 +566,7 @@ impl LiveSession<'_> {
                 return None;
             };
             let loaded = capture::load_recurrent(ctx, slot, &blob, &mut report.phases);
-            free_later(vec![blob]);
+            keep_or_free(vec![blob]);
             Some(loaded)
         })
     }
