@@ -362,7 +362,9 @@ fn format_2_objects_are_read_with_their_blake3_and_checked() {
     let reader = store.open_payload(&id).unwrap();
     reader
         .read_parts(
-            &mut [PayloadPart::Into(a), PayloadPart::Into(b)],
+            vec![PayloadPart::Into(a), PayloadPart::Into(b)],
+            2,
+            |_| {},
             &mut Default::default(),
         )
         .unwrap();

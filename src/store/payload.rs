@@ -5,7 +5,7 @@
 //! computed part by part while each part is still in the CPU's cache.
 
 use std::fs::File;
-use std::io::{self, Read};
+use std::io;
 use std::os::unix::fs::FileExt;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
@@ -78,11 +78,20 @@ impl PayloadReader {
     }
 
     /// Reads the payload into `parts`, in order, and checks its checksum; the parts' lengths
-    /// must add up to [`Self::len`]. Time spent hashing is added to `hashing`. After an
-    /// error the parts hold unverified bytes, which the caller must not use.
+    /// must add up to [`Self::len`]. The payload is cut into `threads` ranges of about equal
+    /// size, read at once, one thread each: for a large object, which a single reader would
+    /// leave the disk and the other cores waiting on (parts that skip bytes are read by one
+    /// thread, which hashes them as it goes). Each thread hands every part to `prepare`
+    /// just before reading into it (a caller faults fresh memory in there, in parallel).
+    /// The first range is read and hashed on this thread while the others are still
+    /// reading; the rest are hashed in order as they arrive, so every byte is checked once.
+    /// Time spent hashing is added to `hashing`. After an error the parts hold unverified
+    /// bytes, which the caller must not use.
     pub fn read_parts(
-        mut self,
-        parts: &mut [PayloadPart<'_>],
+        self,
+        parts: Vec<PayloadPart<'_>>,
+        threads: usize,
+        prepare: impl Fn(&mut [u8]) + Sync,
         hashing: &mut Duration,
     ) -> Result<ObjectKind> {
         let id = self.header.id;
@@ -94,95 +103,43 @@ impl PayloadReader {
                 self.len()
             )));
         }
+        let skips = parts.iter().any(|p| matches!(p, PayloadPart::Skip(_)));
+        let threads = if skips { 1 } else { threads.max(1) };
         let mut hasher = PayloadHasher::new(self.header.checksum_kind);
-        let mut scratch = Vec::new();
-        for part in parts.iter_mut() {
-            match part {
-                PayloadPart::Into(buf) => {
-                    self.read_exact(buf)?;
-                    let started = Instant::now();
-                    hasher.update(buf);
-                    *hashing += started.elapsed();
-                }
-                PayloadPart::Skip(n) => {
-                    let mut left = *n;
-                    scratch.resize(left.min(SKIP_CHUNK), 0);
-                    while left > 0 {
-                        let chunk = &mut scratch[..left.min(SKIP_CHUNK)];
-                        self.read_exact(chunk)?;
-                        let started = Instant::now();
-                        hasher.update(chunk);
-                        *hashing += started.elapsed();
-                        left -= chunk.len();
-                    }
-                }
-            }
-        }
-        if hasher.finalize() != self.header.checksum {
-            return Err(corrupt("payload checksum mismatch".to_string()));
-        }
-        Ok(self.header.kind)
-    }
-
-    /// Reads the payload into `buf` (its length) in `parts` ranges at once, one thread each,
-    /// and checks its checksum: for one large object, which a single reader would leave the
-    /// disk and the other cores waiting on. Each thread first hands its range to `prepare`
-    /// (a caller faults fresh memory in there, in parallel). The first range is read and
-    /// hashed on this thread while the others are still reading; the rest are hashed in
-    /// order as they arrive. Time spent hashing is added to `hashing`. After an error `buf`
-    /// holds unverified bytes, which the caller must not use.
-    pub fn read_split(
-        self,
-        buf: &mut [u8],
-        parts: usize,
-        prepare: impl Fn(&mut [u8]) + Sync,
-        hashing: &mut Duration,
-    ) -> Result<ObjectKind> {
-        let id = self.header.id;
-        let corrupt = |detail: String| StoreError::Corrupt { id, detail };
-        if buf.len() as u64 != self.len() {
-            return Err(corrupt(format!(
-                "payload is {} bytes, the reader expects {}",
-                self.len(),
-                buf.len()
-            )));
-        }
-        let part_len = buf.len().div_ceil(parts.max(1)).max(1);
-        let mut hasher = PayloadHasher::new(self.header.checksum_kind);
-        let mut hash = |part: &[u8]| {
+        let mut hash = |bytes: &[u8]| {
             let started = Instant::now();
-            hasher.update(part);
+            hasher.update(bytes);
             *hashing += started.elapsed();
         };
-        let this = &self;
-        let prepare = &prepare;
-        let read = move |at: usize, part: &mut [u8]| {
-            prepare(part);
-            this.read_exact_at(part, (HEADER_LEN + at) as u64)
-        };
+        let (this, prepare) = (&self, &prepare);
         std::thread::scope(|scope| {
-            let mut ranges = buf.chunks_mut(part_len);
+            let mut ranges = split_parts(parts, threads).into_iter();
             let first = ranges.next();
             let others: Vec<_> = ranges
-                .enumerate()
-                .map(|(k, part)| {
-                    let at = (k + 1) * part_len;
+                .map(|(at, mut parts)| {
                     scope.spawn(move || {
-                        read(at, &mut *part)?;
-                        Ok::<&[u8], StoreError>(part)
+                        // A file of its own: readers sharing one keep one read-ahead
+                        // state, which their interleaved offsets confuse. (Another file at
+                        // this path since the open fails the checksum, as any change does.)
+                        let file = File::open(&this.path).map_err(|e| io_err(&this.path, e))?;
+                        this.read_range(&file, at, &mut parts, prepare, &mut |_: &[u8]| {})?;
+                        Ok::<_, StoreError>(parts)
                     })
                 })
                 .collect();
-            if let Some(part) = first {
-                read(0, part)?;
-                hash(part);
+            if let Some((at, mut parts)) = first {
+                this.read_range(&this.file, at, &mut parts, prepare, &mut hash)?;
             }
             for other in others {
                 // A reader only panics on a bug; its range then reads as unusable.
-                let part = other
+                let parts = other
                     .join()
                     .unwrap_or_else(|_| Err(corrupt("a reading thread failed".to_string())))?;
-                hash(part);
+                for part in &parts {
+                    if let PayloadPart::Into(buf) = part {
+                        hash(buf);
+                    }
+                }
             }
             Ok::<(), StoreError>(())
         })?;
@@ -192,15 +149,45 @@ impl PayloadReader {
         Ok(self.header.kind)
     }
 
-    fn read_exact_at(&self, buf: &mut [u8], offset: u64) -> Result<()> {
-        self.file
-            .read_exact_at(buf, offset)
-            .map_err(|e| self.read_error(e))
+    /// Reads the payload bytes from `at` on into `parts`, handing each byte read to `hash`
+    /// (skipped bytes too, through a small buffer).
+    fn read_range(
+        &self,
+        file: &File,
+        mut at: usize,
+        parts: &mut [PayloadPart<'_>],
+        prepare: &(impl Fn(&mut [u8]) + Sync),
+        hash: &mut dyn FnMut(&[u8]),
+    ) -> Result<()> {
+        let mut scratch = Vec::new();
+        for part in parts.iter_mut() {
+            match part {
+                PayloadPart::Into(buf) => {
+                    prepare(buf);
+                    self.read_exact_at(file, buf, at)?;
+                    hash(buf);
+                    at += buf.len();
+                }
+                PayloadPart::Skip(n) => {
+                    let mut left = *n;
+                    scratch.resize(left.min(SKIP_CHUNK), 0);
+                    while left > 0 {
+                        let chunk = &mut scratch[..left.min(SKIP_CHUNK)];
+                        self.read_exact_at(file, chunk, at)?;
+                        hash(chunk);
+                        at += chunk.len();
+                        left -= chunk.len();
+                    }
+                }
+            }
+        }
+        Ok(())
     }
 
-    fn read_exact(&mut self, buf: &mut [u8]) -> Result<()> {
-        let read = self.file.read_exact(buf);
-        read.map_err(|e| self.read_error(e))
+    /// Reads payload bytes `at..at + buf.len()`.
+    fn read_exact_at(&self, file: &File, buf: &mut [u8], at: usize) -> Result<()> {
+        file.read_exact_at(buf, (HEADER_LEN + at) as u64)
+            .map_err(|e| self.read_error(e))
     }
 
     fn read_error(&self, e: io::Error) -> StoreError {
@@ -216,6 +203,41 @@ impl PayloadReader {
             _ => io_err(&self.path, e),
         }
     }
+}
+
+/// `parts` cut into at most `n` runs of about equal bytes, each with the payload offset it
+/// starts at: a part that straddles a cut is split there.
+fn split_parts(parts: Vec<PayloadPart<'_>>, n: usize) -> Vec<(usize, Vec<PayloadPart<'_>>)> {
+    let total: usize = parts.iter().map(PayloadPart::len).sum();
+    let per = total.div_ceil(n.max(1)).max(1);
+    let mut runs = Vec::new();
+    let (mut run, mut run_at, mut at) = (Vec::new(), 0, 0);
+    for mut part in parts {
+        loop {
+            let room = per - (at - run_at);
+            if part.len() <= room {
+                at += part.len();
+                run.push(part);
+                break;
+            }
+            let (head, rest) = match part {
+                PayloadPart::Into(buf) => {
+                    let (head, rest) = buf.split_at_mut(room);
+                    (PayloadPart::Into(head), PayloadPart::Into(rest))
+                }
+                PayloadPart::Skip(k) => (PayloadPart::Skip(room), PayloadPart::Skip(k - room)),
+            };
+            run.push(head);
+            at += room;
+            runs.push((run_at, std::mem::take(&mut run)));
+            run_at = at;
+            part = rest;
+        }
+    }
+    if !run.is_empty() {
+        runs.push((run_at, run));
+    }
+    runs
 }
 
 #[cfg(test)]
@@ -238,13 +260,14 @@ mod tests {
         let skip = payload.len() - a.len() - b.len();
         let reader = store.open_payload(&id).unwrap();
         assert_eq!(reader.len(), payload.len() as u64);
-        let mut parts = [
+        let parts = vec![
             PayloadPart::Into(&mut a),
             PayloadPart::Skip(skip),
             PayloadPart::Into(&mut b),
         ];
         let mut hashing = Duration::ZERO;
-        let kind = reader.read_parts(&mut parts, &mut hashing).unwrap();
+        // Skipped bytes are hashed in order, so these parts are read by one thread.
+        let kind = reader.read_parts(parts, 4, |_| {}, &mut hashing).unwrap();
         assert_eq!(kind, ObjectKind::Page);
         assert_eq!(a, payload[..1000]);
         assert_eq!(b, payload[1000 + skip..]);
@@ -254,7 +277,7 @@ mod tests {
         let mut file = std::fs::read(&path).unwrap();
         file[HEADER_LEN + 1000 + skip / 2] ^= 1;
         std::fs::write(&path, file).unwrap();
-        let mut parts = [
+        let parts = vec![
             PayloadPart::Into(&mut a),
             PayloadPart::Skip(skip),
             PayloadPart::Into(&mut b),
@@ -262,7 +285,7 @@ mod tests {
         let err = store
             .open_payload(&id)
             .unwrap()
-            .read_parts(&mut parts, &mut hashing)
+            .read_parts(parts, 4, |_| {}, &mut hashing)
             .unwrap_err();
         assert!(err.to_string().contains("checksum"), "{err}");
     }
@@ -272,31 +295,35 @@ mod tests {
         let payload: Vec<u8> = (0..3_000_001u32).map(|i| (i % 253) as u8).collect();
         let (_dir, store, id) = store_with(&payload);
         let mut hashing = Duration::ZERO;
-        for parts in [1, 2, 3, 7] {
-            let prepared = std::sync::atomic::AtomicUsize::new(0);
-            let mut buf = vec![0u8; payload.len()];
-            let kind = store
-                .open_payload(&id)
-                .unwrap()
-                .read_split(
-                    &mut buf,
-                    parts,
-                    |part| {
-                        prepared.fetch_add(part.len(), std::sync::atomic::Ordering::Relaxed);
-                    },
-                    &mut hashing,
-                )
-                .unwrap();
-            assert_eq!(kind, ObjectKind::Page);
-            assert!(buf == payload, "{parts} parts");
-            assert_eq!(prepared.into_inner(), payload.len(), "{parts} parts");
+        // One part, and parts of uneven sizes whose cuts fall inside and between them.
+        for cuts in [vec![], vec![1, 999_999, 1_000_000, 2_500_000]] {
+            for threads in [1, 2, 3, 7] {
+                let prepared = std::sync::atomic::AtomicUsize::new(0);
+                let mut buf = vec![0u8; payload.len()];
+                let mut parts = Vec::new();
+                let mut rest = &mut buf[..];
+                let mut at = 0;
+                for &cut in &cuts {
+                    let (head, tail) = rest.split_at_mut(cut - at);
+                    parts.push(PayloadPart::Into(head));
+                    (rest, at) = (tail, cut);
+                }
+                parts.push(PayloadPart::Into(rest));
+                let count = |part: &mut [u8]| {
+                    prepared.fetch_add(part.len(), std::sync::atomic::Ordering::Relaxed);
+                };
+                let reader = store.open_payload(&id).unwrap();
+                let kind = reader.read_parts(parts, threads, count, &mut hashing);
+                assert_eq!(kind.unwrap(), ObjectKind::Page);
+                assert!(buf == payload, "{threads} threads, cuts {cuts:?}");
+                assert_eq!(prepared.into_inner(), payload.len(), "{threads} threads");
+            }
         }
         let read = |buf: &mut [u8]| {
             let reader = store.open_payload(&id).unwrap();
-            reader.read_split(buf, 3, |_| {}, &mut Duration::default())
+            let parts = vec![PayloadPart::Into(buf)];
+            reader.read_parts(parts, 3, |_| {}, &mut Duration::default())
         };
-        let err = read(&mut vec![0u8; payload.len() - 1]).unwrap_err();
-        assert!(err.to_string().contains("expects"), "{err}");
         // A flip in the last range, which another thread reads, is caught.
         let path = store.object_path(&id);
         let mut file = std::fs::read(&path).unwrap();
@@ -314,7 +341,12 @@ mod tests {
         let err = store
             .open_payload(&id)
             .unwrap()
-            .read_parts(&mut [PayloadPart::Into(&mut buf)], &mut Duration::default())
+            .read_parts(
+                vec![PayloadPart::Into(&mut buf)],
+                1,
+                |_| {},
+                &mut Duration::default(),
+            )
             .unwrap_err();
         assert!(err.to_string().contains("expects 99"), "{err}");
     }

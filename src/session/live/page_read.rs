@@ -159,7 +159,9 @@ fn in_parallel<J: Send, R: Send>(
     (results, hashing)
 }
 
-/// One placed page, every check of [`read_one`] applied.
+/// One placed page, every check of [`read_one`] applied. Pages are read one per thread:
+/// a page read in ranges by two threads, a page per chunk, restored the 8B shape's
+/// 8,192 tokens in 446-477 ms against 340-343 ms for two-page chunks read a page per thread.
 fn read_one_placed(
     store: &ObjectStore,
     warm: Option<&WarmPool>,
@@ -189,18 +191,21 @@ fn read_one_placed(
         }
         parts.push(PayloadPart::Into(area));
     }
-    // The areas are faulted in here, on the reader threads, so that a fresh buffer's
-    // memory (the first touch of a page costs more here than the copy that fills it) is
-    // prepared in parallel and while other pages wait on the disk, in one call per area
-    // rather than a fault per 4 KiB.
-    for part in &mut parts {
-        if let PayloadPart::Into(area) = part {
-            crate::llama::prefault(area);
-        }
-    }
+    // The areas are faulted in on the reader threads, just before each is read into, so
+    // that a fresh buffer's memory (the first touch of a page costs more here than the copy
+    // that fills it) is prepared in parallel and while other pages wait on the disk, in one
+    // call per area rather than a fault per 4 KiB.
+    let prefault = |area: &mut [u8]| {
+        crate::llama::prefault(area);
+    };
     match warm {
         // The pool keeps what it loads, and checks its RAM copy on every read.
         Some(pool) => {
+            for part in &mut parts {
+                if let PayloadPart::Into(area) = part {
+                    prefault(area);
+                }
+            }
             let payload = pool.get_or_load(store, &read.id)?;
             if payload.len() != expected {
                 return Err(wrong_length(payload.len()));
@@ -218,7 +223,7 @@ fn read_one_placed(
             if reader.len() != expected as u64 {
                 return Err(wrong_length(reader.len() as usize));
             }
-            reader.read_parts(&mut parts, hashing)?;
+            reader.read_parts(parts, 1, prefault, hashing)?;
         }
     }
     Ok(())

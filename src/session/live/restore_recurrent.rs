@@ -22,7 +22,7 @@ use crate::llama::Context;
 use crate::session::capture::{self, RestorePhases};
 use crate::session::kv_error::{LiveError, LiveResult as Result};
 use crate::session::manifest::{KvSnapshot, StateCheckpoint};
-use crate::store::{ObjectId, ObjectStore};
+use crate::store::{ObjectId, ObjectStore, PayloadPart};
 use crate::tiers::WarmPool;
 
 /// A checkpoint read for a restore: the state after `kv_len` tokens.
@@ -83,7 +83,12 @@ impl RecurrentSource {
         let prefault = |range: &mut [u8]| {
             crate::llama::prefault(range);
         };
-        let read = reader.read_split(&mut blob, parts, prefault, &mut hashing);
+        let read = reader.read_parts(
+            vec![PayloadPart::Into(&mut blob)],
+            parts,
+            prefault,
+            &mut hashing,
+        );
         phases.read_ms += started.elapsed().as_secs_f64() * 1e3;
         phases.verify_ms += hashing.as_secs_f64() * 1e3;
         match read {
