@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 use rustix::fs::{fadvise, Advice};
 
 use super::checksum::PayloadHasher;
-use super::fsutil::io_err;
+use super::fsutil::{io_err, open_regular};
 use super::object::{Header, HEADER_LEN};
 use super::{ObjectId, ObjectKind, ObjectStore, Result, StoreError};
 
@@ -118,10 +118,7 @@ impl PayloadReader {
             let others: Vec<_> = ranges
                 .map(|(at, mut parts)| {
                     scope.spawn(move || {
-                        // A file of its own: readers sharing one keep one read-ahead
-                        // state, which their interleaved offsets confuse. (Another file at
-                        // this path since the open fails the checksum, as any change does.)
-                        let file = File::open(&this.path).map_err(|e| io_err(&this.path, e))?;
+                        let file = this.reopen()?;
                         this.read_range(&file, at, &mut parts, prepare, &mut |_: &[u8]| {})?;
                         Ok::<_, StoreError>(parts)
                     })
@@ -182,6 +179,21 @@ impl PayloadReader {
             }
         }
         Ok(())
+    }
+
+    /// The object's file opened again, as [`ObjectStore::open_payload`] opens it: a range
+    /// read on another thread needs a file of its own, since readers sharing one share its
+    /// read-ahead state, which their interleaved offsets confuse. A file put at the path
+    /// since (a rewrite of a damaged object) holds the same payload or fails the checksum.
+    fn reopen(&self) -> Result<File> {
+        let (file, file_len) = open_regular(&self.path).map_err(|e| io_err(&self.path, e))?;
+        if file_len != HEADER_LEN as u64 + self.len() {
+            return Err(StoreError::Corrupt {
+                id: self.header.id,
+                detail: format!("its file changed length to {file_len} bytes during a read"),
+            });
+        }
+        Ok(file)
     }
 
     /// Reads payload bytes `at..at + buf.len()`.
