@@ -346,6 +346,36 @@ mod tests {
         assert!(err.to_string().contains("checksum"), "{err}");
     }
 
+    /// A range read on another thread opens the path again: a FIFO or a shorter file put
+    /// there after the first open is refused, not waited on or read short.
+    #[test]
+    fn a_split_read_refuses_a_file_replaced_during_the_read() {
+        let payload = vec![5u8; 1 << 20];
+        let (dir, store, id) = store_with(&payload);
+        let path = store.object_path(&id);
+        let read = |reader: PayloadReader| {
+            let mut buf = vec![0u8; payload.len()];
+            let parts = vec![PayloadPart::Into(&mut buf)];
+            reader.read_parts(parts, 2, |_| {}, &mut Duration::default())
+        };
+        let reader = store.open_payload(&id).unwrap();
+        let fifo = dir.path().join("fifo");
+        let made = std::process::Command::new("mkfifo").arg(&fifo).status();
+        assert!(made.unwrap().success());
+        std::fs::rename(&fifo, &path).unwrap();
+        let err = read(reader).unwrap_err();
+        assert!(err.to_string().contains("regular"), "{err}");
+
+        std::fs::remove_file(&path).unwrap();
+        store.put(&id, ObjectKind::Page, &payload).unwrap();
+        let reader = store.open_payload(&id).unwrap();
+        let short = std::fs::read(&path).unwrap();
+        std::fs::write(dir.path().join("short"), &short[..short.len() - 10]).unwrap();
+        std::fs::rename(dir.path().join("short"), &path).unwrap();
+        let err = read(reader).unwrap_err();
+        assert!(err.to_string().contains("changed length"), "{err}");
+    }
+
     #[test]
     fn parts_of_the_wrong_total_length_are_refused() {
         let (_dir, store, id) = store_with(&[1u8; 100]);
