@@ -193,6 +193,8 @@ impl PayloadReader {
                 detail: format!("its file changed length to {file_len} bytes during a read"),
             });
         }
+        // The same hint as the first open: this range too is read front to back.
+        let _ = fadvise(&file, 0, None, Advice::Sequential);
         Ok(file)
     }
 
