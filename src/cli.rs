@@ -385,7 +385,7 @@ pub struct ServeModelsArgs {
     pub model_alias: Vec<String>,
     /// Memory every loaded model's weights, context and compute buffers share, e.g. 8GiB;
     /// past it, idle models are unloaded [default: 90% of the RAM available at start, less
-    /// the warm tier's budget]
+    /// the warm tier's budget and 256 MiB of restore buffers]
     #[arg(long, value_name = "SIZE")]
     pub memory_budget: Option<String>,
     /// How long a model stays loaded after its last request, e.g. 5m; 0 unloads at once,

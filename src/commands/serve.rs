@@ -147,7 +147,9 @@ fn settle(env: &Env, args: &ServeArgs) -> Result<ServeSettings> {
         Some(text) => parse_bytes(text).map_err(|e| usage(format!("--memory-budget: {e}")))?,
         None => {
             let available = crate::tiers::SystemMemory::read(&env.paths.data).ram_available;
-            crate::service::fleet::budget::default_budget(available, warm_budget)
+            let restore_buffers = crate::session::live::KEPT_RESTORE_BUFFER_BYTES as u64;
+            let set_aside = warm_budget.saturating_add(restore_buffers);
+            crate::service::fleet::budget::default_budget(available, set_aside)
         }
     };
     let keep_alive = match args

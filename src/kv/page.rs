@@ -96,53 +96,68 @@ impl PageKey {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct TailRecord {
     pub n_cells: u32,
-    pub base: Vec<u8>,
-    pub swa: Vec<u8>,
+    /// The record as read; the rows stay where they were read into (a restore reads it
+    /// into a buffer it keeps for the next one, and copies the rows out from there).
+    bytes: Vec<u8>,
+    base_len: usize,
 }
 
 const TAIL_MAGIC: &[u8; 8] = b"KVRTAIL1";
+const TAIL_HEADER: usize = 20;
 
 impl TailRecord {
-    pub fn encode(&self) -> Vec<u8> {
-        let mut out = Vec::with_capacity(24 + self.base.len() + self.swa.len());
+    /// The record of `n_cells` cells of full-attention rows `base` and window rows `swa`.
+    pub fn encode(n_cells: u32, base: &[u8], swa: &[u8]) -> Vec<u8> {
+        let mut out = Vec::with_capacity(TAIL_HEADER + base.len() + swa.len());
         out.extend_from_slice(TAIL_MAGIC);
-        out.extend_from_slice(&self.n_cells.to_le_bytes());
-        out.extend_from_slice(&(self.base.len() as u64).to_le_bytes());
-        out.extend_from_slice(&self.base);
-        out.extend_from_slice(&self.swa);
+        out.extend_from_slice(&n_cells.to_le_bytes());
+        out.extend_from_slice(&(base.len() as u64).to_le_bytes());
+        out.extend_from_slice(base);
+        out.extend_from_slice(swa);
         out
     }
 
     /// Decodes and checks the sizes against the layout's bytes per token. Takes the bytes
-    /// read, so the full-attention rows (most of a record) stay in the memory they were
-    /// read into rather than being copied to fresh memory.
+    /// read, and leaves the rows in them.
     pub fn decode(
-        mut bytes: Vec<u8>,
+        bytes: Vec<u8>,
         base_per_cell: usize,
         swa_per_cell: usize,
     ) -> Result<Self, KvError> {
         let bad = |what: &str| KvError::Record(format!("tail record: {what}"));
-        if bytes.len() < 20 || &bytes[..8] != TAIL_MAGIC {
+        if bytes.len() < TAIL_HEADER || &bytes[..8] != TAIL_MAGIC {
             return Err(bad("bad magic"));
         }
         let n_cells = u32::from_le_bytes(bytes[8..12].try_into().map_err(|_| bad("header"))?);
         let base_len = u64::from_le_bytes(bytes[12..20].try_into().map_err(|_| bad("header"))?);
-        let rest = bytes.len() - 20;
+        let rest = bytes.len() - TAIL_HEADER;
         let expect_base = (n_cells as usize).checked_mul(base_per_cell);
         let expect_swa = (n_cells as usize).checked_mul(swa_per_cell);
         match (expect_base, expect_swa) {
             (Some(b), Some(s)) if b as u64 == base_len && b.checked_add(s) == Some(rest) => {
-                let swa = bytes[20 + b..].to_vec();
-                bytes.truncate(20 + b);
-                bytes.drain(..20);
                 Ok(Self {
                     n_cells,
-                    base: bytes,
-                    swa,
+                    bytes,
+                    base_len: b,
                 })
             }
             _ => Err(bad("sizes do not match the KV layout")),
         }
+    }
+
+    /// The full-attention rows, layer block after layer block.
+    pub fn base(&self) -> &[u8] {
+        &self.bytes[TAIL_HEADER..TAIL_HEADER + self.base_len]
+    }
+
+    /// The sliding-window rows (empty without a window).
+    pub fn swa(&self) -> &[u8] {
+        &self.bytes[TAIL_HEADER + self.base_len..]
+    }
+
+    /// The buffer it was read into.
+    pub fn into_bytes(self) -> Vec<u8> {
+        self.bytes
     }
 }
 
@@ -180,13 +195,12 @@ mod tests {
 
     #[test]
     fn tail_round_trip_and_size_checks() {
-        let tail = TailRecord {
-            n_cells: 3,
-            base: vec![1; 12],
-            swa: vec![2; 6],
-        };
-        let bytes = tail.encode();
-        assert_eq!(TailRecord::decode(bytes.clone(), 4, 2).unwrap(), tail);
+        let bytes = TailRecord::encode(3, &[1; 12], &[2; 6]);
+        let tail = TailRecord::decode(bytes.clone(), 4, 2).unwrap();
+        assert_eq!(
+            (tail.n_cells, tail.base(), tail.swa()),
+            (3, &[1; 12][..], &[2; 6][..])
+        );
         assert!(TailRecord::decode(bytes.clone(), 4, 3).is_err());
         assert!(TailRecord::decode(bytes[..bytes.len() - 1].to_vec(), 4, 2).is_err());
         for cut in 0..20 {

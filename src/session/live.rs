@@ -20,6 +20,7 @@ mod branch;
 mod buffers;
 mod checkpoints;
 mod chunk_read;
+mod chunk_stream;
 mod commit;
 mod early;
 mod ledger;
@@ -35,6 +36,9 @@ mod save;
 mod state;
 mod tail_read;
 mod writer;
+
+/// The most memory a process keeps in restore buffers between restores.
+pub use buffers::KEPT_BYTES as KEPT_RESTORE_BUFFER_BYTES;
 
 pub use self::commit::{CommitNotice, CommitOutcome, SaveOrigin};
 pub use self::report::{RestoreReport, SavePhases, SaveReport};

@@ -59,6 +59,11 @@ struct Row {
     /// context, from a cold page cache (milliseconds, and its read phase).
     in_process_restore_ms: f64,
     in_process_read_ms: f64,
+    /// CPU time of this process (all its threads) during that restore, and during
+    /// llama.cpp's load: on a machine with few cores, what bounds a restore from the page
+    /// cache's reads.
+    in_process_cpu_ms: f64,
+    llama_load_cpu_ms: f64,
 }
 
 pub fn run(env: &Env, args: BenchRestoreArgs) -> Result<ExitCode> {
@@ -276,18 +281,20 @@ fn print_like_for_like_table(rows: &[Row]) {
          cold page cache):\n"
     );
     println!(
-        "| tokens | kvrun restore ms | read ms | llama.cpp load ms | kvrun / llama.cpp \
-         | restore MB/s | file read MB/s | restore / file read |"
+        "| tokens | kvrun restore ms | read ms | CPU ms | llama.cpp load ms | CPU ms \
+         | kvrun / llama.cpp | restore MB/s | file read MB/s | restore / file read |"
     );
-    println!("|---:|---:|---:|---:|---:|---:|---:|---:|");
+    println!("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
     for r in rows {
         let mb_s = r.snapshot_bytes as f64 / 1e6 / (r.in_process_restore_ms / 1e3).max(1e-9);
         println!(
-            "| {} | {:.1} | {:.1} | {:.1} | {:.2}x | {:.0} | {:.0} | {:.2} |",
+            "| {} | {:.1} | {:.1} | {:.1} | {:.1} | {:.1} | {:.2}x | {:.0} | {:.0} | {:.2} |",
             r.tokens,
             r.in_process_restore_ms,
             r.in_process_read_ms,
+            r.in_process_cpu_ms,
             r.llama_load_ms,
+            r.llama_load_cpu_ms,
             r.in_process_restore_ms / r.llama_load_ms.max(1e-9),
             mb_s,
             r.read_mb_s,
@@ -482,6 +489,8 @@ fn measure_length(
         llama_bytes,
         in_process_restore_ms: sample.in_process_restore_ms,
         in_process_read_ms: sample.in_process_read_ms,
+        in_process_cpu_ms: sample.in_process_cpu_ms,
+        llama_load_cpu_ms: sample.llama_load_cpu_ms,
     })
 }
 
@@ -491,6 +500,8 @@ struct RestoreSample {
     llama_load_ms: f64,
     in_process_restore_ms: f64,
     in_process_read_ms: f64,
+    in_process_cpu_ms: f64,
+    llama_load_cpu_ms: f64,
     read_mb_s: f64,
     /// The fresh process's `restore_ms`, `restore_phases` and `first_token_ms`.
     restore_ms: f64,
@@ -506,6 +517,8 @@ impl RestoreSample {
             llama_load_ms: m(|s| s.llama_load_ms),
             in_process_restore_ms: m(|s| s.in_process_restore_ms),
             in_process_read_ms: m(|s| s.in_process_read_ms),
+            in_process_cpu_ms: m(|s| s.in_process_cpu_ms),
+            llama_load_cpu_ms: m(|s| s.llama_load_cpu_ms),
             read_mb_s: m(|s| s.read_mb_s),
             restore_ms: m(|s| s.restore_ms),
             phases: [0, 1, 2, 3]
@@ -531,15 +544,16 @@ fn measure_restores(
 ) -> Result<RestoreSample> {
     fresh.clear_all();
     drop_page_cache();
-    let started = Instant::now();
+    let (started, cpu) = (Instant::now(), process_cpu_ms());
     fresh.llama_seq_load_file(llama_file, 0, n_tokens)?;
     let llama_load_ms = started.elapsed().as_secs_f64() * 1e3;
+    let llama_load_cpu_ms = process_cpu_ms() - cpu;
     // kvrun's restore under exactly those conditions: the same context (emptied), the same
     // process, a cold page cache. The fresh-process figures below add what a new process
     // pays besides: on a VM, memory that has been free a while costs a host fault on first
     // touch, and a new process takes such memory for its page cache.
     fresh.clear_all();
-    let (in_process_restore_ms, in_process_read_ms) =
+    let (in_process_restore_ms, in_process_read_ms, in_process_cpu_ms) =
         restore_in_process(model, model_path, llama, catalog, fresh)?;
     // Both reads start from a cold page cache when the system allows dropping it (root on
     // Linux), so the restore is compared with what the disk itself delivers.
@@ -555,6 +569,8 @@ fn measure_restores(
         llama_load_ms,
         in_process_restore_ms,
         in_process_read_ms,
+        in_process_cpu_ms,
+        llama_load_cpu_ms,
         read_mb_s,
         restore_ms: check["restore_ms"].as_f64().unwrap_or(f64::NAN),
         phases: ["read_ms", "verify_ms", "assemble_ms", "load_ms"]
@@ -563,22 +579,31 @@ fn measure_restores(
     })
 }
 
-/// Restores session "bench" into `ctx` from a cold page cache; its time and read phase.
+/// CPU time this process has used so far, all threads, in milliseconds.
+fn process_cpu_ms() -> f64 {
+    let t = rustix::time::clock_gettime(rustix::time::ClockId::ProcessCPUTime);
+    t.tv_sec as f64 * 1e3 + t.tv_nsec as f64 / 1e6
+}
+
+/// Restores session "bench" into `ctx` from a cold page cache; its time, read phase and
+/// CPU time.
 fn restore_in_process(
     model: &Model,
     model_path: &Path,
     llama: &LlamaSettings,
     catalog: &SessionCatalog,
     ctx: &mut Context<'_>,
-) -> Result<(f64, f64)> {
+) -> Result<(f64, f64, f64)> {
     let manifest = catalog.read_manifest("bench")?;
     let lock = catalog.lock("bench")?;
     let sessions = SessionBinding::new(catalog, model_path, model, ctx, llama.clone())?;
     let mut live = sessions.open("bench", lock, Some(manifest), SamplingSettings::greedy());
     drop_page_cache();
+    let cpu = process_cpu_ms();
     let (_, report) = live.restore(ctx)?;
+    let cpu_ms = process_cpu_ms() - cpu;
     ctx.clear_all();
-    Ok((report.restore_ms, report.phases.read_ms))
+    Ok((report.restore_ms, report.phases.read_ms, cpu_ms))
 }
 
 /// Sequential read speed of the snapshot's files, the `dd` figure for the same bytes.

@@ -101,9 +101,10 @@ pub fn plan(budget: u64, need: u64, loaded: &[Loaded]) -> Plan {
 }
 
 /// The default budget: this share of the memory available when the server starts, less
-/// the warm tier's budget (pages in RAM are budgeted apart).
-pub fn default_budget(available: u64, warm_budget: u64) -> u64 {
-    (available / 10 * 9).saturating_sub(warm_budget)
+/// what is budgeted apart (`set_aside`: the warm tier's pages in RAM, and the buffers the
+/// process keeps between restores).
+pub fn default_budget(available: u64, set_aside: u64) -> u64 {
+    (available / 10 * 9).saturating_sub(set_aside)
 }
 
 /// A loaded model's charge from its engine's facts and its context's current size.

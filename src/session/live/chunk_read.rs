@@ -34,6 +34,9 @@ pub(super) struct ChunkReader<'a> {
     pub exts: CellExts<'a>,
     pub page_tokens: usize,
     pub seq: i32,
+    /// Threads that read one chunk's pages, at most one per page (the chunks themselves are
+    /// read several at once, [`super::chunk_stream`]).
+    pub threads: usize,
 }
 
 impl ChunkReader<'_> {
@@ -109,7 +112,7 @@ impl ChunkReader<'_> {
             }
         }
         let (done, tail) = std::thread::scope(|scope| {
-            let reading = scope.spawn(|| read_placed(self.store, self.warm, reads));
+            let reading = scope.spawn(|| read_placed(self.store, self.warm, reads, self.threads));
             // Waiting for the tail record's read is not assembly: it overlaps the pages'.
             if let Some(t) = self.tail.filter(|_| plan.tail_cells > 0) {
                 t.get();
@@ -146,7 +149,7 @@ impl ChunkReader<'_> {
         if t.n_cells as usize != cells {
             return None;
         }
-        for ((section, rows), areas) in sections.iter().zip([&t.base, &t.swa]).zip(&mut areas) {
+        for ((section, rows), areas) in sections.iter().zip([t.base(), t.swa()]).zip(&mut areas) {
             for area in areas.iter_mut() {
                 crate::llama::prefault(area);
             }

@@ -31,20 +31,20 @@ pub struct PageReads {
 }
 
 /// Reads and verifies one object (a tail record, a recurrent state) through the warm pool,
-/// adding the time to `phases`.
+/// into `buffer` when it is read from disk, adding the time to `phases`.
 pub fn read_object(
     store: &ObjectStore,
     warm: Option<&WarmPool>,
     request: PageRequest,
+    buffer: Vec<u8>,
     phases: &mut RestorePhases,
 ) -> Result<Vec<u8>> {
-    let read = read_pages(store, warm, &[request]);
-    phases.read_ms += read.read_ms;
-    phases.verify_ms += read.verify_ms;
-    read.results
-        .into_iter()
-        .next()
-        .unwrap_or_else(|| Err(LiveError::internal("no object read")))
+    let started = Instant::now();
+    let mut hashing = Duration::ZERO;
+    let read = read_one(store, warm, &request, buffer, &mut hashing);
+    phases.read_ms += started.elapsed().as_secs_f64() * 1e3;
+    phases.verify_ms += hashing.as_secs_f64() * 1e3;
+    read
 }
 
 /// More threads than this only queue on the disk.
@@ -58,8 +58,9 @@ pub fn read_pages(
     requests: &[PageRequest],
 ) -> PageReads {
     let started = Instant::now();
-    let (results, hashing) = in_parallel(requests.iter().collect(), |request, hashing| {
-        read_one(store, warm, request, hashing)
+    let threads = readers_for(requests.len());
+    let (results, hashing) = in_parallel(requests.iter().collect(), threads, |request, hashing| {
+        read_one(store, warm, request, Vec::new(), hashing)
     });
     PageReads {
         results,
@@ -86,15 +87,16 @@ pub struct PlacedReads {
     pub verify_ms: f64,
 }
 
-/// Reads and verifies pages into their places with a few threads at once. After an error
-/// a page's areas hold unverified bytes: the caller must not load them.
+/// Reads and verifies pages into their places, `threads` at once (at most one per page).
+/// After an error a page's areas hold unverified bytes: the caller must not load them.
 pub fn read_placed(
     store: &ObjectStore,
     warm: Option<&WarmPool>,
     reads: Vec<PlacedRead<'_>>,
+    threads: usize,
 ) -> PlacedReads {
     let started = Instant::now();
-    let (results, hashing) = in_parallel(reads, |read, hashing| {
+    let (results, hashing) = in_parallel(reads, threads, |read, hashing| {
         read_one_placed(store, warm, read, hashing)
     });
     PlacedReads {
@@ -117,10 +119,12 @@ pub fn readers() -> usize {
         .clamp(2, MAX_READERS)
 }
 
-/// Runs `work` over `jobs` on a few threads, taking jobs in order; results come back in
-/// job order with the checksum time the jobs reported, summed.
+/// Runs `work` over `jobs` on `threads` threads (at least one, at most one per job), taking
+/// jobs in order; results come back in job order with the checksum time the jobs reported,
+/// summed. One thread works on the caller's.
 fn in_parallel<J: Send, R: Send>(
     jobs: Vec<J>,
+    threads: usize,
     work: impl Fn(J, &mut Duration) -> Result<R> + Sync,
 ) -> (Vec<Result<R>>, Duration) {
     let n = jobs.len();
@@ -141,14 +145,15 @@ fn in_parallel<J: Send, R: Send>(
     let mut results: Vec<Option<Result<R>>> = (0..n).map(|_| None).collect();
     let mut hashing = Duration::ZERO;
     std::thread::scope(|scope| {
-        let handles: Vec<_> = (0..readers_for(n)).map(|_| scope.spawn(worker)).collect();
-        for handle in handles {
-            // A reader only panics on a bug; its pages then read as unusable, not as data.
-            if let Ok((done, spent)) = handle.join() {
-                hashing += spent;
-                for (i, read) in done {
-                    results[i] = Some(read);
-                }
+        let threads = threads.clamp(1, n.max(1));
+        let handles: Vec<_> = (1..threads).map(|_| scope.spawn(worker)).collect();
+        let here = worker();
+        // A reader only panics on a bug; its pages then read as unusable, not as data.
+        let done = std::iter::once(Ok(here)).chain(handles.into_iter().map(|h| h.join()));
+        for (done, spent) in done.flatten() {
+            hashing += spent;
+            for (i, read) in done {
+                results[i] = Some(read);
             }
         }
     });
@@ -229,18 +234,18 @@ fn read_one_placed(
     Ok(())
 }
 
-/// One object, every check applied; adds its checksum time to `hashing` (pages from the warm
-/// pool are checked there, as part of the read).
+/// One object, every check applied, read from disk into `buf`; adds its checksum time to
+/// `hashing` (pages from the warm pool are checked there, as part of the read).
 fn read_one(
     store: &ObjectStore,
     warm: Option<&WarmPool>,
     request: &PageRequest,
+    mut buf: Vec<u8>,
     hashing: &mut Duration,
 ) -> Result<Vec<u8>> {
     let payload = match warm {
         Some(pool) => pool.get_or_load(store, &request.id)?,
         None => {
-            let mut buf = Vec::new();
             let unverified = store.read_unverified_into(&request.id, &mut buf)?;
             let started = Instant::now();
             let verified = unverified.verify(&buf);

@@ -6,9 +6,10 @@ use std::borrow::Cow;
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::Instant;
 
-use super::buffers::{keep_or_free, kept_buffer, kept_buffer_for};
+use super::buffers::{keep_or_free, kept_buffer_for};
 use super::chunk_read::ChunkReader;
-use super::page_read::{read_pages, PageRequest};
+use super::chunk_stream::{stream_chunks, StreamEnd};
+use super::page_read::{read_pages, readers, PageRequest};
 use super::restore_choice::{choose_restore, current_rates, record_restore, SourceRange};
 use super::restore_plan::{
     expected_tail_cells, plan_restore, tail_matches, PlanInput, RestorePlan,
@@ -27,37 +28,24 @@ use crate::session::kv_error::{LiveError, LiveResult as Result};
 use crate::session::manifest::{KvSnapshot, SessionManifest};
 use crate::store::ObjectId;
 
-/// Rows per chunk of a chunked restore, at least [`MIN_CHUNK_PAGES`] pages. Every chunk
-/// after the first two reuses a buffer whose memory is already mapped (as do the first two
-/// after an earlier restore in the process, up to a bound), and mapping fresh
-/// memory costs about as much here as reading it from disk, so chunks are small: SmolLM2's
-/// 4,096-token session restored in 111 ms in 64 MiB chunks (90 MB of fresh memory) and in
-/// 55-68 ms in chunks of a page or two, while llama.cpp's cost per loaded chunk stays
-/// below 0.5 ms.
+/// Bytes per chunk of a chunked restore, at least a page. Every chunk after a reader's
+/// first two reuses a buffer whose memory is already mapped (as do those two after an
+/// earlier restore in the process, up to a bound), and mapping fresh memory costs about as
+/// much here as reading it from disk, so chunks are small: SmolLM2's 4,096-token session
+/// restored in 111 ms in 64 MiB chunks (90 MB of fresh memory) and in 55-68 ms in chunks
+/// of a page or two, while llama.cpp's cost per loaded chunk stays below 0.5 ms.
 const CHUNK_BYTES: usize = 16 << 20;
 
-/// A chunk's pages are read by this many threads at once, so the disk has a read queued
-/// while a page hashes (one page per chunk read the 8B shape's 8,192 tokens at about half
-/// the speed).
-const MIN_CHUNK_PAGES: usize = 2;
-
-/// Pages per chunk for a restore of `pages` pages of `page_bytes`: [`CHUNK_BYTES`] of
-/// them, at least [`MIN_CHUNK_PAGES`], and all of them when they fit in two such chunks (two
-/// chunk buffers are fresh memory however the pages are cut, and one chunk makes fewer
-/// calls into llama.cpp); or `KVRUN_RESTORE_CHUNK_BYTES` of them, at least one (tests use
-/// it to restore small sessions a page at a time).
-fn pages_per_chunk(page_bytes: usize, pages: usize) -> usize {
-    let chosen = std::env::var("KVRUN_RESTORE_CHUNK_BYTES")
+/// Pages per chunk for pages of `page_bytes`: [`CHUNK_BYTES`] of them, at least one; or
+/// `KVRUN_RESTORE_CHUNK_BYTES` of them (tests use it to restore small sessions a page at a
+/// time).
+fn pages_per_chunk(page_bytes: usize) -> usize {
+    let bytes = std::env::var("KVRUN_RESTORE_CHUNK_BYTES")
         .ok()
         .and_then(|v| v.parse().ok())
-        .filter(|&n: &usize| n > 0);
-    match chosen {
-        Some(bytes) => (bytes / page_bytes).max(1),
-        None => match (CHUNK_BYTES / page_bytes).max(MIN_CHUNK_PAGES) {
-            n if pages <= 2 * n => pages.max(1),
-            n => n,
-        },
-    }
+        .filter(|&n: &usize| n > 0)
+        .unwrap_or(CHUNK_BYTES);
+    (bytes / page_bytes).max(1)
 }
 
 impl LiveSession<'_> {
@@ -193,8 +181,9 @@ impl LiveSession<'_> {
         });
         // Its read overlapped the pages' (`read_ms` is wall time): only its checksum's
         // time counts, as the pages' does, summed over threads.
-        if let Some(t) = &pending {
+        if let Some(t) = pending {
             report.phases.verify_ms += t.phases().verify_ms;
+            keep_or_free(t.into_buffer().into_iter().collect());
         }
         loaded
     }
@@ -360,12 +349,10 @@ impl LiveSession<'_> {
             .map_or(plan.clone(), |r| limit_plan(&plan, r.kv_len, p));
         let trailer = recurrent.as_ref().map_or(&[][..], |r| r.trailer());
         let tail_rows = |swa: bool| {
-            tail_record.filter(|_| plan.tail_cells > 0).map(|t| {
-                if swa {
-                    &t.swa[..]
-                } else {
-                    &t.base[..]
-                }
+            let rows = tail_record.filter(|_| plan.tail_cells > 0);
+            rows.map(|t| match swa {
+                true => t.swa(),
+                false => t.base(),
             })
         };
         let mut sections = vec![RestoreSection {
@@ -430,11 +417,12 @@ impl LiveSession<'_> {
 
     /// Reads the plan's pages straight into their places in the blob handed to llama.cpp
     /// (the tail's rows are copied in), and loads it. A unified cache is loaded in chunks of
-    /// about [`CHUNK_BYTES`] through two reused buffers, as llama.cpp's own `load_file` reads
-    /// through one: a blob of the whole session would be as large as its KV (4 GiB for 32k
-    /// tokens of an 8B model), and writing that much fresh memory costs more here than
-    /// reading it from disk. The chunks are pipelined: while llama.cpp copies one chunk into
-    /// the cache on this thread, the next is read (and verified) into the other buffer.
+    /// about [`CHUNK_BYTES`] through a few reused buffers, as llama.cpp's own `load_file`
+    /// reads through one: a blob of the whole session would be as large as its KV (4 GiB for
+    /// 32k tokens of an 8B model), and writing that much fresh memory costs more here than
+    /// reading it from disk. The chunks are pipelined ([`stream_chunks`]): while llama.cpp
+    /// copies one chunk into the cache on this thread, the readers read (and verify) the
+    /// next ones.
     ///
     /// A hybrid's chunks carry an empty recurrent part, and its checkpoint (`recurrent`),
     /// read on a thread of its own meanwhile, is loaded after the last chunk
@@ -455,9 +443,19 @@ impl LiveSession<'_> {
         // caches (small pages, a fixed window) keep one chunk.
         let per_chunk = match layout.is_iswa() {
             true => plan.pages.max(1),
-            false => pages_per_chunk(page_bytes, plan.pages),
+            false => pages_per_chunk(page_bytes),
         };
-        let starts: Vec<usize> = (0..plan.pages.max(1)).step_by(per_chunk).collect();
+        let mut starts: Vec<usize> = (0..plan.pages.max(1)).step_by(per_chunk).collect();
+        // A unified cache's tail is a chunk of its own, read beside the last pages, so no
+        // chunk outgrows the buffers an earlier restore left.
+        if plan.tail_cells > 0 && plan.pages > 0 && !layout.is_iswa() {
+            starts.push(plan.pages);
+        }
+        // The chunks are read by this many threads at once, and each chunk's pages by as
+        // many again, a page each: small pages are bound by each file's first read, and
+        // SmolLM2's 1,024-token session restored in 10-11 ms with a page per thread against
+        // 14-15 ms with a chunk's two pages read one after the other.
+        let streams = readers().min(starts.len());
         tracing::debug!(
             "session '{}': restoring {} tokens in {} chunks{}",
             self.name,
@@ -495,6 +493,7 @@ impl LiveSession<'_> {
             exts,
             page_tokens: p,
             seq: slot.seq,
+            threads: readers(),
         };
         let read = |n: usize, buffer: Vec<u8>, phases: &mut RestorePhases| {
             reader.read(&chunk_plan(n), starts[n], buffer, phases)
@@ -508,54 +507,26 @@ impl LiveSession<'_> {
                     (r.read(store, warm, buffer, &mut phases), phases)
                 })
             });
-            let (mut spare, mut finished) = (kept_buffer(), Vec::new());
-            let mut filled = read(0, kept_buffer(), &mut report.phases);
-            for n in 0..starts.len() {
-                let Some(blob) = filled.take() else {
+            let load = |n: usize, blob: &[u8], phases: &mut RestorePhases| match n {
+                0 => capture::load_blob(ctx, slot, blob, phases),
+                // A later chunk goes through the scratch sequence, and a hybrid's `seq_cp`
+                // copies the scratch's (empty) recurrent state along with the range:
+                // harmless, the checkpoint is loaded after the last chunk.
+                _ => {
+                    capture::append_blob(ctx, slot, blob, starts[n] * p..chunk_plan(n).end, phases)
+                }
+            };
+            match stream_chunks(starts.len(), streams, read, load, &mut report.phases) {
+                StreamEnd::Loaded => {}
+                StreamEnd::LoadFailed(e) => return Some(Err(e)),
+                StreamEnd::ReadFailed { loaded } => {
                     // The chunks loaded so far go too: the fallback starts from an empty slot.
-                    if n > 0 {
+                    if loaded > 0 {
                         capture::empty(ctx, slot);
                     }
                     return None;
-                };
-                let sub = chunk_plan(n);
-                let (loaded, next) = std::thread::scope(|scope| {
-                    let next = (n + 1 < starts.len()).then(|| {
-                        let buffer = std::mem::take(&mut spare);
-                        let read = &read;
-                        scope.spawn(move || {
-                            let mut phases = RestorePhases::default();
-                            (read(n + 1, buffer, &mut phases), phases)
-                        })
-                    });
-                    // A later chunk goes through the scratch sequence, and a hybrid's
-                    // `seq_cp` copies the scratch's (empty) recurrent state along with the
-                    // range: harmless, the checkpoint is loaded after the last chunk.
-                    let loaded = match n {
-                        0 => capture::load_blob(ctx, slot, &blob, &mut report.phases),
-                        _ => capture::append_blob(
-                            ctx,
-                            slot,
-                            &blob,
-                            starts[n] * p..sub.end,
-                            &mut report.phases,
-                        ),
-                    };
-                    // A reader only panics on a bug; its chunk then reads as unusable.
-                    (loaded, next.map(|h| h.join().unwrap_or_default()))
-                });
-                if loaded.is_err() {
-                    return Some(loaded);
-                }
-                // (After the last chunk no read took the spare buffer: it goes too.)
-                finished.push(std::mem::replace(&mut spare, blob));
-                if let Some((next, phases)) = next {
-                    report.phases.add(&phases);
-                    filled = next;
                 }
             }
-            finished.push(spare);
-            keep_or_free(finished);
             let Some(checkpoint) = checkpoint else {
                 return Some(Ok(()));
             };

@@ -70,7 +70,7 @@ impl RecurrentSource {
                 id: self.object,
                 expected_len: Some(self.payload_len),
             };
-            return read_object(store, Some(pool), request, phases).ok();
+            return read_object(store, Some(pool), request, Vec::new(), phases).ok();
         }
         let started = Instant::now();
         let reader = store.open_payload(&self.object).ok()?;

@@ -448,12 +448,7 @@ impl LiveSession<'_> {
                     .ok_or_else(|| LiveError::internal("tail window rows missing"))?,
                 None => Vec::new(),
             };
-            let record = TailRecord {
-                n_cells: (kv_len - boundary) as u32,
-                base,
-                swa,
-            }
-            .encode();
+            let record = TailRecord::encode((kv_len - boundary) as u32, &base, &swa);
             let id = self.key.tail_id(ids, &tokens[boundary..kv_len]);
             job(self, id, ObjectKind::Tail, Payload::Owned(record), false);
             tail = Some(id);

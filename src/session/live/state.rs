@@ -116,7 +116,7 @@ impl LiveSession<'_> {
             expected_len: None,
         };
         let (store, warm) = (self.catalog.store(), self.warm.as_deref());
-        match read_object(store, warm, request, &mut report.phases) {
+        match read_object(store, warm, request, Vec::new(), &mut report.phases) {
             Ok(bytes) => Some(bytes),
             Err(e) => {
                 if e.store_error().is_some() {

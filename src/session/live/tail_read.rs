@@ -9,6 +9,7 @@
 
 use std::sync::OnceLock;
 
+use super::buffers::kept_buffer;
 use super::page_read::{read_object, PageRequest};
 use crate::kv::layout::{BASE, SWA};
 use crate::kv::{KvLayout, TailRecord};
@@ -66,6 +67,14 @@ impl<'a> PendingTail<'a> {
             .unwrap_or_default()
     }
 
+    /// The buffer the record was read into, for the next restore.
+    pub fn into_buffer(self) -> Option<Vec<u8>> {
+        match self.read.into_inner() {
+            Some((Ok(record), _)) => Some(record.into_bytes()),
+            _ => None,
+        }
+    }
+
     fn resolved(&self) -> &(Result<TailRecord>, RestorePhases) {
         self.read.get_or_init(|| {
             let mut phases = RestorePhases::default();
@@ -87,7 +96,9 @@ fn read_tail(
         id,
         expected_len: None,
     };
-    let bytes = read_object(store, warm, request, phases)?;
+    // A buffer an earlier restore left: a tail holds up to a page of rows, as large as a
+    // chunk, and fresh memory costs about as much here as reading it.
+    let bytes = read_object(store, warm, request, kept_buffer(), phases)?;
     let swa_per_cell = match layout.is_iswa() {
         true => layout.bytes_per_token(SWA),
         false => 0,
