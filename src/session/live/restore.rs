@@ -36,6 +36,10 @@ use crate::store::ObjectId;
 /// of a page or two, while llama.cpp's cost per loaded chunk stays below 0.5 ms.
 const CHUNK_BYTES: usize = 16 << 20;
 
+/// The chunk buffers a restore reads into at once (each stream has two) stay within this
+/// when chunks allow two streams: an 8B model's 32 MiB pages read on two streams.
+const IN_FLIGHT_BYTES: usize = 128 << 20;
+
 /// Pages per chunk for pages of `page_bytes`: [`CHUNK_BYTES`] of them, at least one; or
 /// `KVRUN_RESTORE_CHUNK_BYTES` of them (tests use it to restore small sessions a page at a
 /// time).
@@ -451,11 +455,14 @@ impl LiveSession<'_> {
         if plan.tail_cells > 0 && plan.pages > 0 && !layout.is_iswa() {
             starts.push(plan.pages);
         }
-        // The chunks are read by this many threads at once, and each chunk's pages by as
-        // many again, a page each: small pages are bound by each file's first read, and
-        // SmolLM2's 1,024-token session restored in 10-11 ms with a page per thread against
-        // 14-15 ms with a chunk's two pages read one after the other.
-        let streams = readers().min(starts.len());
+        // The chunks are read by this many threads at once (one per core, at least two, and
+        // no more than [`IN_FLIGHT_BYTES`] allow), and each chunk's pages by as many again,
+        // a page each: small pages are bound by each file's first read, and SmolLM2's
+        // 1,024-token session restored in 10-11 ms with a page per thread against 14-15 ms
+        // with a chunk's two pages read one after the other.
+        let chunk_bytes = per_chunk * page_bytes;
+        let by_memory = (IN_FLIGHT_BYTES / (2 * chunk_bytes).max(1)).max(2);
+        let streams = readers().min(by_memory).min(starts.len());
         tracing::debug!(
             "session '{}': restoring {} tokens in {} chunks{}",
             self.name,
