@@ -147,9 +147,10 @@ fn in_parallel<J: Send, R: Send>(
     std::thread::scope(|scope| {
         let threads = threads.clamp(1, n.max(1));
         let handles: Vec<_> = (1..threads).map(|_| scope.spawn(worker)).collect();
-        let here = worker();
-        // A reader only panics on a bug; its pages then read as unusable, not as data.
-        let done = std::iter::once(Ok(here)).chain(handles.into_iter().map(|h| h.join()));
+        // A reader only panics on a bug; its pages then read as unusable, not as data,
+        // whichever thread it ran on.
+        let here = std::panic::catch_unwind(std::panic::AssertUnwindSafe(worker));
+        let done = std::iter::once(here).chain(handles.into_iter().map(|h| h.join()));
         for (done, spent) in done.flatten() {
             hashing += spent;
             for (i, read) in done {
