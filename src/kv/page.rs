@@ -103,7 +103,8 @@ pub struct TailRecord {
 }
 
 const TAIL_MAGIC: &[u8; 8] = b"KVRTAIL1";
-const TAIL_HEADER: usize = 20;
+/// Bytes before a tail record's rows: its magic, cell count and full-attention bytes.
+pub const TAIL_HEADER: usize = 20;
 
 impl TailRecord {
     /// The record of `n_cells` cells of full-attention rows `base` and window rows `swa`.
@@ -124,12 +125,7 @@ impl TailRecord {
         base_per_cell: usize,
         swa_per_cell: usize,
     ) -> Result<Self, KvError> {
-        let bad = |what: &str| KvError::Record(format!("tail record: {what}"));
-        if bytes.len() < TAIL_HEADER || &bytes[..8] != TAIL_MAGIC {
-            return Err(bad("bad magic"));
-        }
-        let n_cells = u32::from_le_bytes(bytes[8..12].try_into().map_err(|_| bad("header"))?);
-        let base_len = u64::from_le_bytes(bytes[12..20].try_into().map_err(|_| bad("header"))?);
+        let (n_cells, base_len) = parse_header(&bytes)?;
         let rest = bytes.len() - TAIL_HEADER;
         let expect_base = (n_cells as usize).checked_mul(base_per_cell);
         let expect_swa = (n_cells as usize).checked_mul(swa_per_cell);
@@ -145,7 +141,23 @@ impl TailRecord {
         }
     }
 
-    /// The full-attention rows, layer block after layer block.
+    /// Checks a record's header, read apart from its rows (a restore reads the rows straight
+    /// into their places): it must hold `n_cells` cells of `base_per_cell` full-attention
+    /// bytes. The length of the rest is the reader's to check.
+    pub fn check_header(
+        header: &[u8],
+        n_cells: usize,
+        base_per_cell: usize,
+    ) -> Result<(), KvError> {
+        let (n, base_len) = parse_header(header)?;
+        let expect_base = n_cells.checked_mul(base_per_cell);
+        match n as usize == n_cells && expect_base.map(|b| b as u64) == Some(base_len) {
+            true => Ok(()),
+            false => Err(bad("its cell count or sizes do not match the restore")),
+        }
+    }
+
+    /// The full-attention rows, layer block after layer block (as a page's are).
     pub fn base(&self) -> &[u8] {
         &self.bytes[TAIL_HEADER..TAIL_HEADER + self.base_len]
     }
@@ -159,6 +171,20 @@ impl TailRecord {
     pub fn into_bytes(self) -> Vec<u8> {
         self.bytes
     }
+}
+
+fn bad(what: &str) -> KvError {
+    KvError::Record(format!("tail record: {what}"))
+}
+
+/// A record's cell count and full-attention bytes, from its first [`TAIL_HEADER`] bytes.
+fn parse_header(bytes: &[u8]) -> Result<(u32, u64), KvError> {
+    if bytes.len() < TAIL_HEADER || &bytes[..8] != TAIL_MAGIC {
+        return Err(bad("bad magic"));
+    }
+    let n_cells = u32::from_le_bytes(bytes[8..12].try_into().map_err(|_| bad("header"))?);
+    let base_len = u64::from_le_bytes(bytes[12..20].try_into().map_err(|_| bad("header"))?);
+    Ok((n_cells, base_len))
 }
 
 #[cfg(test)]
@@ -206,5 +232,14 @@ mod tests {
         for cut in 0..20 {
             assert!(TailRecord::decode(bytes[..cut].to_vec(), 4, 2).is_err());
         }
+        // The header alone, as a restore reads it apart from the rows.
+        let header = &bytes[..TAIL_HEADER];
+        assert!(TailRecord::check_header(header, 3, 4).is_ok());
+        assert!(TailRecord::check_header(header, 2, 4).is_err());
+        assert!(TailRecord::check_header(header, 3, 5).is_err());
+        assert!(TailRecord::check_header(&header[..19], 3, 4).is_err());
+        let mut other = header.to_vec();
+        other[0] ^= 1;
+        assert!(TailRecord::check_header(&other, 3, 4).is_err());
     }
 }

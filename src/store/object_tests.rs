@@ -57,7 +57,7 @@ fn round_trip_and_layout() {
     assert_eq!(&raw[16..24], &100_000u64.to_le_bytes());
     assert_eq!(
         &raw[24..40],
-        &xxhash_rust::xxh3::xxh3_128(&data).to_le_bytes()
+        &twox_hash::XxHash3_128::oneshot(&data).to_le_bytes()
     );
     assert_eq!(&raw[40..56], &[0u8; 16]);
     assert_eq!(&raw[56..64], &[0u8; 8]);

@@ -8,7 +8,7 @@ use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
-use xxhash_rust::xxh3::xxh3_128;
+use twox_hash::XxHash3_128;
 
 use super::evict;
 use crate::store::{ObjectId, ObjectStore, StoreError};
@@ -73,7 +73,7 @@ impl WarmPool {
         let found = touch(&mut self.lock(), id);
         // Checked outside the lock: other readers need not wait for this page's hash.
         if let Some((data, checksum)) = found {
-            let intact = xxh3_128(&data) == checksum;
+            let intact = XxHash3_128::oneshot(&data) == checksum;
             let mut inner = self.lock();
             if intact {
                 inner.hits += 1;
@@ -99,7 +99,7 @@ impl WarmPool {
         if size > self.budget {
             return;
         }
-        let checksum = xxh3_128(&data);
+        let checksum = XxHash3_128::oneshot(&data);
         let mut inner = self.lock();
         if touch(&mut inner, &id).is_some() {
             return;

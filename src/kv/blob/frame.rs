@@ -75,6 +75,8 @@ pub struct BlobFrame {
     /// Per section: per layer block, where its rows start and its bytes per cell.
     blocks: Vec<Vec<(usize, usize)>>,
     chunk_cells: Vec<Vec<usize>>,
+    /// Its memory is newly mapped, not yet touched (the buffer given was too small).
+    fresh: bool,
 }
 
 impl BlobFrame {
@@ -131,11 +133,12 @@ impl BlobFrame {
             .ok_or(BlobError::Assemble("blob size overflows"))?;
         // New bytes are zeroed by the allocator (fresh pages), not by a pass over the
         // buffer: the reads that fill the rows are the first to touch most of it.
-        if bytes.capacity() >= size {
+        let fresh = bytes.capacity() < size;
+        if fresh {
+            bytes = vec![0u8; size];
+        } else {
             // (Zeroes only what lies past the buffer's old length.)
             bytes.resize(size, 0);
-        } else {
-            bytes = vec![0u8; size];
         }
         let mut head = Vec::with_capacity(8);
         write_blob_header(seq_id, &mut head);
@@ -161,7 +164,15 @@ impl BlobFrame {
             trailer_at,
             blocks,
             chunk_cells: sections.iter().map(|s| s.chunk_cells.clone()).collect(),
+            fresh,
         })
+    }
+
+    /// Whether the frame's memory is newly mapped: its first touch faults it in, which its
+    /// fillers do best in one call per area ([`crate::llama::prefault`]). A reused buffer's
+    /// memory was touched by the frame before it, or zeroed here.
+    pub fn fresh(&self) -> bool {
+        self.fresh
     }
 
     /// Every chunk's row areas, by section then chunk: disjoint slices of the frame.
@@ -384,9 +395,15 @@ mod tests {
         short.reserve(n);
         for buffer in [vec![0xAA; n + 50], short, Vec::with_capacity(n + 7)] {
             let mut frame = BlobFrame::new_in(buffer, (2, CellExts::NONE), &section, 0).unwrap();
+            // Its memory was touched before, or zeroed by the frame: no filler faults it in.
+            assert!(!frame.fresh());
             fill_chunk(&l, &rows, 3, 0, &mut frame.chunk_areas()[0][0]).unwrap();
             assert_eq!(frame.into_bytes(), plain);
         }
+        // A buffer without the room is replaced by fresh memory, which its fillers fault in.
+        let small = BlobFrame::new_in(vec![0xAA; n - 1], (2, CellExts::NONE), &section, 0);
+        assert!(small.unwrap().fresh());
+        assert!(BlobFrame::new(2, &section).unwrap().fresh());
     }
 
     #[test]

@@ -7,8 +7,9 @@
 use std::sync::{Mutex, PoisonError};
 
 /// The most bytes of buffers a finished restore leaves for the next one: one restore's
-/// worth on two cores, two chunk buffers per reader, a tail record's and a hybrid's
-/// recurrent state (Qwen3.5-27B's cache: five 16 MiB buffers and 150 MiB).
+/// worth on two cores, two chunk buffers per stream, a hybrid's recurrent state, and a tail
+/// record the careful path reads whole (Qwen3.5-27B's cache: five 16 MiB buffers and
+/// 150 MiB).
 pub const KEPT_BYTES: usize = 256 << 20;
 
 /// The most buffers kept: a restore on two cores reads into at most six at once.

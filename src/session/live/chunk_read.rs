@@ -1,18 +1,19 @@
 //! Reading one chunk of a restore: the pages of a page range (and, for the last chunk, the
-//! plan's window pieces and tail) straight into their places in a state blob laid out in a
-//! reused buffer. It needs no context, so a chunked restore reads the next chunk on a thread
-//! of its own while the engine thread hands the previous one to llama.cpp. A restore's two
-//! buffers are kept for the next restore in the process ([`super::buffers`]).
+//! plan's window pieces and the tail record's rows) straight into their places in a state
+//! blob laid out in a reused buffer. It needs no context, so a chunked restore reads the
+//! next chunks on threads of their own while the engine thread hands the previous one to
+//! llama.cpp. A restore's buffers are kept for the next restore in the process
+//! ([`super::buffers`]).
 
 use std::collections::BTreeMap;
 use std::time::Instant;
 
 use super::page_read::{read_placed, PlacedRead};
 use super::restore_plan::RestorePlan;
-use super::tail_read::PendingTail;
-use crate::kv::blob::{fill_chunk, BlobFrame, CellExts, FrameSection};
+use crate::kv::blob::{BlobFrame, CellExts, FrameSection};
 use crate::kv::layout::{layer_widths, BASE, SWA};
-use crate::kv::KvLayout;
+use crate::kv::page::TAIL_HEADER;
+use crate::kv::{KvLayout, TailRecord};
 use crate::session::capture::RestorePhases;
 use crate::session::manifest::KvSnapshot;
 use crate::store::{ObjectId, ObjectStore};
@@ -25,8 +26,6 @@ pub(super) struct ChunkReader<'a> {
     pub warm: Option<&'a WarmPool>,
     pub snap: &'a KvSnapshot,
     pub layout: &'a KvLayout,
-    /// The tail record, read beside the first chunk ([`PendingTail`]).
-    pub tail: Option<&'a PendingTail<'a>>,
     /// Bytes every chunk's blob carries after its attention sections: a hybrid memory's
     /// empty recurrent part (its state is loaded after the last chunk), else none.
     pub trailer: &'a [u8],
@@ -72,17 +71,21 @@ impl ChunkReader<'_> {
             });
         }
         let widths: Vec<Vec<usize>> = sections.iter().map(|s| layer_widths(s.layout)).collect();
+        // A tail record holds its full-attention rows, then its window rows (iSWA), each
+        // in page-row order: one read fills the tail's areas of every section.
+        let tail_widths = widths.concat();
+        let mut tail_header = [0u8; TAIL_HEADER];
         let mut frame =
             BlobFrame::new_in(buffer, (self.seq, self.exts), &sections, self.trailer.len()).ok()?;
         let ids = &self.snap.pages[first..first + plan.pages];
+        let prefault = frame.fresh();
         let (mut areas, trailer) = frame.areas();
         trailer.copy_from_slice(self.trailer);
-        // The tail's areas (the last chunk of each section) are filled on this thread while
-        // the readers fill the pages'.
+        // The tail's areas: the last chunk of each section.
         let mut tail_areas = Vec::new();
         if plan.tail_cells > 0 {
             for chunks in &mut areas {
-                tail_areas.push(chunks.pop()?);
+                tail_areas.extend(chunks.pop()?);
             }
         }
         phases.assemble_ms += started.elapsed().as_secs_f64() * 1e3;
@@ -93,10 +96,12 @@ impl ChunkReader<'_> {
             .zip(areas.next()?)
             .map(|(id, areas)| PlacedRead {
                 id: *id,
+                header: None,
                 cells: p,
                 skip_cells: 0,
                 widths: &widths[BASE],
                 areas,
+                prefault,
             })
             .collect();
         if let Some(w) = &plan.window {
@@ -104,57 +109,38 @@ impl ChunkReader<'_> {
             for (&(k, skip), areas) in w.pieces.iter().zip(areas.next()?) {
                 reads.push(PlacedRead {
                     id: *ids.get(&k)?,
+                    header: None,
                     cells: p,
                     skip_cells: skip,
                     widths: &widths[SWA],
                     areas,
+                    prefault,
                 });
             }
         }
-        let (done, tail) = std::thread::scope(|scope| {
-            let reading = scope.spawn(|| read_placed(self.store, self.warm, reads, self.threads));
-            // Waiting for the tail record's read is not assembly: it overlaps the pages'.
-            if let Some(t) = self.tail.filter(|_| plan.tail_cells > 0) {
-                t.get();
-            }
-            let started = Instant::now();
-            let tail = self.fill_tail(&sections, plan.tail_cells, tail_areas);
-            let tail_ms = started.elapsed().as_secs_f64() * 1e3;
-            // A reader only panics on a bug; its chunk then reads as unusable.
-            (reading.join().ok(), tail.map(|()| tail_ms))
-        });
-        let (done, tail_ms) = (done?, tail?);
-        phases.assemble_ms += tail_ms;
+        if plan.tail_cells > 0 {
+            reads.push(PlacedRead {
+                id: self.snap.tail?,
+                header: Some(&mut tail_header),
+                cells: plan.tail_cells,
+                skip_cells: 0,
+                widths: &tail_widths,
+                areas: tail_areas,
+                prefault,
+            });
+        }
+        let done = read_placed(self.store, self.warm, reads, self.threads);
         phases.read_ms += done.read_ms;
         phases.verify_ms += done.verify_ms;
         if done.results.iter().any(Result::is_err) {
             return None;
         }
+        // A record of another count of cells fails the chunk; the careful path then reads
+        // it again, and says what is wrong with it.
+        if plan.tail_cells > 0 {
+            let base_per_cell = widths[BASE].iter().sum();
+            TailRecord::check_header(&tail_header, plan.tail_cells, base_per_cell).ok()?;
+        }
         Some(frame.into_bytes())
-    }
-
-    /// Copies the tail record's rows into the tail's areas (one per section). `None` when
-    /// there is no tail record or its rows do not fit.
-    fn fill_tail(
-        &self,
-        sections: &[FrameSection<'_>],
-        cells: usize,
-        mut areas: Vec<Vec<&mut [u8]>>,
-    ) -> Option<()> {
-        if cells == 0 {
-            return Some(());
-        }
-        // A record that failed its read or holds another count of cells fails the chunk.
-        let t = self.tail?.get().as_ref().ok()?;
-        if t.n_cells as usize != cells {
-            return None;
-        }
-        for ((section, rows), areas) in sections.iter().zip([t.base(), t.swa()]).zip(&mut areas) {
-            for area in areas.iter_mut() {
-                crate::llama::prefault(area);
-            }
-            fill_chunk(section.layout, rows, cells, 0, areas).ok()?;
-        }
-        Some(())
     }
 }

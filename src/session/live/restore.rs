@@ -177,22 +177,17 @@ impl LiveSession<'_> {
         let pending = snap
             .tail
             .map(|id| PendingTail::new(id, catalog.store(), warm.as_deref(), &layout));
-        let loaded = std::thread::scope(|scope| {
-            if let Some(t) = &pending {
-                t.start(scope);
-            }
-            self.load_pages_with_tail(ctx, (snap, exts), &layout, (cut, pending.as_ref()), report)
-        });
-        // Its read overlapped the pages' (`read_ms` is wall time): only its checksum's
-        // time counts, as the pages' does, summed over threads.
+        let loaded =
+            self.load_pages_with_tail(ctx, (snap, exts), &layout, (cut, pending.as_ref()), report);
         if let Some(t) = pending {
-            report.phases.verify_ms += t.phases().verify_ms;
+            report.phases.add(&t.phases());
             keep_or_free(t.into_buffer().into_iter().collect());
         }
         loaded
     }
 
-    /// [`Self::load_pages_to_cut`] once the tail record (if any) is being read.
+    /// [`Self::load_pages_to_cut`], with the tail record (if any) to read when a path needs
+    /// it whole.
     fn load_pages_with_tail(
         &mut self,
         ctx: &mut Context<'_>,
@@ -219,13 +214,13 @@ impl LiveSession<'_> {
                 replay: replay.clone(),
             })
         };
-        // Planned with the tail the manifest promises, while it is read: the chunk that
-        // needs it waits for it, and fails when it is unusable (the careful path below then
-        // plans with what it really holds).
+        // Planned with the tail the manifest promises: the chunk that holds it reads its
+        // rows in place, and fails when the record is unusable or holds another count (the
+        // careful path below then plans with what it really holds).
         let promised = pending.and_then(|_| expected_tail_cells(p, snap.pages.len(), snap.kv_len));
         let mut optimistic = plan_with(promised);
         // A plan that ends before the tail loads without it, so no chunk would check it:
-        // that (rare) case waits for the record and plans with it.
+        // that (rare) case reads the record first and plans with it.
         if pending.is_some() && optimistic.as_ref().is_some_and(|plan| plan.tail_cells == 0) {
             let (tail, tail_cells) = resolve_tail(pending, p, snap);
             if layout.is_iswa() && tail_cells.is_none() {
@@ -261,16 +256,15 @@ impl LiveSession<'_> {
                 return Ok(0);
             }
             let started = Instant::now();
-            if let Some(loaded) = self.load_in_place(
-                ctx,
-                (snap, exts),
-                layout,
-                (plan, recurrent),
-                pending,
-                report,
-            ) {
-                let (tail, tail_cells) = resolve_tail(pending, p, snap);
-                self.note_tail(tail, tail_cells, report);
+            if let Some(loaded) =
+                self.load_in_place(ctx, (snap, exts), layout, (plan, recurrent), report)
+            {
+                // A tail the plan loaded was read in place and checked; one it stops
+                // before is read now, to report what is wrong with it.
+                if plan.tail_cells == 0 {
+                    let (tail, tail_cells) = resolve_tail(pending, p, snap);
+                    self.note_tail(tail, tail_cells, report);
+                }
                 let loaded = self.check_recurrent_load(ctx, loaded, plan.end);
                 if loaded.is_ok() {
                     record_restore(bytes, started.elapsed().as_secs_f64() * 1e3, warm);
@@ -419,8 +413,8 @@ impl LiveSession<'_> {
         0
     }
 
-    /// Reads the plan's pages straight into their places in the blob handed to llama.cpp
-    /// (the tail's rows are copied in), and loads it. A unified cache is loaded in chunks of
+    /// Reads the plan's pages and tail straight into their places in the blob handed to
+    /// llama.cpp, and loads it. A unified cache is loaded in chunks of
     /// about [`CHUNK_BYTES`] through a few reused buffers, as llama.cpp's own `load_file`
     /// reads through one: a blob of the whole session would be as large as its KV (4 GiB for
     /// 32k tokens of an 8B model), and writing that much fresh memory costs more here than
@@ -438,7 +432,6 @@ impl LiveSession<'_> {
         (snap, exts): (&KvSnapshot, CellExts<'_>),
         layout: &KvLayout,
         (plan, recurrent): (&RestorePlan, Option<RecurrentSource>),
-        tail: Option<&PendingTail<'_>>,
         report: &mut RestoreReport,
     ) -> Option<Result<()>> {
         let p = self.page_tokens;
@@ -495,7 +488,6 @@ impl LiveSession<'_> {
             warm,
             snap,
             layout,
-            tail,
             trailer: &trailer,
             exts,
             page_tokens: p,

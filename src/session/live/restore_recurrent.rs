@@ -75,11 +75,15 @@ impl RecurrentSource {
         let started = Instant::now();
         let reader = store.open_payload(&self.object).ok()?;
         // A payload of another length fails the read (its parts must add up to it).
+        let fresh = buffer.capacity() < self.payload_len;
         let mut blob = sized(buffer, self.payload_len);
         let parts = readers().min(self.payload_len.div_ceil(MIN_SPLIT));
         let mut hashing = Duration::ZERO;
+        // A reused buffer's memory is in already ([`sized`]).
         let prefault = |range: &mut [u8]| {
-            crate::llama::prefault(range);
+            if fresh {
+                crate::llama::prefault(range);
+            }
         };
         let read = reader.read_parts(
             vec![PayloadPart::Into(&mut blob)],

@@ -1,13 +1,14 @@
-//! A restore's tail record, read beside its pages. The plan needs the tail's cell count
-//! before any page is read, but the manifest already says what it must be (the log's
-//! length past the last full page), so the restore plans with that count and reads the
-//! record on a thread of its own while the first chunk's pages are read. Reading it first
-//! held up every restore of a session with a tail by 1.2-8 ms (a cold file's open and
-//! first read). The last chunk's fill waits for it and checks its count; a record that is
-//! damaged or does not match fails that chunk, and the restore falls back to the careful
-//! path, which plans again from what the record really holds.
+//! A restore's tail record, read whole when a path needs it so. The plan needs the tail's
+//! cell count before any page is read, but the manifest already says what it must be (the
+//! log's length past the last full page), so the restore plans with that count, and its
+//! last chunk reads the record's rows straight into their places ([`super::chunk_read`]),
+//! as it reads a page's. Reading the record into a buffer of its own on another thread
+//! and copying its rows in cost an 8B-shaped restore a page's worth of memory traffic
+//! (32 MiB) and a third reader at its start. A record that is damaged or does not match
+//! fails that chunk, and the restore falls back to the careful path, which reads it here
+//! and plans again from what it really holds.
 
-use std::sync::OnceLock;
+use std::cell::OnceCell;
 
 use super::buffers::kept_buffer;
 use super::page_read::{read_object, PageRequest};
@@ -18,14 +19,13 @@ use crate::session::kv_error::LiveResult as Result;
 use crate::store::{ObjectId, ObjectStore};
 use crate::tiers::WarmPool;
 
-/// A tail record being read: whoever asks first reads it (the tail thread, or a chunk
-/// that needs it before that thread started), and everyone else waits for that read.
+/// A tail record, read on first use and kept for the rest of the restore.
 pub(super) struct PendingTail<'a> {
     pub id: ObjectId,
     store: &'a ObjectStore,
     warm: Option<&'a WarmPool>,
     layout: &'a KvLayout,
-    read: OnceLock<(Result<TailRecord>, RestorePhases)>,
+    read: OnceCell<(Result<TailRecord>, RestorePhases)>,
 }
 
 impl<'a> PendingTail<'a> {
@@ -40,21 +40,11 @@ impl<'a> PendingTail<'a> {
             store,
             warm,
             layout,
-            read: OnceLock::new(),
+            read: OnceCell::new(),
         }
     }
 
-    /// Starts reading the record on a thread of `scope`. Without a thread (the system
-    /// refuses one) the first [`Self::get`] reads it.
-    pub fn start<'s>(&'s self, scope: &'s std::thread::Scope<'s, '_>) {
-        let _ = std::thread::Builder::new()
-            .name("kvrun-tail".into())
-            .spawn_scoped(scope, || {
-                self.get();
-            });
-    }
-
-    /// The record, read and decoded (waiting for a read in progress).
+    /// The record, read and decoded.
     pub fn get(&self) -> &Result<TailRecord> {
         &self.resolved().0
     }
