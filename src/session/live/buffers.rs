@@ -34,16 +34,17 @@ pub(super) fn kept_buffer_for(len: usize) -> Vec<u8> {
     fitting.map(|i| kept.swap_remove(i)).unwrap_or_default()
 }
 
-/// `buffer` holding exactly `len` bytes for a read to overwrite. A buffer without the room
-/// is replaced by zeroed memory the allocator maps lazily, so its pages are first touched
-/// by the reading threads (which fault them in in parallel), not here.
-pub(super) fn sized(mut buffer: Vec<u8>, len: usize) -> Vec<u8> {
+/// `buffer` holding exactly `len` bytes for a read to overwrite, and whether its memory is
+/// fresh. A buffer without the room is replaced by zeroed memory the allocator maps lazily,
+/// so its pages are first touched by the reading threads (which fault them in in parallel,
+/// and only then: asking again for memory that is in walks its page tables for nothing).
+pub(super) fn sized(mut buffer: Vec<u8>, len: usize) -> (Vec<u8>, bool) {
     if buffer.capacity() < len {
         free_later(vec![buffer]);
-        return vec![0; len];
+        return (vec![0; len], true);
     }
     buffer.resize(len, 0);
-    buffer
+    (buffer, false)
 }
 
 /// Keeps a finished restore's buffers for the next one, up to [`KEPT_BYTES`] in
@@ -123,10 +124,11 @@ mod tests {
         let mut reused = vec![7u8; 10];
         reused.reserve(90);
         let at = reused.as_ptr();
-        let grown = sized(reused, 50);
-        assert_eq!((grown.len(), grown.as_ptr()), (50, at));
-        assert_eq!(sized(grown, 5).len(), 5);
-        let fresh = sized(vec![1u8; 4], 1 << 20);
-        assert_eq!(fresh.len(), 1 << 20);
+        let (grown, fresh) = sized(reused, 50);
+        assert_eq!((grown.len(), grown.as_ptr(), fresh), (50, at, false));
+        let (shrunk, fresh) = sized(grown, 5);
+        assert_eq!((shrunk.len(), fresh), (5, false));
+        let (new, fresh) = sized(vec![1u8; 4], 1 << 20);
+        assert_eq!((new.len(), fresh), (1 << 20, true));
     }
 }

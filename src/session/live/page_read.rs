@@ -259,7 +259,13 @@ fn read_one(
     hashing: &mut Duration,
 ) -> Result<Vec<u8>> {
     let payload = match warm {
-        Some(pool) => pool.get_or_load(store, &request.id)?,
+        // Copied into the caller's buffer: a kept one is memory already in.
+        Some(pool) => {
+            let page = pool.get_or_load(store, &request.id)?;
+            buf.clear();
+            buf.extend_from_slice(&page);
+            buf
+        }
         None => {
             let unverified = store.read_unverified_into(&request.id, &mut buf)?;
             let started = Instant::now();

@@ -65,21 +65,18 @@ impl RecurrentSource {
         phases: &mut RestorePhases,
     ) -> Option<Vec<u8>> {
         if let Some(pool) = warm {
-            keep_or_free(vec![buffer]);
             let request = PageRequest {
                 id: self.object,
                 expected_len: Some(self.payload_len),
             };
-            return read_object(store, Some(pool), request, Vec::new(), phases).ok();
+            return read_object(store, Some(pool), request, buffer, phases).ok();
         }
         let started = Instant::now();
         let reader = store.open_payload(&self.object).ok()?;
         // A payload of another length fails the read (its parts must add up to it).
-        let fresh = buffer.capacity() < self.payload_len;
-        let mut blob = sized(buffer, self.payload_len);
+        let (mut blob, fresh) = sized(buffer, self.payload_len);
         let parts = readers().min(self.payload_len.div_ceil(MIN_SPLIT));
         let mut hashing = Duration::ZERO;
-        // A reused buffer's memory is in already ([`sized`]).
         let prefault = |range: &mut [u8]| {
             if fresh {
                 crate::llama::prefault(range);
