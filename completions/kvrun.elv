@@ -445,7 +445,7 @@ set edit:completion:arg-completer[kvrun] = {|@words|
             cand --share-prefix 'share-prefix'
             cand --shape 'Instead of MODEL, benchmark a generated random-weight model of this shape (no download; written into the benchmark''s temp folder unless --shape-dir is given)'
             cand --shape-dir 'Keep the generated --shape model in this folder, and reuse it when already there'
-            cand --repeat 'Times each restore is measured (llama.cpp''s load, kvrun''s in process and in a fresh process, the cold read), alternating, each from a cold page cache; medians are shown'
+            cand --repeat 'Times each restore is measured (llama.cpp''s load, kvrun''s in process and in a fresh process, the cold read), alternating, each from a cold page cache, then llama.cpp''s load and kvrun''s restore again from a warm one; medians are shown'
             cand -c 'Context size in tokens, or `auto`: grow with the live tokens (kvrun serve up to --max-ctx-size, kvrun chat up to the model''s training context; other commands take 8192) [default: auto for kvrun serve, else 8192; capped at the model''s training context]'
             cand --ctx-size 'Context size in tokens, or `auto`: grow with the live tokens (kvrun serve up to --max-ctx-size, kvrun chat up to the model''s training context; other commands take 8192) [default: auto for kvrun serve, else 8192; capped at the model''s training context]'
             cand -t 'CPU threads [default: the number of cores]'

@@ -221,7 +221,8 @@ pub struct BenchRestoreArgs {
     #[arg(long)]
     pub synthetic: bool,
     /// Times each restore is measured (llama.cpp's load, kvrun's in process and in a fresh
-    /// process, the cold read), alternating, each from a cold page cache; medians are shown
+    /// process, the cold read), alternating, each from a cold page cache, then llama.cpp's
+    /// load and kvrun's restore again from a warm one; medians are shown
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=50))]
     pub repeat: u32,
     #[command(flatten)]

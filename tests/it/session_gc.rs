@@ -1,7 +1,8 @@
 //! Garbage collection beside a live session, on real llama.cpp: pages its background writer
 //! stores during the prefill are named by no manifest until the save, and a gc in between
 //! (`kvrun gc` in another process, another server's cold budget) must not take them; pages
-//! lost anyway are written again, and the token log is saved whatever happens to them.
+//! lost anyway are written again, and the token log is saved whatever happens to them, or to
+//! the context's rows.
 
 use std::path::Path;
 
@@ -167,4 +168,62 @@ fn pages_lost_before_the_commit_never_lose_the_log_and_are_written_again() {
         );
     });
     assert_restores_whole(&home, kv_len, "tiny, waited save");
+}
+
+/// A context that no longer holds the log's rows (llama.cpp lost or refused them): the save
+/// cannot read the KV out, so it saves the token log alone and says so, and the next turn
+/// recomputes the session and answers as a save of its KV would have.
+#[test]
+fn a_save_that_cannot_read_the_kv_saves_the_log_alone() {
+    let model = tiny_model();
+    let (lost, kept) = (Home::new(), Home::new());
+    let (mut kv_len, mut log_len) = (0, 0);
+    for home in [&lost, &kept] {
+        let cleared = std::ptr::eq(home, &lost);
+        kv_len = with_prefilled_session(home, &model, |catalog, ctx, live, seq| {
+            assert_ne!(seq.kv_len() % 256, 0, "the save must capture a tail");
+            if cleared {
+                ctx.clear_all();
+            }
+            let saved = live.save(ctx, seq, RAW).unwrap();
+            let alone = saved.warnings.iter().any(|w| w.contains("saved alone"));
+            assert_eq!(alone, cleared, "{saved:?}");
+            let manifest = catalog.read_manifest("g").unwrap();
+            assert_eq!(manifest.tokens, seq.tokens());
+            assert_eq!(manifest.snapshot.is_none(), cleared);
+            log_len = seq.tokens().len();
+        });
+    }
+    let out = lost.run(&[
+        "session", "restore", "g", "--check", "--json", "-t", THREADS,
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let check: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(check["restored_tokens"], 0, "{check}");
+    assert_eq!(check["tokens"].as_u64(), Some(log_len as u64), "{check}");
+    assert_restores_whole(&kept, kv_len, "kept");
+
+    let turn = |home: &Home| {
+        let out = home.run(&[
+            "run",
+            "--session",
+            "g",
+            path_str(&model),
+            "--raw",
+            "-p",
+            " and so on",
+            "-n",
+            "8",
+            "--temp",
+            "0",
+            "-t",
+            THREADS,
+            "--json",
+        ]);
+        assert!(out.status.success(), "{}", stderr(&out));
+        serde_json::from_slice::<serde_json::Value>(&out.stdout).unwrap()
+    };
+    let (recomputed, restored) = (turn(&lost), turn(&kept));
+    assert_eq!(tokens(&recomputed), tokens(&restored));
+    assert!(recomputed["prefilled_tokens"].as_u64() > restored["prefilled_tokens"].as_u64());
 }

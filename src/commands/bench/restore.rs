@@ -64,6 +64,20 @@ struct Row {
     /// cache's reads.
     in_process_cpu_ms: f64,
     llama_load_cpu_ms: f64,
+    /// The same restore and load with every byte already in the page cache, and the rate
+    /// of a plain read of the snapshot's files from there: no disk, only what the cores
+    /// and memory allow.
+    warm: WarmCache,
+}
+
+/// Restore and load timed from a warm page cache (milliseconds), and a read of the
+/// snapshot's files from it (MB/s).
+#[derive(Clone, Copy, Default)]
+struct WarmCache {
+    restore_ms: f64,
+    restore_cpu_ms: f64,
+    llama_load_ms: f64,
+    read_mb_s: f64,
 }
 
 pub fn run(env: &Env, args: BenchRestoreArgs) -> Result<ExitCode> {
@@ -115,6 +129,7 @@ pub fn run(env: &Env, args: BenchRestoreArgs) -> Result<ExitCode> {
     println!("{}\n", kv_memory(&model, &llama));
     print_restore_table(&rows);
     print_like_for_like_table(&rows);
+    print_warm_cache_table(&rows);
     print_save_table(&rows);
     if args.synthetic {
         println!(
@@ -299,6 +314,39 @@ fn print_like_for_like_table(rows: &[Row]) {
             mb_s,
             r.read_mb_s,
             mb_s / r.read_mb_s.max(1e-9)
+        );
+    }
+}
+
+/// The restore and the load with the disk out of the way: the snapshot in the page cache.
+fn print_warm_cache_table(rows: &[Row]) {
+    println!(
+        "\nFrom a warm page cache (the same restore and load with no disk read: the floor this \
+         machine's cores and memory set; a disk that reads the snapshot faster than the floor \
+         leaves the restore bound by the CPU, kvrun's and llama.cpp's alike; the last column is \
+         the best restore / file read ratio that floor allows on this disk):\n"
+    );
+    println!(
+        "| tokens | kvrun restore ms | CPU ms | llama.cpp load ms | kvrun / llama.cpp \
+         | page-cache read MB/s | restore MB/s | file read ms (cold) | restore / file read, at most |"
+    );
+    println!("|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
+    for r in rows {
+        let w = &r.warm;
+        let mb = r.snapshot_bytes as f64 / 1e6;
+        let disk_ms = mb / r.read_mb_s.max(1e-9) * 1e3;
+        println!(
+            "| {} | {:.1} | {:.1} | {:.1} | {:.2}x | {:.0} | {:.0} | {:.1} | {:.2} |",
+            r.tokens,
+            w.restore_ms,
+            w.restore_cpu_ms,
+            w.llama_load_ms,
+            w.restore_ms / w.llama_load_ms.max(1e-9),
+            w.read_mb_s,
+            mb / (w.restore_ms / 1e3).max(1e-9),
+            disk_ms,
+            // A cold restore takes at least the longer of the two.
+            (disk_ms / w.restore_ms.max(1e-9)).min(1.0)
         );
     }
 }
@@ -491,6 +539,7 @@ fn measure_length(
         in_process_read_ms: sample.in_process_read_ms,
         in_process_cpu_ms: sample.in_process_cpu_ms,
         llama_load_cpu_ms: sample.llama_load_cpu_ms,
+        warm: sample.warm,
     })
 }
 
@@ -502,6 +551,7 @@ struct RestoreSample {
     in_process_read_ms: f64,
     in_process_cpu_ms: f64,
     llama_load_cpu_ms: f64,
+    warm: WarmCache,
     read_mb_s: f64,
     /// The fresh process's `restore_ms`, `restore_phases` and `first_token_ms`.
     restore_ms: f64,
@@ -519,6 +569,12 @@ impl RestoreSample {
             in_process_read_ms: m(|s| s.in_process_read_ms),
             in_process_cpu_ms: m(|s| s.in_process_cpu_ms),
             llama_load_cpu_ms: m(|s| s.llama_load_cpu_ms),
+            warm: WarmCache {
+                restore_ms: m(|s| s.warm.restore_ms),
+                restore_cpu_ms: m(|s| s.warm.restore_cpu_ms),
+                llama_load_ms: m(|s| s.warm.llama_load_ms),
+                read_mb_s: m(|s| s.warm.read_mb_s),
+            },
             read_mb_s: m(|s| s.read_mb_s),
             restore_ms: m(|s| s.restore_ms),
             phases: [0, 1, 2, 3]
@@ -554,7 +610,25 @@ fn measure_restores(
     // touch, and a new process takes such memory for its page cache.
     fresh.clear_all();
     let (in_process_restore_ms, in_process_read_ms, in_process_cpu_ms) =
-        restore_in_process(model, model_path, llama, catalog, fresh)?;
+        restore_in_process(model, model_path, llama, catalog, fresh, true)?;
+    // Again with the snapshot's bytes in the page cache (the restore just read them, and
+    // llama.cpp's file is read first), so the disk drops out: the floor the CPU sets.
+    let warm = {
+        read_speed(&[llama_file.to_path_buf()])?;
+        fresh.clear_all();
+        let started = Instant::now();
+        fresh.llama_seq_load_file(llama_file, 0, n_tokens)?;
+        let llama_load_ms = started.elapsed().as_secs_f64() * 1e3;
+        fresh.clear_all();
+        let (restore_ms, _, restore_cpu_ms) =
+            restore_in_process(model, model_path, llama, catalog, fresh, false)?;
+        WarmCache {
+            restore_ms,
+            restore_cpu_ms,
+            llama_load_ms,
+            read_mb_s: read_speed(files)?,
+        }
+    };
     // Both reads start from a cold page cache when the system allows dropping it (root on
     // Linux), so the restore is compared with what the disk itself delivers.
     drop_page_cache();
@@ -571,6 +645,7 @@ fn measure_restores(
         in_process_read_ms,
         in_process_cpu_ms,
         llama_load_cpu_ms,
+        warm,
         read_mb_s,
         restore_ms: check["restore_ms"].as_f64().unwrap_or(f64::NAN),
         phases: ["read_ms", "verify_ms", "assemble_ms", "load_ms"]
@@ -585,20 +660,23 @@ fn process_cpu_ms() -> f64 {
     t.tv_sec as f64 * 1e3 + t.tv_nsec as f64 / 1e6
 }
 
-/// Restores session "bench" into `ctx` from a cold page cache; its time, read phase and
-/// CPU time.
+/// Restores session "bench" into `ctx`, from a cold page cache when `cold`; its time, read
+/// phase and CPU time.
 fn restore_in_process(
     model: &Model,
     model_path: &Path,
     llama: &LlamaSettings,
     catalog: &SessionCatalog,
     ctx: &mut Context<'_>,
+    cold: bool,
 ) -> Result<(f64, f64, f64)> {
     let manifest = catalog.read_manifest("bench")?;
     let lock = catalog.lock("bench")?;
     let sessions = SessionBinding::new(catalog, model_path, model, ctx, llama.clone())?;
     let mut live = sessions.open("bench", lock, Some(manifest), SamplingSettings::greedy());
-    drop_page_cache();
+    if cold {
+        drop_page_cache();
+    }
     let cpu = process_cpu_ms();
     let (_, report) = live.restore(ctx)?;
     let cpu_ms = process_cpu_ms() - cpu;

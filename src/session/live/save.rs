@@ -19,8 +19,39 @@ use crate::llama::Context;
 use crate::sequence::Sequence;
 use crate::session::capture;
 use crate::session::kv_error::{LiveError, LiveResult as Result};
-use crate::session::manifest::{KvSnapshot, SessionManifest, MANIFEST_FORMAT};
+use crate::session::manifest::{KvSnapshot, SessionManifest, StateCheckpoint, MANIFEST_FORMAT};
 use crate::store::{ObjectId, ObjectKind, Payload, PutJob};
+
+/// The KV half of a save's plan.
+struct KvPlan {
+    /// Tokens the snapshot's pages and tail cover (0: the log alone).
+    kv_len: usize,
+    ids: Vec<ObjectId>,
+    objects: Vec<PutJob>,
+    layout: Option<KvLayout>,
+    swa_pages: Vec<(usize, ObjectId)>,
+    prefix_swa_pages: Vec<(usize, ObjectId)>,
+    tail: Option<ObjectId>,
+    state: Option<StateCheckpoint>,
+    checkpoints: Vec<StateCheckpoint>,
+}
+
+impl KvPlan {
+    /// A save of the token log alone.
+    fn log_only(layout: Option<KvLayout>) -> Self {
+        Self {
+            kv_len: 0,
+            ids: Vec::new(),
+            objects: Vec::new(),
+            layout,
+            swa_pages: Vec::new(),
+            prefix_swa_pages: Vec::new(),
+            tail: None,
+            state: None,
+            checkpoints: Vec::new(),
+        }
+    }
+}
 
 impl LiveSession<'_> {
     /// Writes what the store lacks (new pages, the tail), then the manifest, and returns
@@ -178,6 +209,100 @@ impl LiveSession<'_> {
         // This save rewrites what was lost, from cells recomputed whole.
         self.recompute_whole = false;
         let mut report = SaveReport::default();
+        let tokens = seq.tokens();
+        let plan = match self.plan_kv(ctx, seq, &mut report) {
+            Ok(kv) => kv,
+            // The token log is the truth and the KV a cache: a log whose rows cannot be
+            // read out is saved alone (a restore recomputes it), never left unsaved.
+            Err(e) if e.store_error().is_none() => {
+                let warning = format!(
+                    "session '{}': its KV could not be saved ({e}); its token log was saved \
+                     alone, and a restore will recompute it",
+                    self.name
+                );
+                tracing::warn!("{warning}");
+                report.warnings.push(warning);
+                KvPlan::log_only(self.layout.clone())
+            }
+            Err(e) => return Err(e),
+        };
+        let kv_len = plan.kv_len;
+        // Rows the snapshot does not hold are recomputed in the batches they first ran in.
+        let replay = if self.memory.pages() && kv_len == seq.kv_len() {
+            Default::default()
+        } else {
+            seq.batch_starts().for_replay(seq.kv_len())
+        };
+
+        // Carried over from the last manifest planned (its commit may still be queued).
+        let last = self.latest.as_ref().or(self.saved.as_ref());
+        let now = crate::clock::unix_now();
+        let mut kv = self.kv.clone();
+        kv.layout = plan.layout.as_ref().map(KvLayout::encode);
+        let manifest = SessionManifest {
+            format: MANIFEST_FORMAT,
+            name: self.name.clone(),
+            created_unix: last.map_or(now, |m| m.created_unix),
+            updated_unix: now,
+            model: self.model.clone(),
+            kv,
+            llama_build: crate::llama::llama_build_info(),
+            llama: self.llama.clone(),
+            sampling: self.sampling.clone(),
+            tokens: tokens.to_vec(),
+            messages: conversation.messages.to_vec(),
+            rendered_len: conversation.rendered_len,
+            raw: conversation.raw,
+            chat_template: conversation.template,
+            // The last miss stays until another replaces it, as long as the log reaches it.
+            cache_miss: conversation
+                .cache_miss
+                .or(last.and_then(|m| m.cache_miss.as_ref()))
+                .filter(|miss| miss.position <= tokens.len())
+                .cloned(),
+            interrupted: self.interrupted,
+            unnamed: last.map_or(self.unnamed, |m| m.unnamed),
+            prompt_tokens: self.prompt_tokens,
+            pinned: last.is_some_and(|m| m.pinned),
+            snapshot: (kv_len > 0).then(|| KvSnapshot {
+                kv_len,
+                pages: plan.ids,
+                swa_pages: plan.swa_pages,
+                prefix_swa_pages: plan.prefix_swa_pages,
+                tail: plan.tail,
+                batch_starts: seq.batch_starts().for_replay(kv_len),
+            }),
+            replay,
+            state: plan.state,
+            checkpoints: plan.checkpoints,
+        };
+        report
+            .warnings
+            .extend(self.take_precision_warning(tokens.len()));
+        self.latest = Some(manifest.clone());
+        self.commits_planned += 1;
+        report.phases.plan_ms = ms(started);
+        Ok(Box::new(CommitJob {
+            number: self.commits_planned,
+            origin,
+            objects: plan.objects,
+            manifest,
+            previous: self.saved.clone(),
+            warm: self.warm.clone(),
+            report,
+            started,
+            notice: None,
+        }))
+    }
+
+    /// What a save writes of the context's KV: the pages the store lacks, window rows, the
+    /// tail, a recurrent state and its checkpoints, captured and sliced on this thread.
+    fn plan_kv(
+        &mut self,
+        ctx: &mut Context<'_>,
+        seq: &Sequence,
+        report: &mut SaveReport,
+    ) -> Result<KvPlan> {
         let p = self.page_tokens;
         let tokens = seq.tokens();
         // A memory kvrun does not page saves its log alone: a restore recomputes it.
@@ -253,7 +378,7 @@ impl LiveSession<'_> {
             objects.push(job)
         })?;
         let checkpoints = self.plan_checkpoints(seq, &mut |job| objects.push(job))?;
-        report.phases.slice_ms = ms(slice_started);
+        report.phases.slice_ms = slice_started.elapsed().as_secs_f64() * 1e3;
         for job in &objects {
             self.ledger.queued.insert(job.id);
         }
@@ -269,69 +394,17 @@ impl LiveSession<'_> {
             );
         }
 
-        // Carried over from the last manifest planned (its commit may still be queued).
-        let last = self.latest.as_ref().or(self.saved.as_ref());
-        let now = crate::clock::unix_now();
-        let mut kv = self.kv.clone();
-        kv.layout = layout.as_ref().map(KvLayout::encode);
-        let manifest = SessionManifest {
-            format: MANIFEST_FORMAT,
-            name: self.name.clone(),
-            created_unix: last.map_or(now, |m| m.created_unix),
-            updated_unix: now,
-            model: self.model.clone(),
-            kv,
-            llama_build: crate::llama::llama_build_info(),
-            llama: self.llama.clone(),
-            sampling: self.sampling.clone(),
-            tokens: tokens.to_vec(),
-            messages: conversation.messages.to_vec(),
-            rendered_len: conversation.rendered_len,
-            raw: conversation.raw,
-            chat_template: conversation.template,
-            // The last miss stays until another replaces it, as long as the log reaches it.
-            cache_miss: conversation
-                .cache_miss
-                .or(last.and_then(|m| m.cache_miss.as_ref()))
-                .filter(|miss| miss.position <= tokens.len())
-                .cloned(),
-            interrupted: self.interrupted,
-            unnamed: last.map_or(self.unnamed, |m| m.unnamed),
-            prompt_tokens: self.prompt_tokens,
-            pinned: last.is_some_and(|m| m.pinned),
-            snapshot: (kv_len > 0).then(|| KvSnapshot {
-                kv_len,
-                pages: ids.clone(),
-                swa_pages,
-                prefix_swa_pages,
-                tail,
-                batch_starts: seq.batch_starts().for_replay(kv_len),
-            }),
-            replay: if self.memory.pages() {
-                Default::default()
-            } else {
-                seq.batch_starts().for_replay(seq.kv_len())
-            },
+        Ok(KvPlan {
+            kv_len,
+            ids,
+            objects,
+            layout,
+            swa_pages,
+            prefix_swa_pages,
+            tail,
             state,
             checkpoints,
-        };
-        report
-            .warnings
-            .extend(self.take_precision_warning(tokens.len()));
-        self.latest = Some(manifest.clone());
-        self.commits_planned += 1;
-        report.phases.plan_ms = ms(started);
-        Ok(Box::new(CommitJob {
-            number: self.commits_planned,
-            origin,
-            objects,
-            manifest,
-            previous: self.saved.clone(),
-            warm: self.warm.clone(),
-            report,
-            started,
-            notice: None,
-        }))
+        })
     }
 
     /// Whether `id` is known stored, on its way there, or found in the store.
