@@ -175,55 +175,62 @@ fn pages_lost_before_the_commit_never_lose_the_log_and_are_written_again() {
 /// recomputes the session and answers as a save of its KV would have.
 #[test]
 fn a_save_that_cannot_read_the_kv_saves_the_log_alone() {
-    let model = tiny_model();
-    let (lost, kept) = (Home::new(), Home::new());
-    let (mut kv_len, mut log_len) = (0, 0);
-    for home in [&lost, &kept] {
-        let cleared = std::ptr::eq(home, &lost);
-        kv_len = with_prefilled_session(home, &model, |catalog, ctx, live, seq| {
-            assert_ne!(seq.kv_len() % 256, 0, "the save must capture a tail");
-            if cleared {
-                ctx.clear_all();
-            }
-            let saved = live.save(ctx, seq, RAW).unwrap();
-            let alone = saved.warnings.iter().any(|w| w.contains("saved alone"));
-            assert_eq!(alone, cleared, "{saved:?}");
-            let manifest = catalog.read_manifest("g").unwrap();
-            assert_eq!(manifest.tokens, seq.tokens());
-            assert_eq!(manifest.snapshot.is_none(), cleared);
-            log_len = seq.tokens().len();
-        });
-    }
-    let out = lost.run(&[
-        "session", "restore", "g", "--check", "--json", "-t", THREADS,
-    ]);
-    assert!(out.status.success(), "{}", stderr(&out));
-    let check: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
-    assert_eq!(check["restored_tokens"], 0, "{check}");
-    assert_eq!(check["tokens"].as_u64(), Some(log_len as u64), "{check}");
-    assert_restores_whole(&kept, kv_len, "kept");
-
-    let turn = |home: &Home| {
-        let out = home.run(&[
-            "run",
-            "--session",
-            "g",
-            path_str(&model),
-            "--raw",
-            "-p",
-            " and so on",
-            "-n",
-            "8",
-            "--temp",
-            "0",
-            "-t",
-            THREADS,
-            "--json",
+    // A full-attention cache, and a sliding-window one (whose window rows a save also keeps).
+    for model in [tiny_model(), default_model()] {
+        let what = model.display().to_string();
+        let (lost, kept) = (Home::new(), Home::new());
+        let (mut kv_len, mut log_len) = (0, 0);
+        for home in [&lost, &kept] {
+            let cleared = std::ptr::eq(home, &lost);
+            kv_len = with_prefilled_session(home, &model, |catalog, ctx, live, seq| {
+                assert_ne!(seq.kv_len() % 256, 0, "the save must capture a tail");
+                if cleared {
+                    ctx.clear_all();
+                }
+                let saved = live.save(ctx, seq, RAW).unwrap();
+                let alone = saved.warnings.iter().any(|w| w.contains("saved alone"));
+                assert_eq!(alone, cleared, "{what}: {saved:?}");
+                let manifest = catalog.read_manifest("g").unwrap();
+                assert_eq!(manifest.tokens, seq.tokens());
+                assert_eq!(manifest.snapshot.is_none(), cleared);
+                log_len = seq.tokens().len();
+            });
+        }
+        let out = lost.run(&[
+            "session", "restore", "g", "--check", "--json", "-t", THREADS,
         ]);
         assert!(out.status.success(), "{}", stderr(&out));
-        serde_json::from_slice::<serde_json::Value>(&out.stdout).unwrap()
-    };
-    let (recomputed, restored) = (turn(&lost), turn(&kept));
-    assert_eq!(tokens(&recomputed), tokens(&restored));
-    assert!(recomputed["prefilled_tokens"].as_u64() > restored["prefilled_tokens"].as_u64());
+        let check: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        assert_eq!(check["restored_tokens"], 0, "{what}: {check}");
+        assert_eq!(
+            check["tokens"].as_u64(),
+            Some(log_len as u64),
+            "{what}: {check}"
+        );
+        assert_restores_whole(&kept, kv_len, &what);
+
+        let turn = |home: &Home| {
+            let out = home.run(&[
+                "run",
+                "--session",
+                "g",
+                path_str(&model),
+                "--raw",
+                "-p",
+                " and so on",
+                "-n",
+                "8",
+                "--temp",
+                "0",
+                "-t",
+                THREADS,
+                "--json",
+            ]);
+            assert!(out.status.success(), "{}", stderr(&out));
+            serde_json::from_slice::<serde_json::Value>(&out.stdout).unwrap()
+        };
+        let (recomputed, restored) = (turn(&lost), turn(&kept));
+        assert_eq!(tokens(&recomputed), tokens(&restored), "{what}");
+        assert!(recomputed["prefilled_tokens"].as_u64() > restored["prefilled_tokens"].as_u64());
+    }
 }

@@ -220,7 +220,7 @@ impl LiveSession<'_> {
                      alone, and a restore will recompute it",
                     self.name
                 );
-                tracing::warn!("{warning}");
+                // Its caller shows it, as it does every warning of a save.
                 report.warnings.push(warning);
                 KvPlan::log_only(self.layout.clone())
             }
