@@ -25,6 +25,8 @@
 //!   [`gguf`] (GGUF validation before llama.cpp sees a file), [`pull`] (model downloads).
 //! - Test models: [`synth`] (the GGUF writer and the random-weight models the tests and
 //!   benchmarks write).
+//! - Benchmarks: [`bench`], the programs behind `kvrun bench …` (one module per benchmark,
+//!   with their shared harness); `commands/bench.rs` only dispatches to them.
 //!
 //! Data flows one way: `layering_tests.rs` fails on an arrow back up, and
 //! `file_graph_tests.rs` on any loop between two files.
@@ -34,6 +36,7 @@
 
 #![deny(unsafe_code)]
 
+pub mod bench;
 pub mod chat;
 pub mod cli;
 pub mod clock;
