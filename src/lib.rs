@@ -33,6 +33,38 @@
 //! - Small shared pieces: [`token`] (the token id), [`clock`], [`format`](mod@format)
 //!   (number formats, one-line errors),
 //!   [`interrupt`] (Ctrl-C and quit), [`logging`], [`exit`] (exit codes).
+//!
+//! **One request, from HTTP to llama.cpp and back** (`POST /v1/messages`, streamed):
+//!
+//! 1. `server/mod.rs` `app()` puts `router()` behind `guard.rs`'s layers; the route calls
+//!    `server/anthropic/mod.rs` `messages()`.
+//! 2. `messages_inner()` parses the body into `anthropic/parse.rs` `MessagesRequest` (its
+//!    `conversation()` drops the billing block); `server/render.rs` `render_off_thread()` runs
+//!    `Model::render_chat()` and `tokenize_rendered()` on a blocking thread;
+//!    `server/naming.rs` `conversation_key()` names the conversation.
+//! 3. `server/generation.rs` `start()` builds a `service::protocol::Request` (tokens, sampling,
+//!    grammar, a `CancelToken`, a reply channel); `ServiceHandle::submit()` (`service/handle.rs`)
+//!    refuses it past `--parallel` + `--max-queue` or sends `Command::Generate` to the engine.
+//! 4. On the `kvrun-service` thread, `service/engine/mod.rs` `run()` passes it to
+//!    `Engine::command()`, which queues it, then calls `step()` (`generate.rs`): `take_built()`
+//!    (a larger context, if ready), `admit()`, `decode_step()`, `finish_ended()`.
+//! 5. `admit.rs`: `target()` (`conversations.rs`) picks the family member the prompt extends;
+//!    `begin()` makes room (`tiers/evict.rs` `coolest()`) and builds the `Sampler`; `prefix.rs`
+//!    `plan()` picks the own cells, another sequence's (`Context::share_range`), a recurrent or
+//!    hybrid sequence's checkpoint (`sequence/checkpoints.rs`, loaded by `load_checkpoint()`)
+//!    or pages (`session/live/reuse.rs` `reuse_prefix()`; unpaged memory:
+//!    `session/live/checkpoints.rs`).
+//! 6. `decode_step()`: `schedule.rs` `plan_step()` packs the batch; `llama/context.rs`
+//!    `Context::decode_many()` fills a `LlamaBatch` and calls llama.cpp's decode;
+//!    `Context::sample_at()` samples; `accept()` appends the token, holds back possible stop
+//!    strings (`stop.rs`) and sends `Reply::Token`. A filled page goes to
+//!    `LiveSession::capture_filled_page()` and the session's writer thread; on recurrent and
+//!    hybrid models `checkpoint()` keeps the state at the page boundary.
+//! 7. `finish()` sends `Reply::Done`; `saving.rs` `save_reply()` →
+//!    `LiveSession::save_in_background()` queues the commit (`session/live/writer.rs`,
+//!    `commit.rs`); `retention.rs` `enforce_cold_budget()` follows.
+//! 8. Meanwhile `server/sse.rs` `respond()` streams what `anthropic/stream.rs` `produce()` makes
+//!    of each `Generation::next()`. A client that leaves drops it, which cancels the request.
 
 #![deny(unsafe_code)]
 
@@ -74,3 +106,5 @@ pub mod ui;
 mod file_graph_tests;
 #[cfg(test)]
 mod layering_tests;
+#[cfg(test)]
+mod limits_tests;
