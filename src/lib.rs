@@ -4,8 +4,9 @@
 //!
 //! Map of the crate, from the front ends down to the llama.cpp adapter:
 //! - Front ends: [`cli`] (clap definitions only) and [`commands`] (one folder per command
-//!   family); [`tui`] (the full-screen chat) and [`ui`] (progress bars and notes on
-//!   stderr); [`server`] (`kvrun serve`: OpenAI and Anthropic HTTP).
+//!   family), with [`env`] (folders, config, the model load), which the benchmarks share;
+//!   [`tui`] (the full-screen chat) and [`ui`] (progress bars and notes on stderr);
+//!   [`server`] (`kvrun serve`: OpenAI and Anthropic HTTP).
 //! - The engine: [`service`], one thread owning the context, the sessions and the tiers,
 //!   reached through a `ServiceHandle` by every front end: requests with their own reply
 //!   channels and cancel tokens, continuous batching, a prefix index across tiers, and the
@@ -28,11 +29,13 @@
 //! - Benchmarks: [`bench`], the programs behind `kvrun bench …` (one module per benchmark,
 //!   with their shared harness); `commands/bench.rs` only dispatches to them.
 //!
-//! Data flows one way: `layering_tests.rs` fails on an arrow back up, and
-//! `file_graph_tests.rs` on any loop between two files.
 //! - Small shared pieces: [`token`] (the token id), [`clock`], [`format`](mod@format)
-//!   (number formats, one-line errors),
-//!   [`interrupt`] (Ctrl-C and quit), [`logging`], [`exit`] (exit codes).
+//!   (number formats, one-line errors), [`interrupt`] (Ctrl-C and quit), [`logging`],
+//!   [`exit`] (exit codes).
+//!
+//! Data flows one way: `layering_tests.rs` puts every top-level module on a floor and fails
+//! on an arrow back up or across one, and `file_graph_tests.rs` on any loop between two
+//! files.
 //!
 //! **One request, from HTTP to llama.cpp and back** (`POST /v1/messages`, streamed):
 //!
@@ -75,6 +78,7 @@ pub mod clock;
 pub mod commands;
 pub mod config;
 pub mod conversation;
+pub mod env;
 // The FFI boundary: the only module allowed `unsafe` (the compiler refuses it elsewhere).
 pub mod exit;
 pub mod format;

@@ -11,7 +11,7 @@ use anyhow::{bail, Context as _, Result};
 use crate::bench::harness::bench_tokens;
 use crate::bench::streams::{late_arrival, streams};
 use crate::cli::BenchBatchArgs;
-use crate::commands::env::{load_model, Env};
+use crate::env::{load_model, Env};
 use crate::llama::{BatchEntry, Context, Model, Sampler, TokenId};
 use crate::service::harness::ServiceHarness;
 use crate::settings::{LlamaSettings, SamplingSettings, DEFAULT_PAGE_TOKENS};

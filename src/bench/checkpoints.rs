@@ -12,7 +12,7 @@ use anyhow::{bail, Result};
 use crate::bench::harness::bench_tokens;
 use crate::bench::streams::submit;
 use crate::cli::BenchCheckpointsArgs;
-use crate::commands::env::{load_model, Env};
+use crate::env::{load_model, Env};
 use crate::llama::TokenId;
 use crate::models::ModelChoice;
 use crate::sequence::MAX_CHECKPOINTS;

@@ -16,7 +16,7 @@ use super::agent_prompt::{agent_messages, agent_system_text, agent_tools};
 use super::harness::{Call, ChildServer};
 use super::streams::submit;
 use crate::cli::BenchServeArgs;
-use crate::commands::env::Env;
+use crate::env::Env;
 use crate::models::ModelChoice;
 use crate::service::harness::ServiceHarness;
 use crate::service::protocol::Reply;
@@ -37,7 +37,7 @@ pub fn run(env: &Env, args: BenchServeArgs) -> Result<ExitCode> {
     let target = args.prompt_tokens.max(64) as usize;
     let ctx = (target + 2048).next_multiple_of(256) as u32;
     // Loaded here only to size the prompt with the model's own tokenizer.
-    let (model, _) = crate::commands::env::load_model(&choice, 0)?;
+    let (model, _) = crate::env::load_model(&choice, 0)?;
     if ctx > model.facts().n_ctx_train {
         bail!(
             "--prompt-tokens {target} does not fit the model's context ({}) with room for replies",

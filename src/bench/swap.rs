@@ -22,7 +22,7 @@ use serde_json::{json, Value};
 
 use super::harness::{bench_text, drop_page_cache, median, post_ok, sse_events, ChildServer};
 use crate::cli::BenchSwapArgs;
-use crate::commands::env::Env;
+use crate::env::Env;
 use crate::format::human_bytes;
 use crate::settings::LlamaSettings;
 use crate::tiers::parse_bytes;

@@ -12,7 +12,7 @@ use super::row::{LlamaFile, RestoreSample, Row, SaveColumns, WarmCache};
 use crate::bench::harness::{bench_tokens, child_json, drop_page_cache, prefill_session};
 use crate::bench::synthetic::synthetic_session;
 use crate::cli::BenchRestoreArgs;
-use crate::commands::env::{Env, SESSION_SEQS};
+use crate::env::{Env, SESSION_SEQS};
 use crate::llama::{Context, Model, TokenId};
 use crate::paths::Paths;
 use crate::session::catalog::SessionCatalog;

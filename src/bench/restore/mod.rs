@@ -23,7 +23,7 @@ use anyhow::{bail, Context as _, Result};
 
 use super::harness::{bench_tokens, kv_memory};
 use crate::cli::BenchRestoreArgs;
-use crate::commands::env::{load_model, Env};
+use crate::env::{load_model, Env};
 use crate::models::ModelChoice;
 use crate::settings::LlamaSettings;
 use measure::{measure_length, measure_sharing};

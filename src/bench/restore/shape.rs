@@ -7,7 +7,7 @@ use std::time::Instant;
 use anyhow::{Context as _, Result};
 
 use crate::cli::BenchShape;
-use crate::commands::env::Env;
+use crate::env::Env;
 use crate::synth::{GraniteSpec, Qwen35Spec, TinyLlamaSpec};
 
 /// What a `--shape` model is written from.
