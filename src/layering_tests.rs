@@ -15,14 +15,7 @@ const RULES: &[(&str, &[&str])] = &[
     (
         "session",
         &[
-            "service",
-            "server",
-            "commands",
-            "tui",
-            "chat",
-            "cli",
-            "exit",
-            "conversation",
+            "service", "server", "commands", "tui", "chat", "cli", "exit", "dialogue",
         ],
     ),
     // The llama.cpp adapter: no session, store or tier, and no test models.
@@ -35,14 +28,7 @@ const RULES: &[(&str, &[&str])] = &[
     // Blobs, pages and objects: no model, no session.
     (
         "kv",
-        &[
-            "llama",
-            "session",
-            "service",
-            "server",
-            "tiers",
-            "conversation",
-        ],
+        &["llama", "session", "service", "server", "tiers", "dialogue"],
     ),
     // The product's GGUF reader and checks: the writers for test models live in `synth`.
     (

@@ -16,7 +16,7 @@ mod reports;
 
 use super::memory::TierBook;
 use crate::chat::protocol::{EngineEvent, ProgressKind, Tier, UserCommand};
-use crate::conversation::Conversation;
+use crate::dialogue::Conversation;
 use crate::format::thousands;
 use crate::interrupt::Interrupt;
 use crate::llama::Model;

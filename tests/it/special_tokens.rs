@@ -2,7 +2,7 @@
 //! holds, such as `<start_of_turn>`, must be tokenised as plain text; only the chat
 //! template's own markup becomes control tokens. Run on the default Gemma.
 
-use kvrun::conversation::Conversation;
+use kvrun::dialogue::Conversation;
 use kvrun::llama::Model;
 
 fn gemma() -> Model {

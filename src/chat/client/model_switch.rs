@@ -5,7 +5,7 @@
 
 use super::{Active, Carried, Chat};
 use crate::chat::protocol::EngineEvent;
-use crate::conversation::Conversation;
+use crate::dialogue::Conversation;
 use crate::format::thousands;
 use crate::service::handle::Opened;
 

@@ -20,7 +20,7 @@ use self::tools::ToolRequest;
 use crate::cli::RunArgs;
 use crate::commands::env::{apply_chat_template, load_model, Env};
 use crate::commands::input::{check_fits, check_text_may_fit, read_prompt};
-use crate::conversation::Conversation;
+use crate::dialogue::Conversation;
 use crate::llama::{Context, Model, Sampler};
 use crate::sequence::{GenerateOptions, Generated, StopReason, SyncObserver};
 use crate::settings::{LlamaSettings, SamplingSettings, DEFAULT_PAGE_TOKENS};

@@ -10,7 +10,7 @@ use serde::Serialize;
 use super::tools::{ReplyFields, ToolRequest};
 use crate::cli::RunArgs;
 use crate::commands::env::Env;
-use crate::conversation::{CacheMiss, Conversation};
+use crate::dialogue::{CacheMiss, Conversation};
 use crate::llama::{TokenId, TokenLogprob};
 use crate::sequence::{Generated, StopReason};
 use crate::session::live::{RestoreDecision, RestorePhases};

@@ -23,7 +23,7 @@ use crate::cli::RunArgs;
 use crate::commands::env::Env;
 use crate::commands::input::{check_text_may_fit, read_prompt};
 use crate::commands::session::setup as session_setup;
-use crate::conversation::Conversation;
+use crate::dialogue::Conversation;
 use crate::exit::usage;
 use crate::interrupt::{signal_exit_code, Interrupt};
 use crate::llama::{Model, TokenLogprob};

@@ -6,7 +6,7 @@ use anyhow::Result;
 
 use crate::cli::{LlamaArgs, SamplingArgs};
 use crate::commands::env::Env;
-use crate::conversation::Conversation;
+use crate::dialogue::Conversation;
 use crate::exit::usage;
 use crate::llama::{Context, Model};
 use crate::models::ModelChoice;

@@ -4,7 +4,7 @@
 use std::time::Instant;
 
 use super::active::Active;
-use super::open::Target;
+use super::conversations::Target;
 use super::prefix::{common_prefix, plan, HotCandidate, PrefixSource};
 use super::stats::restored_by_tier;
 use super::Engine;

@@ -5,7 +5,7 @@ use super::active::Active;
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
-use super::schedule::{plan_step, Demand};
+use super::batch_plan::{plan_step, Demand};
 use super::Engine;
 use crate::llama::{BatchEntry, Context, KvCapture, TokenId, TokenLogprob};
 use crate::sequence::{pages_filled, NoObserver, SyncObserver};

@@ -1,10 +1,11 @@
 //! The service engine: one thread owns the llama.cpp context and serves [`Command`]s from
 //! any number of [`ServiceHandle`]s.
 //!
-//! - Every conversation is a persisted session ([`conversations`]); a request's prompt is
-//!   matched by content against the hot sequences and the stored pages ([`prefix`]).
+//! - Every conversation is a persisted session ([`conversations`]; which one a request
+//!   continues: [`routing`]); a request's prompt is matched by content against the hot
+//!   sequences and the stored pages ([`prefix`]).
 //! - Up to `parallel` requests decode together, one llama.cpp batch per step
-//!   ([`schedule`]); more wait in a queue.
+//!   ([`batch_plan`]); more wait in a queue.
 //! - After each reply its session's save is captured between batch steps and committed to
 //!   disk by the session's writer thread while decoding goes on ([`saving`]); the cold tier
 //!   is kept under its budget by collecting the least recently used unnamed sessions
@@ -12,18 +13,18 @@
 
 mod active;
 mod admit;
+mod batch_plan;
 mod builder;
 mod conversations;
 mod counters;
 mod elastic;
 mod generate;
 mod lifecycle;
-mod open;
 mod parked;
 mod prefix;
 mod retention;
+mod routing;
 mod saving;
-mod schedule;
 mod sizing;
 mod stats;
 mod stop;
@@ -185,7 +186,7 @@ fn run(
             builder,
             keep_latest_hot: options.keep_latest_hot,
             parallel,
-            conversations: open::Conversations::default(),
+            conversations: conversations::Conversations::default(),
             schedule: active::Schedule::default(),
             counters: Default::default(),
             pending,
@@ -251,7 +252,7 @@ struct Engine<'c, 'm> {
     keep_latest_hot: bool,
     parallel: usize,
     /// The conversations, open and on disk, and which hold the context's sequences.
-    conversations: open::Conversations<'c>,
+    conversations: conversations::Conversations<'c>,
     /// Requests waiting and decoding.
     schedule: active::Schedule,
     counters: counters::Counters,

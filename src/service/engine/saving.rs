@@ -21,7 +21,7 @@ use std::time::Instant;
 use tokio::sync::mpsc::UnboundedSender;
 use tokio::sync::oneshot;
 
-use super::open::MAX_UNHEARD_WARNINGS;
+use super::conversations::MAX_UNHEARD_WARNINGS;
 use super::Engine;
 use crate::llama::Context;
 use crate::service::handle::Saved;

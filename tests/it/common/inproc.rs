@@ -4,7 +4,7 @@
 use std::path::Path;
 use std::sync::atomic::AtomicBool;
 
-use kvrun::conversation::Conversation;
+use kvrun::dialogue::Conversation;
 use kvrun::llama::{Context, Model, Sampler};
 use kvrun::sequence::{GenerateOptions, NoObserver};
 use kvrun::settings::{ContextOverflow, FlashAttn, KvType, LlamaSettings, SamplingSettings};
