@@ -12,7 +12,7 @@
 //!   session commands (open, save, reset, fork). [`chat`] is the chat front ends' client of
 //!   it: the active conversation, and the [`chat::protocol`] the TUI and the REPL speak;
 //!   `kvrun run --session` is another client (`commands/run/session.rs`).
-//! - Conversations: [`dialogue`] (messages and their token log), [`template`] (chat
+//! - Dialogues: [`dialogue`] (messages and their token log), [`template`] (chat
 //!   templates), [`tools`] (tool calls and reasoning in replies), [`sequence`] (the token
 //!   log and the canonical decode schedule).
 //! - Persistence: [`session`] (manifests, save and restore through the pages), [`tiers`]

@@ -16,7 +16,7 @@ mod reports;
 
 use super::memory::TierBook;
 use crate::chat::protocol::{EngineEvent, ProgressKind, Tier, UserCommand};
-use crate::dialogue::Conversation;
+use crate::dialogue::Dialogue;
 use crate::format::thousands;
 use crate::interrupt::Interrupt;
 use crate::llama::Model;
@@ -78,7 +78,7 @@ pub fn spawn(
 /// The conversation the user sees, persisted as session `name`.
 struct Active<'m> {
     name: String,
-    conversation: Conversation<'m>,
+    conversation: Dialogue<'m>,
 }
 
 struct Chat<'m, 'x> {
@@ -203,7 +203,7 @@ fn run_model(
             catalog,
             active: Active {
                 name: String::new(),
-                conversation: Conversation::new(&model, false, None),
+                conversation: Dialogue::new(&model, false, None),
             },
             book: TierBook::new(),
             save_failed: false,
@@ -301,11 +301,11 @@ impl<'m> Chat<'m, '_> {
     fn activate(&mut self, opened: Opened) {
         let fresh = opened.log.is_empty() && opened.transcript.messages.is_empty();
         let conversation = if fresh {
-            Conversation::new(self.model, false, self.options.system.as_deref())
+            Dialogue::new(self.model, false, self.options.system.as_deref())
         } else {
             let t = opened.transcript;
             let restored = opened.cached.total();
-            Conversation::from_parts(
+            Dialogue::from_parts(
                 self.model,
                 (t.messages, t.rendered_len, t.raw),
                 opened.template,

@@ -5,7 +5,7 @@
 
 use super::{Active, Carried, Chat};
 use crate::chat::protocol::EngineEvent;
-use crate::dialogue::Conversation;
+use crate::dialogue::Dialogue;
 use crate::format::thousands;
 use crate::service::handle::Opened;
 
@@ -51,7 +51,7 @@ impl Chat<'_, '_> {
     /// Makes the carried conversation the active one, in its new (empty) session, and
     /// saves it there.
     pub(super) fn carry_in(&mut self, opened: Opened, carried: Carried) {
-        let conversation = match Conversation::carried_over(self.model, carried.messages) {
+        let conversation = match Dialogue::carried_over(self.model, carried.messages) {
             Ok(conversation) => conversation,
             Err(e) => {
                 self.send(EngineEvent::Error(format!(
@@ -59,7 +59,7 @@ impl Chat<'_, '_> {
                      '{}' empty",
                     opened.session
                 )));
-                Conversation::new(self.model, false, self.options.system.as_deref())
+                Dialogue::new(self.model, false, self.options.system.as_deref())
             }
         };
         let tokens = conversation.seq.len();

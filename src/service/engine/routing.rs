@@ -1,12 +1,10 @@
-//! Conversations as sessions: which persisted session a request continues, opening (and
-//! locking) it, and the hot sequences they occupy.
+//! Routing: which conversation a request continues (by name, by family, or by content for
+//! an anonymous prompt), and opening (and locking) its session.
 
 use super::conversations::{Open, StoredLog, Target};
-use std::time::Instant;
 
 use super::prefix::common_prefix;
 use super::Engine;
-use crate::clock::unix_now;
 use crate::llama::{Context, TokenId};
 use crate::sequence::Sequence;
 use crate::service::protocol::{ConversationKey, ServiceError};
@@ -26,7 +24,7 @@ impl<'c, 'm> Engine<'c, 'm> {
                 continue;
             };
             if m.unnamed && m.model.fingerprint == self.sessions.model().fingerprint {
-                self.conversations.stored_unnamed.push(StoredLog {
+                self.conversations.note_stored_unnamed(StoredLog {
                     name: m.name,
                     tokens: m.tokens,
                     prompt_tokens: m.prompt_tokens,
@@ -47,7 +45,7 @@ impl<'c, 'm> Engine<'c, 'm> {
         match key {
             ConversationKey::Named(name) => {
                 if let Some(i) = self.conversations.find(name) {
-                    return Ok(if self.conversations.open[i].busy {
+                    return Ok(if self.conversations[i].is_busy() {
                         Target::Busy
                     } else {
                         Target::Open(i)
@@ -61,16 +59,15 @@ impl<'c, 'm> Engine<'c, 'm> {
             ConversationKey::Anonymous => {
                 let open = self
                     .conversations
-                    .open
                     .iter()
                     .enumerate()
-                    .filter(|(_, o)| !o.named && !o.busy)
+                    .filter(|(_, o)| !o.named && !o.is_busy())
                     .map(|(i, o)| (i, common_prefix(o.seq.tokens(), prompt), o.prompt_len))
                     .filter(|&(_, common, len)| common > 0 && common >= len)
                     .max_by_key(|&(_, common, _)| common);
                 let stored = self
                     .conversations
-                    .stored_unnamed
+                    .stored_unnamed()
                     .iter()
                     .enumerate()
                     .map(|(i, s)| (i, common_prefix(&s.tokens, prompt), s.prompt_tokens))
@@ -80,7 +77,7 @@ impl<'c, 'm> Engine<'c, 'm> {
                     (Some((i, a, _)), Some((_, b, _))) if a >= b => Ok(Target::Open(i)),
                     (Some((i, _, _)), None) => Ok(Target::Open(i)),
                     (_, Some((j, _, _))) => {
-                        let name = self.conversations.stored_unnamed.remove(j).name;
+                        let name = self.conversations.take_stored_unnamed(j).name;
                         let greedy = crate::settings::SamplingSettings::greedy;
                         match self.open_session(ctx, &name, false, greedy()) {
                             Ok(i) => Ok(Target::Open(i)),
@@ -110,24 +107,23 @@ impl<'c, 'm> Engine<'c, 'm> {
         self.index_family(family);
         let open = self
             .conversations
-            .open
             .iter()
             .enumerate()
             .filter(|(_, o)| member_index(&o.live.name, family).is_some())
             .filter_map(|(i, o)| {
                 // A member decoding now covers its whole prompt in flight.
-                let covered = if o.busy {
+                let covered = if o.is_busy() {
                     self.schedule.in_flight_prompt_len(&o.live.name)
                 } else {
                     o.prompt_len
                 };
                 let common = common_prefix(o.seq.tokens(), prompt);
-                (common >= covered).then_some((i, common, o.busy))
+                (common >= covered).then_some((i, common, o.is_busy()))
             })
             .max_by_key(|&(_, common, busy)| (common, busy));
         let stored = self
             .conversations
-            .stored_members
+            .stored_members()
             .iter()
             .enumerate()
             .filter(|(_, s)| member_index(&s.name, family).is_some())
@@ -145,14 +141,13 @@ impl<'c, 'm> Engine<'c, 'm> {
                 Ok(if busy { Target::Busy } else { Target::Open(i) })
             }
             (_, Some((j, _, _))) => {
-                let name = self.conversations.stored_members.remove(j).name;
+                let name = self.conversations.take_stored_member(j).name;
                 self.open_session(ctx, &name, true, greedy())
                     .map(Target::Open)
             }
             _ => {
                 let taken = self
                     .conversations
-                    .open
                     .iter()
                     .filter_map(|o| member_index(&o.live.name, family))
                     .chain(self.family_numbers(family));
@@ -166,11 +161,7 @@ impl<'c, 'm> Engine<'c, 'm> {
     /// Notes the stored members of `family` this server has not opened (once per family),
     /// so that a request after a restart continues the one its prompt extends.
     fn index_family(&mut self, family: &str) {
-        if !self
-            .conversations
-            .indexed_families
-            .insert(family.to_string())
-        {
+        if !self.conversations.mark_family_indexed(family) {
             return;
         }
         let Ok(members) = self.catalog.family_members(family) else {
@@ -184,7 +175,7 @@ impl<'c, 'm> Engine<'c, 'm> {
                 continue;
             };
             if m.model.fingerprint == self.sessions.model().fingerprint {
-                self.conversations.stored_members.push(StoredLog {
+                self.conversations.note_stored_member(StoredLog {
                     name: m.name,
                     tokens: m.tokens,
                     prompt_tokens: m.prompt_tokens,
@@ -253,25 +244,14 @@ impl<'c, 'm> Engine<'c, 'm> {
                         .with_batch_starts(m.replay_starts());
                     (seq, m.unnamed, m.pinned, m.prompt_tokens)
                 });
-        self.conversations.stored_unnamed.retain(|s| s.name != name);
-        self.conversations.stored_members.retain(|s| s.name != name);
+        self.conversations.forget_stored(name);
         let mut live = self.sessions.open(name, lock, manifest, sampling);
         live.check_compatible(ctx)
             .map_err(|e| incompatible(e.to_string()))?;
         live.set_unnamed(unnamed);
-        self.conversations.open.push(Open {
-            live,
-            seq,
-            hot: None,
-            named: !unnamed,
-            pinned,
-            prompt_len,
-            last_used: Instant::now(),
-            last_used_unix: unix_now(),
-            busy: false,
-            unheard_warnings: Vec::new(),
-        });
-        Ok(self.conversations.open.len() - 1)
+        Ok(self
+            .conversations
+            .add(Open::new(live, seq, !unnamed, pinned, prompt_len)))
     }
 }
 
