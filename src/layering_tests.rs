@@ -46,7 +46,7 @@ const RULES: &[(&str, &[&str])] = &[
         "store",
         &["kv", "llama", "session", "service", "server", "tiers"],
     ),
-    // RAM and disk budgets (the GPU's memory is asked of `engine`).
+    // RAM and disk budgets (the GPU's memory is asked of `llama`).
     ("tiers", &["session", "service", "server", "commands"]),
     // The chat front ends' client: no server, no command.
     ("chat", &["server", "commands", "tui", "cli", "exit"]),
