@@ -12,7 +12,7 @@
 //!   session commands (open, save, reset, fork). [`chat`] is the chat front ends' client of
 //!   it: the active conversation, and the [`chat::protocol`] the TUI and the REPL speak;
 //!   `kvrun run --session` is another client (`commands/run/session.rs`).
-//! - Conversations: [`conversation`] (messages and their token log), [`template`] (chat
+//! - Dialogues: [`dialogue`] (messages and their token log), [`template`] (chat
 //!   templates), [`tools`] (tool calls and reasoning in replies), [`sequence`] (the token
 //!   log and the canonical decode schedule).
 //! - Persistence: [`session`] (manifests, save and restore through the pages), [`tiers`]
@@ -42,7 +42,7 @@ pub mod cli;
 pub mod clock;
 pub mod commands;
 pub mod config;
-pub mod conversation;
+pub mod dialogue;
 // The FFI boundary: the only module allowed `unsafe` (the compiler refuses it elsewhere).
 pub mod exit;
 pub mod format;
