@@ -268,8 +268,8 @@ fn wait(
                     println!(
                         "{} {:<24} {:>8} tokens  {}",
                         if r.active { "*" } else { " " },
-                        r.name,
-                        r.tokens,
+                        r.name(),
+                        r.tokens(),
                         r.tier.as_str()
                     );
                 }

@@ -187,19 +187,18 @@ impl Turn<'_> {
         let (replies_tx, replies) = tokio::sync::mpsc::unbounded_channel();
         let request = Request {
             id: 0,
-            ask: Ask {
-                conversation: ConversationKey::Named(name.to_string()),
-                prompt: prompt_tokens,
-                sampling: self.sampling.clone(),
-                max_tokens: max_tokens.min(room),
-                stop: Vec::new(),
-                grammar: grammar.map(|c| ReplyGrammar {
-                    grammar: c.grammar,
-                    after: c.after.map(str::to_string),
-                }),
-                logprobs: args.logprobs,
-                template: conversation.template(),
-            },
+            ask: Ask::new(
+                ConversationKey::Named(name.to_string()),
+                prompt_tokens,
+                max_tokens.min(room),
+            )
+            .with_sampling(self.sampling.clone())
+            .with_grammar(grammar.map(|c| ReplyGrammar {
+                grammar: c.grammar,
+                after: c.after.map(str::to_string),
+            }))
+            .with_logprobs(args.logprobs)
+            .with_template(conversation.template()),
             transcript: Some(transcript(&conversation)),
             progress: true,
             cancel: CancelToken::watching(interrupt.stop_flag()),
