@@ -1,5 +1,6 @@
 //! Request bodies as extractors, one per API error shape: the body is read within the
-//! server's limit and parsed leniently (unknown fields are ignored, since real clients send
+//! server's size limit and its deadline (`--body-timeout`: a client that trickles a byte at
+//! a time, or sends less than its `Content-Length`, gets 408) and parsed leniently (unknown fields are ignored, since real clients send
 //! many), and a body that is too large, unreadable, malformed JSON or of the wrong types is
 //! refused with a 4xx in the shape the client's SDK reads. Handlers get a typed request.
 
@@ -9,6 +10,7 @@ use axum::response::{IntoResponse, Response};
 use serde::de::DeserializeOwned;
 
 use super::errors::ApiError;
+use super::guard::BodyTimeout;
 
 /// A JSON body of an OpenAI-shaped endpoint (`/v1/chat/completions`, `/v1/completions`,
 /// `/v1/responses`): refused in OpenAI's error shape.
@@ -43,9 +45,23 @@ async fn json_body<S: Send + Sync, T: DeserializeOwned>(
     request: Request,
     state: &S,
 ) -> Result<T, ApiError> {
-    let bytes = Bytes::from_request(request, state)
-        .await
-        .map_err(|rejection| ApiError::new(rejection.status(), rejection.body_text()))?;
+    let deadline = request.extensions().get::<BodyTimeout>().map(|t| t.0);
+    let read = Bytes::from_request(request, state);
+    let read = match deadline {
+        // tokio's timeout bounds the whole read; tower-http's body timeout only bounds the
+        // gap between two chunks, which a byte every few seconds never exceeds.
+        Some(deadline) => tokio::time::timeout(deadline, read).await.map_err(|_| {
+            ApiError::new(
+                axum::http::StatusCode::REQUEST_TIMEOUT,
+                format!(
+                    "the request body did not arrive within {deadline:?} \
+                     (kvrun serve --body-timeout)"
+                ),
+            )
+        })?,
+        None => read.await,
+    };
+    let bytes = read.map_err(|rejection| ApiError::new(rejection.status(), rejection.body_text()))?;
     parse_json(&bytes)
 }
 

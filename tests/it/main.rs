@@ -25,6 +25,7 @@ mod serve;
 mod serve_agents;
 mod serve_api;
 mod serve_durability;
+mod serve_edge;
 mod serve_models;
 mod serve_sdk;
 mod service;
