@@ -27,6 +27,7 @@ mod serve_api;
 mod serve_durability;
 mod serve_edge;
 mod serve_models;
+mod serve_oversized;
 mod serve_sdk;
 mod service;
 mod service_elastic;
