@@ -61,13 +61,30 @@ async fn json_body<S: Send + Sync, T: DeserializeOwned>(
         })?,
         None => read.await,
     };
-    let bytes = read.map_err(|rejection| ApiError::new(rejection.status(), rejection.body_text()))?;
+    let bytes =
+        read.map_err(|rejection| ApiError::new(rejection.status(), rejection.body_text()))?;
     parse_json(&bytes)
 }
 
-/// Parses leniently: unknown fields are ignored, malformed JSON and wrong types are a 400.
+/// Parses leniently: unknown fields are ignored, malformed JSON and wrong types are a 400
+/// naming the field at fault where it is known.
 fn parse_json<T: DeserializeOwned>(body: &[u8]) -> Result<T, ApiError> {
-    serde_json::from_slice(body).map_err(|e| ApiError::from_json(&e))
+    let mut json = serde_json::Deserializer::from_slice(body);
+    let parsed = serde_path_to_error::deserialize(&mut json).map_err(|e| {
+        let path = e.path().to_string();
+        let error = ApiError::from_json(e.inner());
+        // A flattened struct's fields show as `?`: their errors name themselves.
+        match path.as_str() {
+            "." | "?" => error,
+            _ if e.inner().is_syntax() || e.inner().is_eof() => error,
+            _ => ApiError {
+                message: format!("{path}: {}", error.message),
+                ..error.param(&path)
+            },
+        }
+    })?;
+    json.end().map_err(|e| ApiError::from_json(&e))?;
+    Ok(parsed)
 }
 
 #[cfg(test)]
@@ -92,6 +109,8 @@ mod tests {
         );
         let typed = parse_json::<Body>(b"{\"n\": \"two\"}").unwrap_err();
         assert!(typed.message.contains("wrong type"), "{}", typed.message);
+        assert_eq!(typed.param.as_deref(), Some("n"));
+        assert!(parse_json::<Body>(b"{\"n\": 1} x").is_err());
         // Unknown fields are ignored.
         assert!(parse_json::<Body>(b"{\"n\": 1, \"surprise\": true}").is_ok());
     }

@@ -26,6 +26,7 @@ mod serve_agents;
 mod serve_api;
 mod serve_durability;
 mod serve_edge;
+mod serve_malformed;
 mod serve_models;
 mod serve_oversized;
 mod serve_sdk;
