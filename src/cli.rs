@@ -433,6 +433,10 @@ pub struct SessionImportArgs {
     /// Import under this name instead of the exported one.
     #[arg(long, value_name = "NAME")]
     pub name: Option<String>,
+    /// The session's model (a path, or a name in the models folder), checked against the
+    /// session's fingerprint [default: the model of that fingerprint in the models folder]
+    #[arg(long, value_name = "MODEL")]
+    pub model: Option<String>,
 }
 
 #[derive(Debug, Args)]

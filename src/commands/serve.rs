@@ -72,8 +72,7 @@ pub fn run(env: &Env, args: ServeArgs) -> Result<ExitCode> {
 /// send that part of a request, never 0.
 fn client_timeout(given: Option<&String>, default: &str, part: &str) -> Result<Duration> {
     let text = given.map_or(default, String::as_str);
-    let timeout =
-        parse_duration(text).map_err(|e| usage(format!("--{part}-timeout: {e}")))?;
+    let timeout = parse_duration(text).map_err(|e| usage(format!("--{part}-timeout: {e}")))?;
     if timeout.is_zero() {
         return Err(usage(format!(
             "--{part}-timeout must be above 0: a client that never finishes its {part} would \
@@ -119,7 +118,9 @@ fn settle(env: &Env, args: &ServeArgs) -> Result<ServeSettings> {
         Some(parse_duration(&timeout).map_err(|e| usage(format!("--request-timeout: {e}")))?)
             .filter(|d| !d.is_zero());
     let header_timeout = client_timeout(
-        args.header_timeout.as_ref().or(config.header_timeout.as_ref()),
+        args.header_timeout
+            .as_ref()
+            .or(config.header_timeout.as_ref()),
         DEFAULT_HEADER_TIMEOUT,
         "header",
     )?;

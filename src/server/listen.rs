@@ -9,9 +9,9 @@ use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
 
+use hyper::body::Incoming;
 use hyper_util::rt::{TokioIo, TokioTimer};
 use hyper_util::server::graceful::GracefulShutdown;
-use hyper::body::Incoming;
 use hyper_util::service::TowerToHyperService;
 use tokio::net::TcpListener;
 

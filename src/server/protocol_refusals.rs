@@ -95,7 +95,10 @@ impl<S> RefusalIo<S> {
             _ => return None,
         };
         let rest: Vec<&str> = lines.collect();
-        if !rest.iter().any(|l| l.eq_ignore_ascii_case("content-length: 0")) {
+        if !rest
+            .iter()
+            .any(|l| l.eq_ignore_ascii_case("content-length: 0"))
+        {
             return None;
         }
         let status = StatusCode::from_u16(status).ok()?;
@@ -127,11 +130,10 @@ impl<S> RefusalIo<S> {
     fn note_head(&self, written: &[u8]) {
         let informational = written.starts_with(b"HTTP/1.1 1");
         if written.starts_with(b"HTTP/1.1 ") && !informational {
-            let _ = self.exchange.awaiting_head.fetch_update(
-                Ordering::SeqCst,
-                Ordering::SeqCst,
-                |n| n.checked_sub(1),
-            );
+            let _ =
+                self.exchange
+                    .awaiting_head
+                    .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| n.checked_sub(1));
         }
     }
 }
@@ -198,7 +200,10 @@ impl<S: AsyncWrite + Unpin> AsyncWrite for RefusalIo<S> {
         bufs: &[io::IoSlice<'_>],
     ) -> Poll<io::Result<usize>> {
         std::task::ready!(self.poll_unsent(cx))?;
-        let first = bufs.iter().find(|b| !b.is_empty()).map_or(&[][..], |b| &b[..]);
+        let first = bufs
+            .iter()
+            .find(|b| !b.is_empty())
+            .map_or(&[][..], |b| &b[..]);
         if first.starts_with(b"HTTP/1.1 4") {
             // A refusal is a head alone, written whole: look at all of it.
             let whole: Vec<u8> = bufs.iter().flat_map(|b| b.iter().copied()).collect();
@@ -244,13 +249,18 @@ mod tests {
         let (head, body) = out.split_once("\r\n\r\n").unwrap();
         assert!(head.starts_with("HTTP/1.1 400 Bad Request\r\n"), "{head}");
         assert!(head.contains("content-type: application/json"), "{head}");
-        assert!(head.contains(&format!("content-length: {}", body.len())), "{head}");
+        assert!(
+            head.contains(&format!("content-length: {}", body.len())),
+            "{head}"
+        );
         assert!(head.contains("date: x"), "{head}");
         let body: serde_json::Value = serde_json::from_str(body).unwrap();
         assert_eq!(body["type"], "error", "{body}");
         // Elsewhere, OpenAI's shape.
         io.sniffed = b"GET /health HTTP/1.1\r\n".to_vec();
-        let out = io.replacement(b"HTTP/1.1 431 Request Header Fields Too Large\r\ncontent-length: 0\r\n\r\n");
+        let out = io.replacement(
+            b"HTTP/1.1 431 Request Header Fields Too Large\r\ncontent-length: 0\r\n\r\n",
+        );
         let out = String::from_utf8(out.unwrap()).unwrap();
         assert!(out.contains("\"invalid_request_error\""), "{out}");
     }

@@ -38,9 +38,7 @@ fn read_reply(stream: &mut TcpStream, patience: Duration) -> RawReply {
             Ok(0) => break,
             Ok(n) => bytes.extend_from_slice(&chunk[..n]),
             // A reset after the reply (the server closed with our bytes unread) ends it too.
-            Err(e) if e.kind() == std::io::ErrorKind::ConnectionReset && !bytes.is_empty() => {
-                break
-            }
+            Err(e) if e.kind() == std::io::ErrorKind::ConnectionReset && !bytes.is_empty() => break,
             Err(e) => panic!(
                 "the server held the connection ({e}); read so far: {:?}",
                 String::from_utf8_lossy(&bytes)
@@ -68,7 +66,11 @@ fn read_reply(stream: &mut TcpStream, patience: Duration) -> RawReply {
 /// `reply` is an OpenAI-shaped error whose message mentions `needle`.
 fn assert_openai_error(reply: &RawReply, status: u16, needle: &str) {
     assert_eq!(reply.status, status, "{}", reply.body);
-    assert!(reply.head.contains("content-type: application/json"), "{}", reply.head);
+    assert!(
+        reply.head.contains("content-type: application/json"),
+        "{}",
+        reply.head
+    );
     let message = reply.body["error"]["message"].as_str().unwrap_or_default();
     assert!(message.contains(needle), "{needle:?} not in {}", reply.body);
     assert_eq!(reply.body["error"]["type"], "invalid_request_error");
@@ -153,14 +155,56 @@ fn protocol_refusals_are_json_in_the_apis_shape() {
     let cases: [(&str, u16, &str, Vec<u8>, bool); 10] = [
         ("a 1 MB header", 431, "", huge_header.into_bytes(), false),
         ("10,000 headers", 431, "", many_headers.into_bytes(), false),
-        ("a non-ASCII header name", 400, "", "Hé: 1\r\n".as_bytes().to_vec(), false),
-        ("a header line without a colon", 400, "", b"NoColon\r\n".to_vec(), false),
-        ("a NUL in a header value", 400, "", b"X-A: a\0b\r\n".to_vec(), false),
-        ("a control byte in x-session-id", 400, "", b"x-session-id: a\x01b\r\n".to_vec(), false),
-        ("Content-Length: -1", 400, "", b"Content-Length: -1\r\n".to_vec(), false),
-        ("Content-Length: 1e20", 400, "", b"Content-Length: 1e20\r\n".to_vec(), false),
+        (
+            "a non-ASCII header name",
+            400,
+            "",
+            "Hé: 1\r\n".as_bytes().to_vec(),
+            false,
+        ),
+        (
+            "a header line without a colon",
+            400,
+            "",
+            b"NoColon\r\n".to_vec(),
+            false,
+        ),
+        (
+            "a NUL in a header value",
+            400,
+            "",
+            b"X-A: a\0b\r\n".to_vec(),
+            false,
+        ),
+        (
+            "a control byte in x-session-id",
+            400,
+            "",
+            b"x-session-id: a\x01b\r\n".to_vec(),
+            false,
+        ),
+        (
+            "Content-Length: -1",
+            400,
+            "",
+            b"Content-Length: -1\r\n".to_vec(),
+            false,
+        ),
+        (
+            "Content-Length: 1e20",
+            400,
+            "",
+            b"Content-Length: 1e20\r\n".to_vec(),
+            false,
+        ),
         ("HTTP/0.9", 400, "", Vec::new(), true),
-        ("a 100 KB URL", 414, &format!("?{long_query}"), Vec::new(), false),
+        (
+            "a 100 KB URL",
+            414,
+            &format!("?{long_query}"),
+            Vec::new(),
+            false,
+        ),
     ];
     for (what, status, suffix, headers, http09) in &cases {
         for path in ["/v1/chat/completions", "/v1/messages"] {
