@@ -1,8 +1,9 @@
-//! The messages between the chat engine (a worker thread that owns the model, the context
-//! and the sessions) and any front end: the TUI or the line-mode REPL.
+//! The messages between the chat thread ([`crate::chat::client`]: a worker thread that keeps
+//! the active conversation and is itself a client of the service engine) and any front end:
+//! the TUI or the line-mode REPL.
 //!
-//! The engine never blocks on the UI: it sends [`EngineEvent`]s over a channel, and the UI
-//! sends [`UserCommand`]s back. Nothing here names ratatui or llama.cpp.
+//! The chat thread never blocks on the UI: it sends [`ChatEvent`]s over a channel, and the
+//! UI sends [`UserCommand`]s back. Nothing here names ratatui or llama.cpp.
 
 use serde::Serialize;
 
@@ -28,7 +29,7 @@ pub enum UserCommand {
     /// Continue the conversation with another model (a .gguf path, a name in the models
     /// folder, or smollm2/gemma3), in a new session: a fork, since KV belongs to one model.
     Model(String),
-    /// Save and leave (front ends also raise the engine's quit flag, which stops a reply
+    /// Save and leave (front ends also raise the chat thread's quit flag, which stops a reply
     /// being generated; the command itself is only read between turns).
     Quit,
 }
@@ -165,9 +166,9 @@ pub struct ShownMessage {
     pub content: String,
 }
 
-/// What the engine reports.
+/// What the chat thread reports.
 #[derive(Debug, Clone, PartialEq)]
-pub enum EngineEvent {
+pub enum ChatEvent {
     /// The model is loaded and the context ready.
     Ready {
         model: String,
@@ -229,6 +230,6 @@ pub enum EngineEvent {
     Error(String),
     /// A note for the status line.
     Info(String),
-    /// The engine has stopped (after Quit, or a fatal error).
+    /// The chat thread has stopped (after Quit, or a fatal error).
     Exited,
 }

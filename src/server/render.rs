@@ -6,7 +6,7 @@
 //! template: item ids (Codex sends fresh random ones per item: rendering them would break
 //! every prefix match), and Claude Code's volatile billing block ([`is_billing_block`]).
 
-use crate::conversation::describe_tools;
+use crate::dialogue::describe_tools;
 use crate::llama::{LlamaError, Model, TokenId};
 use crate::template::{Content, Message, TemplateIdentity};
 use crate::tools::{parse_reply, ParsedReply, ReplyParser, ToolFormat};

@@ -1,5 +1,5 @@
 //! `kvrun top URL`: the TUI's memory panel and sessions list, live, for a running
-//! `kvrun serve`. It polls `/v1/kvrun/stats` and feeds the same events a chat engine
+//! `kvrun serve`. It polls `/v1/kvrun/stats` and feeds the same events a chat thread
 //! would; the conversation pane is read-only (clients talk to the server over HTTP).
 
 use std::io::IsTerminal;
@@ -13,7 +13,7 @@ use anyhow::{bail, Result};
 
 use crate::chat::protocol::ModelRow;
 use crate::chat::protocol::{
-    EngineEvent, MemorySnapshot, SessionRow, ShownMessage, Tier, TierUsage, UserCommand,
+    ChatEvent, MemorySnapshot, SessionRow, ShownMessage, Tier, TierUsage, UserCommand,
 };
 use crate::cli::TopArgs;
 use crate::commands::env::Env;
@@ -49,7 +49,7 @@ pub fn run(env: &Env, args: TopArgs) -> Result<ExitCode> {
                     // Enter on a session: its conversation, as the server saved it.
                     UserCommand::Switch(name) => match conversation(&url, key.as_deref(), &name) {
                         Ok((history, tokens)) => {
-                            let _ = events_tx.send(EngineEvent::Switched {
+                            let _ = events_tx.send(ChatEvent::Switched {
                                 session: name,
                                 history,
                             });
@@ -59,20 +59,20 @@ pub fn run(env: &Env, args: TopArgs) -> Result<ExitCode> {
                                 .and_then(|s| s.info)
                                 .map(|i| u32::try_from(i.n_ctx).unwrap_or(u32::MAX));
                             match (tokens, n_ctx) {
-                                (Some(used), Some(n_ctx)) => EngineEvent::Context { used, n_ctx },
+                                (Some(used), Some(n_ctx)) => ChatEvent::Context { used, n_ctx },
                                 _ => continue,
                             }
                         }
-                        Err(e) => EngineEvent::Error(format!("{e:#}")),
+                        Err(e) => ChatEvent::Error(format!("{e:#}")),
                     },
                     UserCommand::ListSessions | UserCommand::Stop => continue,
-                    _ => EngineEvent::Info(
+                    _ => ChatEvent::Info(
                         "kvrun top only watches the server; talk to it over HTTP".into(),
                     ),
                 };
                 let _ = events_tx.send(event);
             }
-            let _ = events_tx.send(EngineEvent::Exited);
+            let _ = events_tx.send(ChatEvent::Exited);
         })
     };
     let title = format!("kvrun top {}", args.url);
@@ -96,7 +96,7 @@ fn poll(
     key: Option<&str>,
     first: RemoteStats,
     data: &std::path::Path,
-    events: &Sender<EngineEvent>,
+    events: &Sender<ChatEvent>,
     stop: &AtomicBool,
 ) {
     let mut latest = Ok(first);
@@ -106,7 +106,7 @@ fn poll(
             Ok(remote) => {
                 if let (false, Some(info)) = (announced, &remote.info) {
                     announced = true;
-                    let _ = events.send(EngineEvent::Ready {
+                    let _ = events.send(ChatEvent::Ready {
                         model: info.model_name.clone(),
                         n_ctx: u32::try_from(info.n_ctx).unwrap_or(u32::MAX),
                         gpu: false,
@@ -118,11 +118,11 @@ fn poll(
                     system: SystemMemory::read(data),
                 });
                 let (memory, sessions) = snapshot(&remote, &devices);
-                let _ = events.send(EngineEvent::Memory(Box::new(memory)));
-                let _ = events.send(EngineEvent::Sessions(sessions));
+                let _ = events.send(ChatEvent::Memory(Box::new(memory)));
+                let _ = events.send(ChatEvent::Sessions(sessions));
             }
             Err(e) => {
-                let _ = events.send(EngineEvent::Error(format!("{e:#}")));
+                let _ = events.send(ChatEvent::Error(format!("{e:#}")));
             }
         }
         std::thread::sleep(POLL);

@@ -23,7 +23,7 @@ use crate::cli::RunArgs;
 use crate::commands::env::Env;
 use crate::commands::input::{check_text_may_fit, read_prompt};
 use crate::commands::session::setup as session_setup;
-use crate::conversation::Conversation;
+use crate::dialogue::Dialogue;
 use crate::exit::usage;
 use crate::interrupt::{signal_exit_code, Interrupt};
 use crate::llama::{Model, TokenLogprob};
@@ -264,11 +264,11 @@ impl Turn<'_> {
     }
 
     /// The conversation of an opened session (a new one when it holds nothing yet).
-    fn conversation(&self, opened: &Opened) -> Conversation<'_> {
+    fn conversation(&self, opened: &Opened) -> Dialogue<'_> {
         let (args, name) = (self.args, self.name);
         let t = &opened.transcript;
         if opened.log.is_empty() && t.messages.is_empty() {
-            return Conversation::new(self.model, args.raw, args.system.as_deref());
+            return Dialogue::new(self.model, args.raw, args.system.as_deref());
         }
         if args.raw != t.raw && !opened.log.is_empty() {
             self.env.ui.note(format!(
@@ -276,7 +276,7 @@ impl Turn<'_> {
                 if t.raw { "raw" } else { "chat" }
             ));
         }
-        let mut conversation = Conversation::from_parts(
+        let mut conversation = Dialogue::from_parts(
             self.model,
             (t.messages.clone(), t.rendered_len, t.raw),
             opened.template.clone(),
@@ -288,7 +288,7 @@ impl Turn<'_> {
 }
 
 /// What the session records besides its log.
-fn transcript(conversation: &Conversation<'_>) -> Transcript {
+fn transcript(conversation: &Dialogue<'_>) -> Transcript {
     Transcript {
         messages: conversation.messages.clone(),
         rendered_len: conversation.rendered_len,
