@@ -349,6 +349,10 @@ pub struct ServeArgs {
     /// keep-alive connection may idle, e.g. 30s [default: 30s]
     #[arg(long, value_name = "DURATION")]
     pub header_timeout: Option<String>,
+    /// Longest time a client may take to send a request's whole body once its headers are
+    /// in; past it, 408, e.g. 60s [default: 60s]
+    #[arg(long, value_name = "DURATION")]
+    pub body_timeout: Option<String>,
     /// Allow browser requests from this origin (repeatable; `*` for any) [default: none,
     /// CORS off]
     #[arg(long, value_name = "ORIGIN")]
@@ -434,6 +438,10 @@ pub struct SessionImportArgs {
     /// Import under this name instead of the exported one.
     #[arg(long, value_name = "NAME")]
     pub name: Option<String>,
+    /// The session's model (a path, or a name in the models folder), checked against the
+    /// session's fingerprint [default: the model of that fingerprint in the models folder]
+    #[arg(long, value_name = "MODEL")]
+    pub model: Option<String>,
 }
 
 #[derive(Debug, Args)]

@@ -41,6 +41,7 @@ pub struct FileConfig {
     pub max_body_bytes: Option<String>,
     pub request_timeout: Option<String>,
     pub header_timeout: Option<String>,
+    pub body_timeout: Option<String>,
     pub cors_origin: Option<Vec<String>>,
     pub durability: Option<settings::Durability>,
     // `kvrun serve` without MODEL.

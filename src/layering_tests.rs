@@ -15,14 +15,7 @@ const RULES: &[(&str, &[&str])] = &[
     (
         "session",
         &[
-            "service",
-            "server",
-            "commands",
-            "tui",
-            "chat",
-            "cli",
-            "exit",
-            "conversation",
+            "service", "server", "commands", "tui", "chat", "cli", "exit", "dialogue",
         ],
     ),
     // The llama.cpp adapter: no session, store or tier, and no test models.
@@ -35,14 +28,7 @@ const RULES: &[(&str, &[&str])] = &[
     // Blobs, pages and objects: no model, no session.
     (
         "kv",
-        &[
-            "llama",
-            "session",
-            "service",
-            "server",
-            "tiers",
-            "conversation",
-        ],
+        &["llama", "session", "service", "server", "tiers", "dialogue"],
     ),
     // The product's GGUF reader and checks: the writers for test models live in `synth`.
     (
@@ -60,7 +46,7 @@ const RULES: &[(&str, &[&str])] = &[
         "store",
         &["kv", "llama", "session", "service", "server", "tiers"],
     ),
-    // RAM and disk budgets (the GPU's memory is asked of `engine`).
+    // RAM and disk budgets (the GPU's memory is asked of `llama`).
     ("tiers", &["session", "service", "server", "commands"]),
     // The chat front ends' client: no server, no command.
     ("chat", &["server", "commands", "tui", "cli", "exit"]),

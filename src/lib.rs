@@ -12,7 +12,7 @@
 //!   session commands (open, save, reset, fork). [`chat`] is the chat front ends' client of
 //!   it: the active conversation, and the [`chat::protocol`] the TUI and the REPL speak;
 //!   `kvrun run --session` is another client (`commands/run/session.rs`).
-//! - Conversations: [`conversation`] (messages and their token log), [`template`] (chat
+//! - Dialogues: [`dialogue`] (messages and their token log), [`template`] (chat
 //!   templates), [`tools`] (tool calls and reasoning in replies), [`sequence`] (the token
 //!   log and the canonical decode schedule).
 //! - Persistence: [`session`] (manifests, save and restore through the pages), [`tiers`]
@@ -25,6 +25,8 @@
 //!   [`gguf`] (GGUF validation before llama.cpp sees a file), [`pull`] (model downloads).
 //! - Test models: [`synth`] (the GGUF writer and the random-weight models the tests and
 //!   benchmarks write).
+//! - Benchmarks: [`bench`], the programs behind `kvrun bench …` (one module per benchmark,
+//!   with their shared harness); `commands/bench.rs` only dispatches to them.
 //!
 //! Data flows one way: `layering_tests.rs` fails on an arrow back up, and
 //! `file_graph_tests.rs` on any loop between two files.
@@ -34,12 +36,13 @@
 
 #![deny(unsafe_code)]
 
+pub mod bench;
 pub mod chat;
 pub mod cli;
 pub mod clock;
 pub mod commands;
 pub mod config;
-pub mod conversation;
+pub mod dialogue;
 // The FFI boundary: the only module allowed `unsafe` (the compiler refuses it elsewhere).
 pub mod exit;
 pub mod format;

@@ -35,7 +35,7 @@ pub(super) fn apply_chat_template(
     Ok(())
 }
 
-pub(super) fn load_model(choice: &ModelChoice, gpu_layers: u32) -> Result<(Model, f64)> {
+pub(crate) fn load_model(choice: &ModelChoice, gpu_layers: u32) -> Result<(Model, f64)> {
     crate::models::validate(choice)?;
     let started = Instant::now();
     let model = Model::load(&choice.path, gpu_layers)
@@ -44,7 +44,7 @@ pub(super) fn load_model(choice: &ModelChoice, gpu_layers: u32) -> Result<(Model
 }
 
 /// Sessions keep a scratch sequence next to the main one to read page ranges.
-pub(super) const SESSION_SEQS: u32 = 2;
+pub(crate) const SESSION_SEQS: u32 = 2;
 
 /// What every command may need: folders, the config file, and how to talk to the user.
 pub struct Env {

@@ -8,14 +8,14 @@
 //! - [`serve`]: `kvrun serve`.
 //! - [`monitor`]: `kvrun stats` and `kvrun top`, of this machine or of a running server.
 //! - [`models`]: `kvrun models` and `kvrun pull`.
-//! - [`bench`]: `kvrun bench …`, the benchmark programs (their shared harness included).
+//! - [`bench`]: `kvrun bench …`, dispatched to the programs in [`crate::bench`].
 //! - Shared by the families: [`env`] (folders, config, the model load) and [`input`]
 //!   (prompt reading and the checks that it may fit).
 
 mod bench;
 mod chat;
 mod completions;
-mod env;
+pub(crate) mod env;
 mod input;
 mod man;
 mod models;

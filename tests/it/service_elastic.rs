@@ -16,7 +16,7 @@ use kvrun::service::protocol::{
     Ask, CancelToken, ConversationKey, FinishReason, Reply, Request, Usage,
 };
 use kvrun::service::{EngineThread, ServiceHandle, ServiceOptions, ServiceStats};
-use kvrun::settings::{SamplingSettings, TierSettings};
+use kvrun::settings::TierSettings;
 
 const CEILING: u32 = 4096;
 /// Two decoding sequences of two pages each.
@@ -54,16 +54,12 @@ impl Engine {
         self.handle
             .submit(Request {
                 id: 0,
-                ask: Ask {
-                    conversation: ConversationKey::Named(name.into()),
-                    prompt: prompt.to_vec(),
-                    sampling: SamplingSettings::greedy(),
+                ask: Ask::new(
+                    ConversationKey::Named(name.into()),
+                    prompt.to_vec(),
                     max_tokens,
-                    stop: Vec::new(),
-                    grammar: None,
-                    logprobs: Some(2),
-                    template: None,
-                },
+                )
+                .with_logprobs(Some(2)),
                 transcript: None,
                 progress: false,
                 cancel: CancelToken::new(),

@@ -13,7 +13,7 @@ use kvrun::service::protocol::{
     Ask, CancelToken, ConversationKey, Reply, Request, ServiceError, Started, TokenPiece, Usage,
 };
 use kvrun::service::{EngineThread, ServiceHandle, ServiceOptions};
-use kvrun::settings::{FlashAttn, KvType, LlamaSettings, SamplingSettings};
+use kvrun::settings::{FlashAttn, KvType, LlamaSettings};
 
 pub const THREADS: u32 = 2;
 /// A prefix kept in the context and the rest prefilled from inside a page: the batches have
@@ -194,16 +194,7 @@ pub fn request(
     let cancel = CancelToken::new();
     let request = Request {
         id: 0,
-        ask: Ask {
-            conversation: key,
-            prompt,
-            sampling: SamplingSettings::greedy(),
-            max_tokens,
-            stop: Vec::new(),
-            grammar: None,
-            logprobs: Some(3),
-            template: None,
-        },
+        ask: Ask::new(key, prompt, max_tokens).with_logprobs(Some(3)),
         transcript: None,
         progress: false,
         cancel: cancel.clone(),

@@ -18,8 +18,8 @@ use anyhow::{bail, Context as _, Result};
 use super::harness::{
     bench_tokens, child_json, drop_page_cache, kv_memory, median, prefill_session,
 };
+use crate::bench::synthetic::synthetic_session;
 use crate::cli::{BenchRestoreArgs, BenchShape};
-use crate::commands::bench::synthetic::synthetic_session;
 use crate::commands::env::SESSION_SEQS;
 use crate::commands::env::{load_model, Env};
 use crate::llama::{Context, Model, TokenId};

@@ -9,9 +9,9 @@ use std::time::Duration;
 
 use anyhow::{bail, Result};
 
+use crate::bench::engine::Service;
+use crate::bench::harness::bench_tokens;
 use crate::cli::BenchCheckpointsArgs;
-use crate::commands::bench::engine::Service;
-use crate::commands::bench::harness::bench_tokens;
 use crate::commands::env::{load_model, Env};
 use crate::llama::TokenId;
 use crate::models::ModelChoice;

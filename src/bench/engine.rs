@@ -9,7 +9,7 @@ use crate::llama::TokenId;
 use crate::paths::Paths;
 use crate::service::protocol::{Ask, CancelToken, ConversationKey, Reply, Request, Usage};
 use crate::service::{ServiceHandle, ServiceOptions};
-use crate::settings::{LlamaSettings, SamplingSettings};
+use crate::settings::LlamaSettings;
 
 /// An engine of its own, for one benchmark run.
 pub(super) struct Service {
@@ -63,16 +63,7 @@ impl Service {
         self.handle
             .submit(Request {
                 id: 0,
-                ask: Ask {
-                    conversation: ConversationKey::Anonymous,
-                    prompt: prompt.to_vec(),
-                    sampling: SamplingSettings::greedy(),
-                    max_tokens,
-                    stop: Vec::new(),
-                    grammar: None,
-                    logprobs: None,
-                    template: None,
-                },
+                ask: Ask::new(ConversationKey::Anonymous, prompt.to_vec(), max_tokens),
                 transcript: None,
                 progress: false,
                 cancel: cancel.clone(),

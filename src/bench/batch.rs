@@ -8,9 +8,9 @@ use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context as _, Result};
 
+use crate::bench::engine::Service;
+use crate::bench::harness::bench_tokens;
 use crate::cli::BenchBatchArgs;
-use crate::commands::bench::engine::Service;
-use crate::commands::bench::harness::bench_tokens;
 use crate::commands::env::{load_model, Env};
 use crate::llama::{BatchEntry, Context, Model, Sampler, TokenId};
 use crate::paths::Paths;
