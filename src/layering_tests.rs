@@ -20,8 +20,8 @@ const FLOORS: &[&[&str]] = &[
     &["tui", "server", "exit", "ui", "logging", "resolve"],
     // The chat front ends' client of the engine.
     &["chat"],
-    // The engine thread and its handle; conversations as messages; the CLI's argument types.
-    &["service", "conversation", "cli"],
+    // The engine thread and its handle; dialogues as messages; the CLI's argument types.
+    &["service", "dialogue", "cli"],
     // Sessions (below the engine thread), and which model.
     &["session", "models"],
     // The token log and decode schedule, RAM and disk budgets, downloads.

@@ -13,7 +13,7 @@
 //!   session commands (open, save, reset, fork). [`chat`] is the chat front ends' client of
 //!   it: the active conversation, and the [`chat::protocol`] the TUI and the REPL speak;
 //!   `kvrun run --session` is another client (`commands/run/session.rs`).
-//! - Conversations: [`conversation`] (messages and their token log), [`template`] (chat
+//! - Dialogues: [`dialogue`] (messages and their token log), [`template`] (chat
 //!   templates), [`tools`] (tool calls and reasoning in replies), [`sequence`] (the token
 //!   log and the canonical decode schedule).
 //! - Persistence: [`session`] (manifests, save and restore through the pages), [`tiers`]
@@ -51,13 +51,13 @@
 //! 4. On the `kvrun-service` thread, `service/engine/mod.rs` `run()` passes it to
 //!    `Engine::command()`, which queues it, then calls `step()` (`generate.rs`): `take_built()`
 //!    (a larger context, if ready), `admit()`, `decode_step()`, `finish_ended()`.
-//! 5. `admit.rs`: `target()` (`conversations.rs`) picks the family member the prompt extends;
+//! 5. `admit.rs`: `target()` (`routing.rs`) picks the family member the prompt extends;
 //!    `begin()` makes room (`tiers/evict.rs` `coolest()`) and builds the `Sampler`; `prefix.rs`
 //!    `plan()` picks the own cells, another sequence's (`Context::share_range`), a recurrent or
 //!    hybrid sequence's checkpoint (`sequence/checkpoints.rs`, loaded by `load_checkpoint()`)
 //!    or pages (`session/live/reuse.rs` `reuse_prefix()`; unpaged memory:
 //!    `session/live/checkpoints.rs`).
-//! 6. `decode_step()`: `schedule.rs` `plan_step()` packs the batch; `llama/context.rs`
+//! 6. `decode_step()`: `batch_plan.rs` `plan_step()` packs the batch; `llama/context.rs`
 //!    `Context::decode_many()` fills a `LlamaBatch` and calls llama.cpp's decode;
 //!    `Context::sample_at()` samples; `accept()` appends the token, holds back possible stop
 //!    strings (`stop.rs`) and sends `Reply::Token`. A filled page goes to
@@ -77,7 +77,7 @@ pub mod cli;
 pub mod clock;
 pub mod commands;
 pub mod config;
-pub mod conversation;
+pub mod dialogue;
 pub mod env;
 // The FFI boundary: the only module allowed `unsafe` (the compiler refuses it elsewhere).
 pub mod exit;

@@ -8,7 +8,6 @@ use anyhow::{bail, Context as _, Result};
 use crate::llama::TokenId;
 use crate::service::harness::ServiceHarness;
 use crate::service::protocol::{Ask, CancelToken, ConversationKey, Reply, Request, Usage};
-use crate::settings::SamplingSettings;
 
 /// `prompt` submitted for `max_tokens` greedy tokens.
 pub(super) fn submit(
@@ -22,16 +21,7 @@ pub(super) fn submit(
         .handle()
         .submit(Request {
             id: 0,
-            ask: Ask {
-                conversation: ConversationKey::Anonymous,
-                prompt: prompt.to_vec(),
-                sampling: SamplingSettings::greedy(),
-                max_tokens,
-                stop: Vec::new(),
-                grammar: None,
-                logprobs: None,
-                template: None,
-            },
+            ask: Ask::new(ConversationKey::Anonymous, prompt.to_vec(), max_tokens),
             transcript: None,
             progress: false,
             cancel: cancel.clone(),

@@ -395,6 +395,7 @@ fn every_endpoint_answers_503_while_the_model_loads() {
         api_key: None,
         max_body_bytes: 1 << 20,
         request_timeout: None,
+        body_timeout: Duration::from_secs(60),
         cors_origins: Vec::new(),
     };
     let runtime = tokio::runtime::Runtime::new().unwrap();

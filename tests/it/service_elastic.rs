@@ -13,7 +13,7 @@ use kvrun::service::harness::ServiceHarness;
 use kvrun::service::protocol::{
     Ask, CancelToken, ConversationKey, FinishReason, Reply, Request, Usage,
 };
-use kvrun::settings::{SamplingSettings, TierSettings};
+use kvrun::settings::TierSettings;
 
 const CEILING: u32 = 4096;
 /// Two decoding sequences of two pages each.
@@ -53,16 +53,12 @@ fn generate(engine: &ServiceHarness, name: &str, prompt: &[TokenId], max_tokens:
         .handle()
         .submit(Request {
             id: 0,
-            ask: Ask {
-                conversation: ConversationKey::Named(name.into()),
-                prompt: prompt.to_vec(),
-                sampling: SamplingSettings::greedy(),
+            ask: Ask::new(
+                ConversationKey::Named(name.into()),
+                prompt.to_vec(),
                 max_tokens,
-                stop: Vec::new(),
-                grammar: None,
-                logprobs: Some(2),
-                template: None,
-            },
+            )
+            .with_logprobs(Some(2)),
             transcript: None,
             progress: false,
             cancel: CancelToken::new(),

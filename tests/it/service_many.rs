@@ -85,6 +85,43 @@ fn two_conversations_decoding_together_get_the_tokens_they_get_alone() {
     }
 }
 
+/// What kvrun promises a greedy request beside others (README, "Exactness"): the tokens
+/// it gets alone, except where rounding flips a near tie, and log-probabilities within
+/// [`BATCHED`]. Not the same bits: llama.cpp's batched kernels are not batch-invariant.
+#[test]
+fn a_request_alone_and_in_a_batch_of_four_differ_at_most_by_rounding() {
+    let model = chat_model();
+    let home = Home::new();
+    let service = ServiceHarness::new(home.path(), &model)
+        .with_parallel(4)
+        .start()
+        .unwrap();
+    let prompts: Vec<_> = [
+        "What is 1 + 2? Answer, then explain.",
+        "Name a planet and say one thing about it.",
+        "Write the first line of a poem about rain.",
+        "List three things found in a kitchen.",
+    ]
+    .iter()
+    .map(|t| service.tokenize(t))
+    .collect();
+    let pending: Vec<_> = prompts
+        .iter()
+        .enumerate()
+        .map(|(i, prompt)| {
+            let (req, pending) = request(named(&format!("c{i}")), prompt.clone(), 24);
+            service.handle().submit(req).unwrap();
+            pending
+        })
+        .collect();
+    let batched: Vec<Outcome> = pending.into_iter().map(Pending::collect).collect();
+    service.stop().unwrap();
+    for (out, prompt) in batched.iter().zip(&prompts) {
+        let alone = from_scratch(&model, prompt, 24);
+        assert_close(out, &alone, BATCHED);
+    }
+}
+
 #[test]
 fn a_full_queue_refuses_and_shutdown_cancels_what_runs() {
     let model = tiny_model();

@@ -10,7 +10,6 @@ pub use kvrun::service::harness::ServiceHarness;
 use kvrun::service::protocol::{
     Ask, CancelToken, ConversationKey, Reply, Request, ServiceError, Started, TokenPiece, Usage,
 };
-use kvrun::settings::SamplingSettings;
 
 pub const THREADS: u32 = 2;
 /// A prefix kept in the context and the rest prefilled from inside a page: the batches have
@@ -97,16 +96,7 @@ pub fn request(
     let cancel = CancelToken::new();
     let request = Request {
         id: 0,
-        ask: Ask {
-            conversation: key,
-            prompt,
-            sampling: SamplingSettings::greedy(),
-            max_tokens,
-            stop: Vec::new(),
-            grammar: None,
-            logprobs: Some(3),
-            template: None,
-        },
+        ask: Ask::new(key, prompt, max_tokens).with_logprobs(Some(3)),
         transcript: None,
         progress: false,
         cancel: cancel.clone(),
