@@ -22,10 +22,15 @@ const MAX_STOP: usize = 16;
 pub struct ModelFields {
     /// A name; absent picks the server's default model. Read as any JSON so that another
     /// type (`null` included) is refused naming the field (serde's error would not).
-    #[serde(default)]
+    #[serde(default, deserialize_with = "given")]
     pub model: Option<serde_json::Value>,
     #[serde(default)]
     pub keep_alive: Option<serde_json::Value>,
+}
+
+/// Any JSON value, `null` included (an `Option`'s own reading takes `null` for absent).
+fn given<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<serde_json::Value>, D::Error> {
+    serde_json::Value::deserialize(d).map(Some)
 }
 
 impl ModelFields {
