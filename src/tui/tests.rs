@@ -290,6 +290,10 @@ fn snapshot_monitor() {
         ],
     );
     assert_eq!(app.focus(), Focus::Sessions);
+    // A monitor asks for a pick, not for a message it cannot take.
+    let screen = render(&mut app, 100, 30).backend().to_string();
+    assert!(screen.contains("Pick a session"), "{screen}");
+    assert!(!screen.contains("Type a message"), "{screen}");
     assert!(type_text(&mut app, "hello").is_empty());
     let sent = press(&mut app, [key(KeyCode::Down), key(KeyCode::Enter)]);
     assert_eq!(sent, [UserCommand::Switch("docs".into())]);

@@ -53,6 +53,9 @@ pub struct CompletionRequest {
     stream_options: Option<super::chat_parse::StreamOptions>,
     #[serde(default)]
     user: Option<String>,
+    /// Accepted with no effect, but a string when given.
+    #[serde(default)]
+    suffix: Option<Value>,
 }
 
 /// The prompt's tokens: a string (tokenized with BOS as the model wants), or token ids
@@ -86,6 +89,9 @@ pub async fn handle(
 ) -> Result<Response, ApiError> {
     if request.n.is_some_and(|n| n != 1) {
         return Err(ApiError::bad_request("n must be 1").param("n"));
+    }
+    if !matches!(request.suffix, None | Some(Value::Null | Value::String(_))) {
+        return Err(ApiError::bad_request("suffix must be a string").param("suffix"));
     }
     if request.best_of.is_some_and(|n| n != 1) {
         return Err(ApiError::bad_request(

@@ -75,7 +75,12 @@ struct ResponsesRequest {
 impl ResponsesRequest {
     /// The grammar `text.format` asks for (`json_schema` or `json_object`).
     fn format_grammar(&self) -> Result<Option<String>, ApiError> {
-        let Some(format) = self.text.as_ref().and_then(|t| t.get("format")) else {
+        let text = match &self.text {
+            None | Some(Value::Null) => return Ok(None),
+            Some(text @ Value::Object(_)) => text,
+            Some(_) => return Err(ApiError::bad_request("text must be an object").param("text")),
+        };
+        let Some(format) = text.get("format").filter(|f| !f.is_null()) else {
             return Ok(None);
         };
         json_format_grammar(format, format.get("schema"), "text.format")

@@ -20,8 +20,8 @@ use crate::session::manifest::KvSnapshot;
 /// Bytes per chunk of a chunked restore, at least a page. Every chunk after a reader's
 /// first two reuses a buffer whose memory is already mapped (as do those two after an
 /// earlier restore in the process, up to a bound), and mapping fresh memory costs about as
-/// much here as reading it from disk, so chunks are small (`kvrun bench restore` measures
-/// them); llama.cpp's cost per loaded chunk is small beside a chunk's read.
+/// much as reading it from disk, so chunks are small: a page or two restored faster than
+/// large chunks of fresh memory, while llama.cpp's cost per loaded chunk stays small.
 const CHUNK_BYTES: usize = 16 << 20;
 
 /// The chunk buffers a restore reads into at once (each stream has two) stay within this
@@ -78,7 +78,8 @@ impl LiveSession<'_> {
         }
         // The chunks are read by this many threads at once (one per core, at least two, and
         // no more than [`IN_FLIGHT_BYTES`] allow), and each chunk's pages by as many again,
-        // a page each: small pages are bound by each file's first read, which then overlap.
+        // a page each: small pages are bound by each file's first read, so a page per
+        // thread beats a chunk's pages read one after the other.
         let chunk_bytes = per_chunk * page_bytes;
         let by_memory = (IN_FLIGHT_BYTES / (2 * chunk_bytes).max(1)).max(2);
         let streams = readers().min(by_memory).min(starts.len());
