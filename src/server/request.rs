@@ -10,7 +10,8 @@ use crate::llama::Model;
 use crate::service::fleet::KeepAlive;
 use crate::service::{Lease, ServiceInfo};
 use crate::settings::{
-    Range, SamplingSettings, FREQUENCY_PENALTY, MIN_P, PRESENCE_PENALTY, TEMP, TOP_K, TOP_P,
+    Range, SamplingSettings, FREQUENCY_PENALTY, MIN_P, PRESENCE_PENALTY, REPEAT_PENALTY, TEMP,
+    TOP_K, TOP_P,
 };
 
 /// The most stop strings a request may give (OpenAI allows 4; Anthropic more).
@@ -54,6 +55,8 @@ pub struct SamplingFields {
     pub seed: Option<i64>,
     pub presence_penalty: Option<f32>,
     pub frequency_penalty: Option<f32>,
+    /// llama.cpp's and Ollama's `repeat_penalty` (1 is off).
+    pub repeat_penalty: Option<f32>,
 }
 
 impl SamplingFields {
@@ -97,6 +100,9 @@ impl SamplingFields {
         if let Some(p) = self.frequency_penalty {
             s.frequency_penalty = check(&FREQUENCY_PENALTY, "frequency_penalty", p.into())? as f32;
         }
+        if let Some(p) = self.repeat_penalty {
+            s.repeat_penalty = check(&REPEAT_PENALTY, "repeat_penalty", p.into())? as f32;
+        }
         Ok(s)
     }
 }
@@ -117,9 +123,14 @@ pub fn json_format_grammar(
             .ok_or_else(|| refused("json_schema needs a \"schema\"".into()))?,
         Some(other) => return Err(refused(format!("unknown {field} type '{other}'"))),
     };
-    crate::tools::schema_grammar(&schema)
-        .map(Some)
-        .map_err(|e| refused(e.to_string()))
+    schema_grammar(&schema, field).map(Some)
+}
+
+/// The grammar of replies valid against a JSON schema; a schema that is not one is a 400
+/// naming `field`.
+pub fn schema_grammar(schema: &serde_json::Value, field: &str) -> Result<String, ApiError> {
+    crate::tools::schema_grammar(schema)
+        .map_err(|e| ApiError::bad_request(e.to_string()).param(field))
 }
 
 /// `stop`: a string or a list of strings.

@@ -26,6 +26,7 @@ mod serve_agents;
 mod serve_api;
 mod serve_durability;
 mod serve_models;
+mod serve_ollama;
 mod serve_sdk;
 mod service;
 mod service_elastic;
