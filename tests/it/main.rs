@@ -27,6 +27,7 @@ mod serve_api;
 mod serve_durability;
 mod serve_models;
 mod serve_ollama;
+mod serve_ollama_clients;
 mod serve_sdk;
 mod service;
 mod service_elastic;
