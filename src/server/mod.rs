@@ -23,6 +23,7 @@ pub mod misses;
 pub mod naming;
 pub mod ollama;
 pub mod openai;
+mod protocol_refusals;
 pub mod render;
 pub mod request;
 pub mod request_log;

@@ -9,6 +9,7 @@ use axum::response::{IntoResponse, Response};
 
 use super::parse::ChatRequest;
 use super::stream::{Kind, Shape};
+use super::turn;
 use crate::server::body::OllamaBody;
 use crate::server::errors::ApiError;
 use crate::server::naming::{conversation_key, NameSources};
@@ -38,9 +39,9 @@ async fn chat(
     let options = common.options(&state.sampling)?;
     let conversation = request.conversation()?;
     if conversation.messages.is_empty() {
-        return super::load_or_unload(&state, common, Kind::Chat).await;
+        return turn::load_or_unload(&state, common, Kind::Chat).await;
     }
-    let (lease, load) = super::lease(&state, common).await?;
+    let (lease, load) = turn::lease(&state, common).await?;
     let (model, info) = parts(&lease);
     let tools = conversation.tools.clone();
     let prompt = render_off_thread(model, conversation, info.n_ctx).await?;
@@ -52,20 +53,18 @@ async fn chat(
         load,
         context: None,
     };
-    let ask = Ask {
-        conversation: conversation_key(&headers, &NameSources::default()),
-        max_tokens: max_reply_tokens(
-            options.limit,
-            state.max_tokens,
-            prompt.tokens.len(),
-            info.n_ctx,
-        ),
-        grammar: tools.reply_grammar(prompt.format, options.grammar)?,
-        prompt: prompt.tokens,
-        template: prompt.template,
-        sampling: options.sampling,
-        stop: options.stop,
-        logprobs: None,
-    };
-    super::respond(&state, &lease, ask, shape, common.streams()).await
+    let max_tokens = max_reply_tokens(
+        options.limit,
+        state.max_tokens,
+        prompt.tokens.len(),
+        info.n_ctx,
+    );
+    let grammar = tools.reply_grammar(prompt.format, options.grammar)?;
+    let key = conversation_key(&headers, &NameSources::default());
+    let ask = Ask::new(key, prompt.tokens, max_tokens)
+        .with_grammar(grammar)
+        .with_template(prompt.template)
+        .with_sampling(options.sampling)
+        .with_stop(options.stop);
+    turn::respond(&state, &lease, ask, shape, common.streams()).await
 }

@@ -10,6 +10,7 @@ use axum::response::{IntoResponse, Response};
 
 use super::parse::{fill_template, GenerateRequest};
 use super::stream::{Kind, Shape};
+use super::turn;
 use crate::llama::{Grammar, Model, TokenId};
 use crate::server::body::OllamaBody;
 use crate::server::errors::ApiError;
@@ -53,7 +54,7 @@ async fn generate(
     let prompt = request.prompt.as_deref().unwrap_or("");
     let system = request.system.as_deref().unwrap_or("");
     if prompt.is_empty() && system.is_empty() && request.template.is_none() {
-        return super::load_or_unload(&state, common, Kind::Generate).await;
+        return turn::load_or_unload(&state, common, Kind::Generate).await;
     }
     if request.suffix.as_deref().is_some_and(|s| !s.is_empty()) {
         return Err(ApiError::bad_request(
@@ -62,7 +63,7 @@ async fn generate(
         )
         .param("suffix"));
     }
-    let (lease, load) = super::lease(&state, common).await?;
+    let (lease, load) = turn::lease(&state, common).await?;
     let (model, info) = parts(&lease);
     let rendered = match (&request.template, request.raw) {
         (_, true) => plain(&model, prompt, info.n_ctx)?,
@@ -98,24 +99,22 @@ async fn generate(
         // Ollama returns no context for a raw prompt.
         context: (!request.raw).then(|| rendered.tokens.clone()),
     };
-    let ask = Ask {
-        conversation: conversation_key(&headers, &NameSources::default()),
-        max_tokens: max_reply_tokens(
-            options.limit,
-            state.max_tokens,
-            rendered.tokens.len(),
-            info.n_ctx,
-        ),
-        prompt: rendered.tokens,
-        template: rendered.template,
-        sampling: options.sampling,
-        stop: options.stop,
-        grammar: options
-            .grammar
-            .map(|gbnf| ReplyGrammar::forced(Grammar::Gbnf(gbnf))),
-        logprobs: None,
-    };
-    super::respond(&state, &lease, ask, shape, common.streams()).await
+    let max_tokens = max_reply_tokens(
+        options.limit,
+        state.max_tokens,
+        rendered.tokens.len(),
+        info.n_ctx,
+    );
+    let grammar = options
+        .grammar
+        .map(|gbnf| ReplyGrammar::forced(Grammar::Gbnf(gbnf)));
+    let key = conversation_key(&headers, &NameSources::default());
+    let ask = Ask::new(key, rendered.tokens, max_tokens)
+        .with_grammar(grammar)
+        .with_template(rendered.template)
+        .with_sampling(options.sampling)
+        .with_stop(options.stop);
+    turn::respond(&state, &lease, ask, shape, common.streams()).await
 }
 
 /// A prompt tokenized as it is (with the BOS the model wants), its reply read as text.

@@ -13,7 +13,7 @@ use axum::Json;
 use serde::Deserialize;
 use serde_json::{json, Map, Value};
 
-use super::roster_name;
+use super::turn::roster_name;
 use crate::gguf::{GgufFile, GgufValue};
 use crate::server::body::OllamaBody;
 use crate::server::errors::ApiError;

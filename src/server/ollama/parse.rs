@@ -107,9 +107,12 @@ impl Common {
         self.stream != Some(false)
     }
 
-    /// The model name as the roster knows it.
+    /// The model name as the client wrote it (`""` when absent or not a string).
     pub fn model(&self) -> &str {
-        self.target.model.as_deref().unwrap_or("")
+        match &self.target.model {
+            Some(Value::String(name)) => name,
+            _ => "",
+        }
     }
 
     pub fn options(&self, base: &SamplingSettings) -> Result<ParsedOptions, ApiError> {
