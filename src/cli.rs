@@ -396,6 +396,11 @@ pub struct ServeModelsArgs {
     /// -1 never; a request's `keep_alive` overrides it [default: 5m; -1 with MODEL]
     #[arg(long, value_name = "DURATION", allow_hyphen_values = true)]
     pub keep_alive: Option<String>,
+    /// How long a request waits for busy models that hold the memory its model needs;
+    /// then they stop admitting requests, finish their replies, save and unload, and the
+    /// models take turns [default: 3s]
+    #[arg(long, value_name = "DURATION")]
+    pub swap_wait: Option<String>,
 }
 
 #[derive(Debug, Args)]

@@ -50,6 +50,7 @@ pub struct FileConfig {
     pub model_aliases: Option<std::collections::BTreeMap<String, String>>,
     pub memory_budget: Option<String>,
     pub keep_alive: Option<String>,
+    pub swap_wait: Option<String>,
 }
 
 #[derive(Debug, thiserror::Error)]

@@ -389,16 +389,13 @@ impl<'m> Chat<'m, '_> {
         self.interrupt.begin_turn();
         let request = Request {
             id: 0,
-            ask: Ask {
-                conversation: ConversationKey::Named(self.active.name.clone()),
+            ask: Ask::new(
+                ConversationKey::Named(self.active.name.clone()),
                 prompt,
-                sampling: self.options.sampling.clone(),
-                max_tokens: limit.min(room),
-                stop: Vec::new(),
-                grammar: None,
-                logprobs: None,
-                template: conversation.template(),
-            },
+                limit.min(room),
+            )
+            .with_sampling(self.options.sampling.clone())
+            .with_template(conversation.template()),
             transcript: Some(self.transcript()),
             progress: true,
             cancel: CancelToken::watching(self.interrupt.stop_flag()),

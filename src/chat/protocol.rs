@@ -8,6 +8,10 @@
 use serde::Serialize;
 
 use crate::llama::GpuDevice;
+// The sessions list's rows and the tiers they name are the server's and `kvrun sessions
+// --remote`'s too: one type each, below every front end.
+pub use crate::session::SessionRow;
+pub use crate::tiers::Tier;
 
 /// What the user asked for.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -44,31 +48,6 @@ pub enum ProgressKind {
     Prefill,
     /// Restoring a session from a tier (bytes).
     Restore,
-}
-
-/// A memory tier.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Tier {
-    /// Resident in the llama.cpp context (VRAM when layers are offloaded, else RAM).
-    Hot,
-    /// Pages in kvrun's RAM pool.
-    Warm,
-    /// Pages in the on-disk store.
-    Cold,
-    /// Not cached anywhere: recomputed from the token log.
-    Prefill,
-}
-
-impl Tier {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Tier::Hot => "hot",
-            Tier::Warm => "warm",
-            Tier::Cold => "cold",
-            Tier::Prefill => "prefill",
-        }
-    }
 }
 
 /// Use of one tier: bytes against its budget, pages, and which sessions are in it.
@@ -144,18 +123,6 @@ impl MemorySnapshot {
             thousands(self.prefill_tokens)
         )
     }
-}
-
-/// One row of the sessions list.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct SessionRow {
-    pub name: String,
-    pub tokens: usize,
-    /// Where its KV is now (the nearest tier holding it).
-    pub tier: Tier,
-    /// Seconds since the Unix epoch.
-    pub last_used_unix: u64,
-    pub active: bool,
 }
 
 /// A chat message shown in the conversation pane.

@@ -14,7 +14,7 @@ use std::time::Duration;
 use anyhow::{Context as _, Result};
 
 use crate::cli::{ServeArgs, ServeModelsArgs};
-use crate::commands::env::Env;
+use crate::env::Env;
 use crate::exit::usage;
 use crate::server::listen::ConnectionLimits;
 use crate::server::{AppState, Guard};
@@ -54,6 +54,7 @@ struct ServeSettings {
     roster: Roster,
     budget: u64,
     keep_alive: KeepAlive,
+    swap_wait: Duration,
     durability: Durability,
 }
 
@@ -177,6 +178,10 @@ fn settle(env: &Env, args: &ServeArgs) -> Result<ServeSettings> {
         None if single => KeepAlive::Forever,
         None => KeepAlive::For(DEFAULT_KEEP_ALIVE),
     };
+    let swap_wait = match args.models.swap_wait.as_ref().or(config.swap_wait.as_ref()) {
+        Some(text) => parse_duration(text).map_err(|e| usage(format!("--swap-wait: {e}")))?,
+        None => crate::service::fleet::DEFAULT_SWAP_WAIT,
+    };
     let parallel = args
         .parallel
         .or(config.parallel)
@@ -203,8 +208,7 @@ fn settle(env: &Env, args: &ServeArgs) -> Result<ServeSettings> {
             tiers,
             parallel: parallel as usize,
             max_queue: max_queue as usize,
-            chat_template: crate::commands::env::chat_template_override(&args.model, env)
-                .map(str::to_string),
+            chat_template: crate::env::chat_template_override(&args.model, env).map(str::to_string),
             alias,
             warm: None,
             prefetch: None,
@@ -215,6 +219,7 @@ fn settle(env: &Env, args: &ServeArgs) -> Result<ServeSettings> {
         roster,
         budget,
         keep_alive,
+        swap_wait,
         durability: args.durability.or(config.durability).unwrap_or_default(),
     })
 }
@@ -351,6 +356,7 @@ async fn serve(env: &Env, settings: ServeSettings) -> Result<ExitCode> {
         roster,
         budget,
         keep_alive,
+        swap_wait,
         durability,
     } = settings;
     // Bind before loading, so a taken port fails in a moment rather than after the load,
@@ -364,6 +370,7 @@ async fn serve(env: &Env, settings: ServeSettings) -> Result<ExitCode> {
         roster,
         budget,
         keep_alive,
+        swap_wait,
     });
     let mut state = AppState::new(fleet.clone(), std::sync::Arc::new(env.paths.clone()));
     state.sampling = std::sync::Arc::new(sampling);

@@ -260,7 +260,7 @@ impl App {
                 if !self.read_only {
                     self.focus = Focus::Input;
                 }
-                return Some(Effect::Command(UserCommand::Switch(row.name.clone())));
+                return Some(Effect::Command(UserCommand::Switch(row.name().to_string())));
             }
             Action::RefreshSessions => return Some(Effect::Command(UserCommand::ListSessions)),
             Action::OpenHelp => self.open_help(),
@@ -500,9 +500,12 @@ impl App {
             }
             ChatEvent::Sessions(rows) => {
                 // Keep the cursor on the same session when the list is refreshed.
-                let selected = self.sessions.get(self.selected).map(|r| r.name.clone());
+                let selected = self
+                    .sessions
+                    .get(self.selected)
+                    .map(|r| r.name().to_string());
                 self.selected = selected
-                    .and_then(|name| rows.iter().position(|r| r.name == name))
+                    .and_then(|name| rows.iter().position(|r| r.name() == name))
                     .or_else(|| rows.iter().position(|r| r.active))
                     .unwrap_or(0);
                 self.sessions = rows;

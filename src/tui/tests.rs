@@ -15,6 +15,7 @@ use ratatui::Terminal;
 use super::app::Focus;
 use super::*;
 use crate::chat::protocol::*;
+use crate::session::SessionSummary;
 
 pub(super) const GIB: u64 = 1 << 30;
 pub(super) const MIB: u64 = 1 << 20;
@@ -106,11 +107,15 @@ pub(super) fn cpu_memory() -> MemorySnapshot {
 
 pub(super) fn sessions() -> Vec<SessionRow> {
     let row = |name: &str, tokens, tier, ago_s: u64, active| SessionRow {
-        name: name.into(),
-        tokens,
+        summary: SessionSummary {
+            name: name.into(),
+            tokens,
+            ..SessionSummary::default()
+        },
         tier,
         last_used_unix: NOW - ago_s,
         active,
+        ..SessionRow::default()
     };
     vec![
         row("refactor-agent", 18_432, Tier::Hot, 5, true),

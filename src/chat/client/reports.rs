@@ -48,10 +48,7 @@ impl Chat<'_, '_> {
                 };
                 rows.push(SessionRow {
                     active: s.name == self.active.name,
-                    name: s.name,
-                    tokens: s.tokens,
-                    tier,
-                    last_used_unix: s.updated_unix,
+                    ..SessionRow::new(s, tier)
                 });
             }
         }

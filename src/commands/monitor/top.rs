@@ -16,10 +16,11 @@ use crate::chat::protocol::{
     ChatEvent, MemorySnapshot, SessionRow, ShownMessage, Tier, TierUsage, UserCommand,
 };
 use crate::cli::TopArgs;
-use crate::commands::env::Env;
 use crate::commands::monitor::remote::{fetch_stats, RemoteStats};
+use crate::env::Env;
 use crate::service::fleet::ModelState;
 use crate::service::handle::TierBytes;
+use crate::session::SessionSummary;
 use crate::tiers::{Devices, SystemMemory};
 
 /// How often the server is asked (the panel's own refresh rate is about this).
@@ -254,16 +255,20 @@ fn snapshot(remote: &RemoteStats, devices: &Devices) -> (MemorySnapshot, Vec<Ses
     let sessions = s
         .sessions
         .iter()
-        .map(|x| SessionRow {
-            name: x.name.clone(),
-            tokens: x.tokens,
-            tier: match x.tier.as_ref() {
-                "hot" => Tier::Hot,
-                "warm" => Tier::Warm,
-                _ => Tier::Cold,
-            },
-            last_used_unix: x.last_used_unix,
-            active: x.tier == "hot",
+        .map(|x| {
+            let summary = SessionSummary {
+                name: x.name.clone(),
+                tokens: x.tokens,
+                ..SessionSummary::default()
+            };
+            SessionRow {
+                last_used_unix: x.last_used_unix,
+                active: x.tier == "hot",
+                served: true,
+                named: x.named,
+                pinned: x.pinned,
+                ..SessionRow::new(summary, Tier::from_engine(&x.tier))
+            }
         })
         .collect();
     (memory, sessions)

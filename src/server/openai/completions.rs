@@ -128,16 +128,11 @@ pub async fn handle(
             ..Default::default()
         },
     );
-    let ask = Ask {
-        conversation: key,
-        max_tokens: max_reply_tokens(Some(requested), state.max_tokens, prompt.len(), info.n_ctx),
-        prompt,
-        sampling,
-        stop,
-        grammar: None,
-        logprobs: request.logprobs.map(|n| n as usize),
-        template: None,
-    };
+    let max_tokens = max_reply_tokens(Some(requested), state.max_tokens, prompt.len(), info.n_ctx);
+    let ask = Ask::new(key, prompt, max_tokens)
+        .with_sampling(sampling)
+        .with_stop(stop)
+        .with_logprobs(request.logprobs.map(|n| n as usize));
     let generation = start(&state, &lease, ask).await?;
     let shape = Shape {
         id: response_id("cmpl-"),

@@ -155,21 +155,16 @@ async fn create(
         metadata: request.metadata.clone().unwrap_or(json!({})),
     };
     let reader = ReplyReader::new(&prompt, &tools);
-    let ask = Ask {
-        conversation: key,
-        max_tokens: max_reply_tokens(
-            request.max_output_tokens,
-            state.max_tokens,
-            prompt.tokens.len(),
-            info.n_ctx,
-        ),
-        grammar: tools.reply_grammar(prompt.format, format_grammar)?,
-        prompt: prompt.tokens,
-        template: prompt.template,
-        sampling,
-        stop: Vec::new(),
-        logprobs: None,
-    };
+    let max_tokens = max_reply_tokens(
+        request.max_output_tokens,
+        state.max_tokens,
+        prompt.tokens.len(),
+        info.n_ctx,
+    );
+    let ask = Ask::new(key, prompt.tokens, max_tokens)
+        .with_grammar(tools.reply_grammar(prompt.format, format_grammar)?)
+        .with_template(prompt.template)
+        .with_sampling(sampling);
     let generation = start(&state, &lease, ask).await?;
     let session = generation.started.session.clone();
     let reply = Reply {
