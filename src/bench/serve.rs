@@ -1,7 +1,8 @@
 //! `kvrun bench serve`: what an agent sees over HTTP. An agent-shaped prompt (system blocks
 //! and tool schemas, generated to `--prompt-tokens`) is sent to a real `kvrun serve` child:
 //! the first call (prefill from scratch), the next turn (the prefix from the store), and the
-//! first call after a restart (the prefix from disk). The same-length prompt through the
+//! first call after a restart (the prefix from disk); then the same conversation through
+//! Ollama's `/api/chat` in a fresh home. The same-length prompt through the
 //! engine in this process gives the server's own overhead; streams side by side give the
 //! aggregate decode rate. `--llama-server` runs the conversation against llama.cpp's server
 //! instead ([`super::serve_compare`]).
@@ -77,6 +78,17 @@ pub fn run(env: &Env, args: BenchServeArgs) -> Result<ExitCode> {
     server.stop()?;
 
     env.ui
+        .note("Ollama API: the same conversation through /api/chat, in a fresh home ...");
+    let home = work.path().join("ollama");
+    let server = ChildServer::start(&home, &choice, &llama, ctx, 1)?;
+    let ollama_first = server.stream_ollama(&turn(0), &tools, args.decode_tokens)?;
+    let ollama_second = server.stream_ollama(&turn(1), &tools, args.decode_tokens)?;
+    server.stop()?;
+    let server = ChildServer::start(&home, &choice, &llama, ctx, 1)?;
+    let ollama_restarted = server.stream_ollama(&turn(2), &tools, args.decode_tokens)?;
+    server.stop()?;
+
+    env.ui
         .note("in-process: the same length through the engine directly ...");
     let in_process = in_process_call(
         &work.path().join("engine"),
@@ -110,6 +122,9 @@ pub fn run(env: &Env, args: BenchServeArgs) -> Result<ExitCode> {
         ("first call (prefill from scratch)", &first),
         ("second call, a new user turn", &second),
         ("first call after a server restart", &restarted),
+        ("Ollama API: first call", &ollama_first),
+        ("Ollama API: second call", &ollama_second),
+        ("Ollama API: after a server restart", &ollama_restarted),
         ("in-process engine, same length, fresh", &in_process),
     ];
     for (label, c) in rows {
