@@ -52,9 +52,15 @@ const ALSO_APART: &[(&str, &[&str])] = &[
     ("tui", &["service", "session", "store", "llama", "server"]),
 ];
 
+/// A module's unit tests (its child `tests`, inline or in `tests.rs` or under `tests/`), a
+/// crate-wide check (`*_tests.rs`), or what tests share.
 fn is_test_file(path: &Path) -> bool {
     let stem = path.file_stem().unwrap().to_string_lossy();
-    stem == "tests" || stem.ends_with("_tests") || stem == "test_support"
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let in_tests = path
+        .strip_prefix(&src)
+        .is_ok_and(|rel| rel.components().any(|c| c.as_os_str() == "tests"));
+    in_tests || stem == "tests" || stem.ends_with("_tests") || stem == "test_support"
 }
 
 /// The top-level module a file under `src/` belongs to (`lib.rs` none).
