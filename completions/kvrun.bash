@@ -1909,7 +1909,7 @@ _kvrun() {
             return 0
             ;;
         kvrun__subcmd__serve)
-            opts="-n -c -t -b -v -q -h -V --chat-template --host --port --api-key --parallel --alias --max-tokens --max-ctx-size --max-queue --max-body-bytes --request-timeout --header-timeout --cors-origin --durability --default-model --model-alias --memory-budget --keep-alive --ctx-size --threads --gpu-layers --batch-size --kv-type --flash-attn --temp --top-k --top-p --min-p --repeat-penalty --seed --hot-sessions --warm-budget --cold-budget --hot-idle --warm-idle --verbose --quiet --help --version"
+            opts="-n -c -t -b -v -q -h -V --chat-template --host --port --api-key --parallel --alias --max-tokens --max-ctx-size --max-queue --max-body-bytes --request-timeout --header-timeout --cors-origin --durability --default-model --model-alias --memory-budget --keep-alive --swap-wait --ctx-size --threads --gpu-layers --batch-size --kv-type --flash-attn --temp --top-k --top-p --min-p --repeat-penalty --seed --hot-sessions --warm-budget --cold-budget --hot-idle --warm-idle --verbose --quiet --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -1988,6 +1988,10 @@ _kvrun() {
                     return 0
                     ;;
                 --keep-alive)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --swap-wait)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;

@@ -137,6 +137,7 @@ set edit:completion:arg-completer[kvrun] = {|@words|
             cand --model-alias 'Another name for a model, or a pattern of names (`claude-haiku-*=smollm2`); repeatable [default: the config file''s `[model-aliases]` table]'
             cand --memory-budget 'Memory every loaded model''s weights, context and compute buffers share, e.g. 8GiB; past it, idle models are unloaded [default: 90% of the RAM available at start, less the warm tier''s budget and 256 MiB of restore buffers]'
             cand --keep-alive 'How long a model stays loaded after its last request, e.g. 5m; 0 unloads at once, -1 never; a request''s `keep_alive` overrides it [default: 5m; -1 with MODEL]'
+            cand --swap-wait 'How long a request waits for busy models that hold the memory its model needs; then they stop admitting requests, finish their replies, save and unload, and the models take turns [default: 3s]'
             cand -c 'Context size in tokens, or `auto`: grow with the live tokens (kvrun serve up to --max-ctx-size, kvrun chat up to the model''s training context; other commands take 8192) [default: auto for kvrun serve, else 8192; capped at the model''s training context]'
             cand --ctx-size 'Context size in tokens, or `auto`: grow with the live tokens (kvrun serve up to --max-ctx-size, kvrun chat up to the model''s training context; other commands take 8192) [default: auto for kvrun serve, else 8192; capped at the model''s training context]'
             cand -t 'CPU threads [default: the number of cores]'

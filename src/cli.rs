@@ -349,6 +349,10 @@ pub struct ServeArgs {
     /// keep-alive connection may idle, e.g. 30s [default: 30s]
     #[arg(long, value_name = "DURATION")]
     pub header_timeout: Option<String>,
+    /// Longest time a client may take to send a request's whole body once its headers are
+    /// in; past it, 408, e.g. 60s [default: 60s]
+    #[arg(long, value_name = "DURATION")]
+    pub body_timeout: Option<String>,
     /// Allow browser requests from this origin (repeatable; `*` for any) [default: none,
     /// CORS off]
     #[arg(long, value_name = "ORIGIN")]
@@ -392,6 +396,11 @@ pub struct ServeModelsArgs {
     /// -1 never; a request's `keep_alive` overrides it [default: 5m; -1 with MODEL]
     #[arg(long, value_name = "DURATION", allow_hyphen_values = true)]
     pub keep_alive: Option<String>,
+    /// How long a request waits for busy models that hold the memory its model needs;
+    /// then they stop admitting requests, finish their replies, save and unload, and the
+    /// models take turns [default: 3s]
+    #[arg(long, value_name = "DURATION")]
+    pub swap_wait: Option<String>,
 }
 
 #[derive(Debug, Args)]
@@ -429,6 +438,10 @@ pub struct SessionImportArgs {
     /// Import under this name instead of the exported one.
     #[arg(long, value_name = "NAME")]
     pub name: Option<String>,
+    /// The session's model (a path, or a name in the models folder), checked against the
+    /// session's fingerprint [default: the model of that fingerprint in the models folder]
+    #[arg(long, value_name = "MODEL")]
+    pub model: Option<String>,
 }
 
 #[derive(Debug, Args)]

@@ -41,6 +41,7 @@ pub struct FileConfig {
     pub max_body_bytes: Option<String>,
     pub request_timeout: Option<String>,
     pub header_timeout: Option<String>,
+    pub body_timeout: Option<String>,
     pub cors_origin: Option<Vec<String>>,
     pub durability: Option<settings::Durability>,
     // `kvrun serve` without MODEL.
@@ -49,6 +50,7 @@ pub struct FileConfig {
     pub model_aliases: Option<std::collections::BTreeMap<String, String>>,
     pub memory_budget: Option<String>,
     pub keep_alive: Option<String>,
+    pub swap_wait: Option<String>,
 }
 
 #[derive(Debug, thiserror::Error)]

@@ -116,9 +116,16 @@ pub fn choose(
     }
 }
 
-/// A known model's place in the models folder.
+/// A known model's place in the models folder: the file `kvrun pull` writes, or, where
+/// that is absent, one named after its short name (`smollm2.gguf`, a link a user made).
 pub fn known_model_path(paths: &Paths, model: &KnownModel) -> PathBuf {
-    paths.models.join(model.descriptor.file_name)
+    let pulled = paths.models.join(model.descriptor.file_name);
+    let named = paths.models.join(format!("{}.gguf", model.short_name));
+    if !pulled.exists() && named.is_file() {
+        named
+    } else {
+        pulled
+    }
 }
 
 /// A path as given, else a name in the models folder.

@@ -15,8 +15,8 @@ mod model_switch;
 mod reports;
 
 use super::memory::TierBook;
-use crate::chat::protocol::{EngineEvent, ProgressKind, Tier, UserCommand};
-use crate::conversation::Conversation;
+use crate::chat::protocol::{ChatEvent, ProgressKind, Tier, UserCommand};
+use crate::dialogue::Dialogue;
 use crate::format::thousands;
 use crate::interrupt::Interrupt;
 use crate::llama::Model;
@@ -60,7 +60,7 @@ pub struct ChatOptions {
 /// the operating system refuses a new thread.
 pub fn spawn(
     options: ChatOptions,
-    events: Sender<EngineEvent>,
+    events: Sender<ChatEvent>,
     interrupt: Interrupt,
 ) -> std::io::Result<(Sender<UserCommand>, JoinHandle<()>)> {
     let (tx, rx) = std::sync::mpsc::channel();
@@ -68,9 +68,9 @@ pub fn spawn(
         .name("kvrun-chat".into())
         .spawn(move || {
             if let Err(e) = run(options, rx, &events, &interrupt) {
-                let _ = events.send(EngineEvent::Error(crate::format::one_line_of(e.as_ref())));
+                let _ = events.send(ChatEvent::Error(crate::format::one_line_of(e.as_ref())));
             }
-            let _ = events.send(EngineEvent::Exited);
+            let _ = events.send(ChatEvent::Exited);
         })?;
     Ok((tx, handle))
 }
@@ -78,7 +78,7 @@ pub fn spawn(
 /// The conversation the user sees, persisted as session `name`.
 struct Active<'m> {
     name: String,
-    conversation: Conversation<'m>,
+    conversation: Dialogue<'m>,
 }
 
 struct Chat<'m, 'x> {
@@ -87,7 +87,7 @@ struct Chat<'m, 'x> {
     model: &'m Model,
     n_ctx: usize,
     page_tokens: usize,
-    events: &'x Sender<EngineEvent>,
+    events: &'x Sender<ChatEvent>,
     interrupt: &'x Interrupt,
     catalog: crate::session::catalog::SessionCatalog,
     active: Active<'m>,
@@ -117,7 +117,7 @@ enum Leaving {
 fn run(
     mut options: ChatOptions,
     commands: Receiver<UserCommand>,
-    events: &Sender<EngineEvent>,
+    events: &Sender<ChatEvent>,
     interrupt: &Interrupt,
 ) -> Result<()> {
     let mut carried = None;
@@ -139,13 +139,13 @@ fn run(
 fn run_model(
     options: &ChatOptions,
     commands: &Receiver<UserCommand>,
-    events: &Sender<EngineEvent>,
+    events: &Sender<ChatEvent>,
     interrupt: &Interrupt,
     carried: Option<Carried>,
 ) -> Result<Leaving> {
     let catalog = crate::session::catalog::SessionCatalog::open(&options.paths)?;
     let size = std::fs::metadata(&options.model.path).map_or(0, |m| m.len());
-    let _ = events.send(EngineEvent::Progress {
+    let _ = events.send(ChatEvent::Progress {
         kind: ProgressKind::LoadModel,
         done: 0,
         total: size,
@@ -175,13 +175,13 @@ fn run_model(
             anyhow::bail!("the engine stopped before the model was loaded");
         }
     };
-    let _ = events.send(EngineEvent::Progress {
+    let _ = events.send(ChatEvent::Progress {
         kind: ProgressKind::LoadModel,
         done: size,
         total: size,
         rate: size as f64 / started.elapsed().as_secs_f64().max(1e-9),
     });
-    let _ = events.send(EngineEvent::Ready {
+    let _ = events.send(ChatEvent::Ready {
         model: model.facts().description.clone(),
         n_ctx: info.n_ctx as u32,
         gpu: options.llama.gpu_layers > 0 && crate::llama::gpu_offload_supported(),
@@ -203,7 +203,7 @@ fn run_model(
             catalog,
             active: Active {
                 name: String::new(),
-                conversation: Conversation::new(&model, false, None),
+                conversation: Dialogue::new(&model, false, None),
             },
             book: TierBook::new(),
             save_failed: false,
@@ -226,7 +226,7 @@ fn run_model(
 }
 
 impl<'m> Chat<'m, '_> {
-    fn send(&self, event: EngineEvent) {
+    fn send(&self, event: ChatEvent) {
         let _ = self.events.send(event);
     }
 
@@ -250,7 +250,7 @@ impl<'m> Chat<'m, '_> {
                 Ok(UserCommand::Quit) | Err(RecvTimeoutError::Disconnected) => break,
                 Ok(command) => {
                     if let Err(e) = self.handle(command) {
-                        self.send(EngineEvent::Error(e));
+                        self.send(ChatEvent::Error(e));
                     }
                     self.send_memory();
                     // Every command ends with exactly one Context event: front ends wait
@@ -301,11 +301,11 @@ impl<'m> Chat<'m, '_> {
     fn activate(&mut self, opened: Opened) {
         let fresh = opened.log.is_empty() && opened.transcript.messages.is_empty();
         let conversation = if fresh {
-            Conversation::new(self.model, false, self.options.system.as_deref())
+            Dialogue::new(self.model, false, self.options.system.as_deref())
         } else {
             let t = opened.transcript;
             let restored = opened.cached.total();
-            Conversation::from_parts(
+            Dialogue::from_parts(
                 self.model,
                 (t.messages, t.rendered_len, t.raw),
                 opened.template,
@@ -313,7 +313,7 @@ impl<'m> Chat<'m, '_> {
             )
         };
         for w in &opened.warnings {
-            self.send(EngineEvent::Info(w.clone()));
+            self.send(ChatEvent::Info(w.clone()));
         }
         let restored = opened.cached.total();
         if restored > 0 || !fresh {
@@ -341,7 +341,7 @@ impl<'m> Chat<'m, '_> {
                     opened.restore_ms
                 ));
             }
-            self.send(EngineEvent::Restored {
+            self.send(ChatEvent::Restored {
                 session: opened.session.clone(),
                 tokens: restored,
                 ms: opened.restore_ms,
@@ -379,7 +379,7 @@ impl<'m> Chat<'m, '_> {
             .add_user(self.n_ctx, text, self.options.overflow)
             .map_err(|e| e.to_string())?;
         if let Some(note) = note {
-            self.send(EngineEvent::Info(note));
+            self.send(ChatEvent::Info(note));
         }
         let conversation = &self.active.conversation;
         let prompt = conversation.seq.tokens().to_vec();
@@ -389,16 +389,13 @@ impl<'m> Chat<'m, '_> {
         self.interrupt.begin_turn();
         let request = Request {
             id: 0,
-            ask: Ask {
-                conversation: ConversationKey::Named(self.active.name.clone()),
+            ask: Ask::new(
+                ConversationKey::Named(self.active.name.clone()),
                 prompt,
-                sampling: self.options.sampling.clone(),
-                max_tokens: limit.min(room),
-                stop: Vec::new(),
-                grammar: None,
-                logprobs: None,
-                template: conversation.template(),
-            },
+                limit.min(room),
+            )
+            .with_sampling(self.options.sampling.clone())
+            .with_template(conversation.template()),
             transcript: Some(self.transcript()),
             progress: true,
             cancel: CancelToken::watching(self.interrupt.stop_flag()),
@@ -425,7 +422,7 @@ impl<'m> Chat<'m, '_> {
                 Some(Reply::Started(_)) => started_at = Instant::now(),
                 Some(Reply::Progress { done, total }) => {
                     let rate = done as f64 / started_at.elapsed().as_secs_f64().max(1e-9);
-                    self.send(EngineEvent::Progress {
+                    self.send(ChatEvent::Progress {
                         kind: ProgressKind::Prefill,
                         done: done as u64,
                         total: total as u64,
@@ -435,7 +432,7 @@ impl<'m> Chat<'m, '_> {
                 Some(Reply::Token(piece)) => {
                     if !piece.text.is_empty() {
                         text.push_str(&piece.text);
-                        self.send(EngineEvent::Token(piece.text));
+                        self.send(ChatEvent::Token(piece.text));
                     }
                     if let Some(event) = live.token() {
                         self.send(event);
@@ -456,7 +453,7 @@ impl<'m> Chat<'m, '_> {
         conversation.seq.append(&usage.tokens);
         conversation.add_assistant(text);
         let rate = |n: usize, d: Duration| n as f64 / d.as_secs_f64().max(1e-9);
-        self.send(EngineEvent::TurnDone {
+        self.send(ChatEvent::TurnDone {
             prefilled: usage.prefilled,
             prefill_tokens_per_s: rate(usage.prefilled, usage.time_to_first_token),
             generated: usage.generated,
@@ -464,11 +461,11 @@ impl<'m> Chat<'m, '_> {
             stopped: usage.finish == FinishReason::Cancelled,
         });
         match usage.finish {
-            FinishReason::ContextFull => self.send(EngineEvent::Info(
+            FinishReason::ContextFull => self.send(ChatEvent::Info(
                 "the context is full; /reset to start over".into(),
             )),
             FinishReason::MaxTokens if self.options.max_tokens.is_none() => {
-                self.send(EngineEvent::Info(format!(
+                self.send(ChatEvent::Info(format!(
                     "the reply reached {DEFAULT_CHAT_MAX_TOKENS} tokens, the default limit; \
                      -n N sets another"
                 )))
@@ -489,7 +486,7 @@ impl<'m> Chat<'m, '_> {
         };
         match self.service.open_blocking(open) {
             Ok(opened) => self.activate(opened),
-            Err(e) => self.send(EngineEvent::Error(describe(&e))),
+            Err(e) => self.send(ChatEvent::Error(describe(&e))),
         }
     }
 
@@ -509,7 +506,7 @@ impl<'m> Chat<'m, '_> {
         if self.save_failed {
             if let Err(e) = self.save() {
                 let name = &self.active.name;
-                self.send(EngineEvent::Error(format!(
+                self.send(ChatEvent::Error(format!(
                     "saving session '{name}' failed (its previous save is intact): {e}"
                 )));
             }
@@ -519,9 +516,9 @@ impl<'m> Chat<'m, '_> {
     fn send_saved(&mut self, saved: crate::service::handle::Saved) {
         self.book.cold_changed();
         for w in saved.warnings {
-            self.send(EngineEvent::Info(w));
+            self.send(ChatEvent::Info(w));
         }
-        self.send(EngineEvent::Saved {
+        self.send(ChatEvent::Saved {
             session: self.active.name.clone(),
             ms: saved.ms,
             bytes: saved.bytes,
@@ -535,7 +532,7 @@ impl<'m> Chat<'m, '_> {
         self.service
             .fork_blocking(&self.active.name, name)
             .map_err(|e| describe(&e))?;
-        self.send(EngineEvent::Info(format!("forked into '{name}'")));
+        self.send(ChatEvent::Info(format!("forked into '{name}'")));
         self.switch(name)
     }
 }

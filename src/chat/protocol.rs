@@ -1,12 +1,17 @@
-//! The messages between the chat engine (a worker thread that owns the model, the context
-//! and the sessions) and any front end: the TUI or the line-mode REPL.
+//! The messages between the chat thread ([`crate::chat::client`]: a worker thread that keeps
+//! the active conversation and is itself a client of the service engine) and any front end:
+//! the TUI or the line-mode REPL.
 //!
-//! The engine never blocks on the UI: it sends [`EngineEvent`]s over a channel, and the UI
-//! sends [`UserCommand`]s back. Nothing here names ratatui or llama.cpp.
+//! The chat thread never blocks on the UI: it sends [`ChatEvent`]s over a channel, and the
+//! UI sends [`UserCommand`]s back. Nothing here names ratatui or llama.cpp.
 
 use serde::Serialize;
 
 use crate::llama::GpuDevice;
+// The sessions list's rows and the tiers they name are the server's and `kvrun sessions
+// --remote`'s too: one type each, below every front end.
+pub use crate::session::SessionRow;
+pub use crate::tiers::Tier;
 
 /// What the user asked for.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -28,7 +33,7 @@ pub enum UserCommand {
     /// Continue the conversation with another model (a .gguf path, a name in the models
     /// folder, or smollm2/gemma3), in a new session: a fork, since KV belongs to one model.
     Model(String),
-    /// Save and leave (front ends also raise the engine's quit flag, which stops a reply
+    /// Save and leave (front ends also raise the chat thread's quit flag, which stops a reply
     /// being generated; the command itself is only read between turns).
     Quit,
 }
@@ -43,31 +48,6 @@ pub enum ProgressKind {
     Prefill,
     /// Restoring a session from a tier (bytes).
     Restore,
-}
-
-/// A memory tier.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Tier {
-    /// Resident in the llama.cpp context (VRAM when layers are offloaded, else RAM).
-    Hot,
-    /// Pages in kvrun's RAM pool.
-    Warm,
-    /// Pages in the on-disk store.
-    Cold,
-    /// Not cached anywhere: recomputed from the token log.
-    Prefill,
-}
-
-impl Tier {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Tier::Hot => "hot",
-            Tier::Warm => "warm",
-            Tier::Cold => "cold",
-            Tier::Prefill => "prefill",
-        }
-    }
 }
 
 /// Use of one tier: bytes against its budget, pages, and which sessions are in it.
@@ -145,18 +125,6 @@ impl MemorySnapshot {
     }
 }
 
-/// One row of the sessions list.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct SessionRow {
-    pub name: String,
-    pub tokens: usize,
-    /// Where its KV is now (the nearest tier holding it).
-    pub tier: Tier,
-    /// Seconds since the Unix epoch.
-    pub last_used_unix: u64,
-    pub active: bool,
-}
-
 /// A chat message shown in the conversation pane.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct ShownMessage {
@@ -165,9 +133,9 @@ pub struct ShownMessage {
     pub content: String,
 }
 
-/// What the engine reports.
+/// What the chat thread reports.
 #[derive(Debug, Clone, PartialEq)]
-pub enum EngineEvent {
+pub enum ChatEvent {
     /// The model is loaded and the context ready.
     Ready {
         model: String,
@@ -229,6 +197,6 @@ pub enum EngineEvent {
     Error(String),
     /// A note for the status line.
     Info(String),
-    /// The engine has stopped (after Quit, or a fatal error).
+    /// The chat thread has stopped (after Quit, or a fatal error).
     Exited,
 }

@@ -14,7 +14,7 @@ use std::time::Duration;
 use anyhow::{Context as _, Result};
 
 use crate::cli::{ServeArgs, ServeModelsArgs};
-use crate::commands::env::Env;
+use crate::env::Env;
 use crate::exit::usage;
 use crate::server::listen::ConnectionLimits;
 use crate::server::{AppState, Guard};
@@ -36,6 +36,8 @@ const DEFAULT_MAX_BODY: &str = "32MiB";
 /// Long enough for an agent's first, uncached 21k-token prompt on a CPU.
 const DEFAULT_REQUEST_TIMEOUT: &str = "10m";
 const DEFAULT_HEADER_TIMEOUT: &str = "30s";
+/// Enough for the largest body (`--max-body-bytes`) over a slow link.
+const DEFAULT_BODY_TIMEOUT: &str = "60s";
 /// After a signal: how long in-flight responses get to finish (the engine cancels them at
 /// once, so this is only their last events), then how long the engine gets to save.
 const DRAIN_DEADLINE: Duration = Duration::from_secs(5);
@@ -52,6 +54,7 @@ struct ServeSettings {
     roster: Roster,
     budget: u64,
     keep_alive: KeepAlive,
+    swap_wait: Duration,
     durability: Durability,
 }
 
@@ -64,6 +67,20 @@ pub fn run(env: &Env, args: ServeArgs) -> Result<ExitCode> {
         .build()
         .context("starting the HTTP runtime")?;
     runtime.block_on(serve(env, settings))
+}
+
+/// `--header-timeout` or `--body-timeout` (`part` says which): the time a client has to
+/// send that part of a request, never 0.
+fn client_timeout(given: Option<&String>, default: &str, part: &str) -> Result<Duration> {
+    let text = given.map_or(default, String::as_str);
+    let timeout = parse_duration(text).map_err(|e| usage(format!("--{part}-timeout: {e}")))?;
+    if timeout.is_zero() {
+        return Err(usage(format!(
+            "--{part}-timeout must be above 0: a client that never finishes its {part} would \
+             hold a connection forever"
+        )));
+    }
+    Ok(timeout)
 }
 
 fn settle(env: &Env, args: &ServeArgs) -> Result<ServeSettings> {
@@ -101,19 +118,18 @@ fn settle(env: &Env, args: &ServeArgs) -> Result<ServeSettings> {
     let request_timeout =
         Some(parse_duration(&timeout).map_err(|e| usage(format!("--request-timeout: {e}")))?)
             .filter(|d| !d.is_zero());
-    let header_timeout = args
-        .header_timeout
-        .clone()
-        .or_else(|| config.header_timeout.clone())
-        .unwrap_or_else(|| DEFAULT_HEADER_TIMEOUT.into());
-    let header_timeout =
-        parse_duration(&header_timeout).map_err(|e| usage(format!("--header-timeout: {e}")))?;
-    if header_timeout.is_zero() {
-        return Err(usage(
-            "--header-timeout must be above 0: a client that never finishes its headers \
-             would hold a connection forever",
-        ));
-    }
+    let header_timeout = client_timeout(
+        args.header_timeout
+            .as_ref()
+            .or(config.header_timeout.as_ref()),
+        DEFAULT_HEADER_TIMEOUT,
+        "header",
+    )?;
+    let body_timeout = client_timeout(
+        args.body_timeout.as_ref().or(config.body_timeout.as_ref()),
+        DEFAULT_BODY_TIMEOUT,
+        "body",
+    )?;
     let cors_origins = if args.cors_origin.is_empty() {
         config.cors_origin.clone().unwrap_or_default()
     } else {
@@ -162,6 +178,10 @@ fn settle(env: &Env, args: &ServeArgs) -> Result<ServeSettings> {
         None if single => KeepAlive::Forever,
         None => KeepAlive::For(DEFAULT_KEEP_ALIVE),
     };
+    let swap_wait = match args.models.swap_wait.as_ref().or(config.swap_wait.as_ref()) {
+        Some(text) => parse_duration(text).map_err(|e| usage(format!("--swap-wait: {e}")))?,
+        None => crate::service::fleet::DEFAULT_SWAP_WAIT,
+    };
     let parallel = args
         .parallel
         .or(config.parallel)
@@ -177,6 +197,7 @@ fn settle(env: &Env, args: &ServeArgs) -> Result<ServeSettings> {
             api_key,
             max_body_bytes,
             request_timeout,
+            body_timeout,
             cors_origins,
         },
         service: ServiceOptions {
@@ -187,8 +208,7 @@ fn settle(env: &Env, args: &ServeArgs) -> Result<ServeSettings> {
             tiers,
             parallel: parallel as usize,
             max_queue: max_queue as usize,
-            chat_template: crate::commands::env::chat_template_override(&args.model, env)
-                .map(str::to_string),
+            chat_template: crate::env::chat_template_override(&args.model, env).map(str::to_string),
             alias,
             warm: None,
             prefetch: None,
@@ -199,6 +219,7 @@ fn settle(env: &Env, args: &ServeArgs) -> Result<ServeSettings> {
         roster,
         budget,
         keep_alive,
+        swap_wait,
         durability: args.durability.or(config.durability).unwrap_or_default(),
     })
 }
@@ -335,6 +356,7 @@ async fn serve(env: &Env, settings: ServeSettings) -> Result<ExitCode> {
         roster,
         budget,
         keep_alive,
+        swap_wait,
         durability,
     } = settings;
     // Bind before loading, so a taken port fails in a moment rather than after the load,
@@ -348,6 +370,7 @@ async fn serve(env: &Env, settings: ServeSettings) -> Result<ExitCode> {
         roster,
         budget,
         keep_alive,
+        swap_wait,
     });
     let mut state = AppState::new(fleet.clone(), std::sync::Arc::new(env.paths.clone()));
     state.sampling = std::sync::Arc::new(sampling);

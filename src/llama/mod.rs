@@ -14,7 +14,7 @@ mod utf8;
 
 use std::sync::OnceLock;
 
-/// Re-exported so that code talking to the engine names one token type.
+/// Re-exported so that code talking to the adapter names one token type.
 pub use crate::token::TokenId;
 pub use context::{batch_span, schedule_batch, BatchEntry, Context, ContextInfo, KvCapture};
 pub use device::{gpu_devices, gpu_offload_supported, GpuDevice};

@@ -210,8 +210,9 @@ impl From<FleetError> for ApiError {
             FleetError::TooLarge { .. } => Self::bad_request(message)
                 .code("model_too_large")
                 .param("model"),
-            FleetError::Busy { .. } => Self {
-                retry_after: Some(RETRY_AFTER_SECS),
+            FleetError::Busy { retry_after, .. } => Self {
+                // The wait the fleet expects for the model's turn, in whole seconds.
+                retry_after: Some(retry_after.as_secs_f64().ceil() as u64),
                 ..Self::new(StatusCode::SERVICE_UNAVAILABLE, message).code("models_busy")
             },
             FleetError::LoadFailed { .. } => Self::internal(message).code("model_load_failed"),

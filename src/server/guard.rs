@@ -25,6 +25,8 @@ pub struct Guard {
     pub max_body_bytes: usize,
     /// `None`: no timeout.
     pub request_timeout: Option<Duration>,
+    /// Longest a client may take to send a request's whole body.
+    pub body_timeout: Duration,
     /// Origins allowed by CORS; empty turns CORS off (no headers are sent).
     pub cors_origins: Vec<String>,
 }
@@ -32,12 +34,19 @@ pub struct Guard {
 /// The paths anyone may read without the key: load balancers and supervisors probe it.
 const OPEN_PATHS: [&str; 1] = ["/health"];
 
+/// How long a request's body may take to arrive, for the body extractors
+/// ([`super::body`]): a request extension, since the extractors are the ones that read.
+#[derive(Debug, Clone, Copy)]
+pub struct BodyTimeout(pub Duration);
+
 /// Wraps `router` in the guard's layers. Outermost first: tracing (debug spans per
 /// request), metrics (sees every final
 /// status), CORS (preflights never need a key), the key, error shapes for rejections made
-/// by the layers below, the body limit, the timeout.
+/// by the layers below, the body limit, the timeout, the body's deadline.
 pub fn apply(router: axum::Router, guard: &Guard, counters: Arc<ServerCounters>) -> axum::Router {
-    let mut router = router.layer(axum::extract::DefaultBodyLimit::max(guard.max_body_bytes));
+    let mut router = router
+        .layer(axum::Extension(BodyTimeout(guard.body_timeout)))
+        .layer(axum::extract::DefaultBodyLimit::max(guard.max_body_bytes));
     if let Some(timeout) = guard.request_timeout {
         router = router.layer(tower_http::timeout::TimeoutLayer::with_status_code(
             StatusCode::REQUEST_TIMEOUT,

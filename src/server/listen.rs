@@ -3,15 +3,19 @@
 //! keep-alive connection (hyper starts the same clock while it waits for the next request),
 //! and at most `max_connections` are open at once, below the process's file-descriptor
 //! limit, so slow or idle clients can neither hold the server nor starve its own files.
+//! Requests hyper refuses itself get a JSON body ([`super::protocol_refusals`]).
 
 use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
 
+use hyper::body::Incoming;
 use hyper_util::rt::{TokioIo, TokioTimer};
 use hyper_util::server::graceful::GracefulShutdown;
 use hyper_util::service::TowerToHyperService;
 use tokio::net::TcpListener;
+
+use super::protocol_refusals::{Exchange, RefusalIo};
 
 /// Descriptors kept for the store, the sessions and the model when capping connections.
 const RESERVED_FDS: u64 = 256;
@@ -75,8 +79,13 @@ pub async fn serve(
             () = &mut stop => break,
         };
         let _ = stream.set_nodelay(true);
-        let service = TowerToHyperService::new(app.clone());
-        let connection = graceful.watch(http.serve_connection(TokioIo::new(stream), service));
+        let exchange = Arc::new(Exchange::default());
+        let service = Noted {
+            inner: TowerToHyperService::new(app.clone()),
+            exchange: exchange.clone(),
+        };
+        let io = TokioIo::new(RefusalIo::new(stream, exchange));
+        let connection = graceful.watch(http.serve_connection(io, service));
         tokio::spawn(async move {
             if let Err(e) = connection.await {
                 tracing::debug!("connection closed: {e}");
@@ -86,4 +95,27 @@ pub async fn serve(
     }
     drop(listener);
     graceful.shutdown().await;
+}
+
+/// The router, telling the connection's IO which requests it took.
+struct Noted {
+    inner: TowerToHyperService<axum::Router>,
+    exchange: Arc<Exchange>,
+}
+
+impl hyper::service::Service<hyper::Request<Incoming>> for Noted {
+    type Response = <TowerToHyperService<axum::Router> as hyper::service::Service<
+        hyper::Request<Incoming>,
+    >>::Response;
+    type Error = <TowerToHyperService<axum::Router> as hyper::service::Service<
+        hyper::Request<Incoming>,
+    >>::Error;
+    type Future = <TowerToHyperService<axum::Router> as hyper::service::Service<
+        hyper::Request<Incoming>,
+    >>::Future;
+
+    fn call(&self, request: hyper::Request<Incoming>) -> Self::Future {
+        self.exchange.took(request.uri().path());
+        self.inner.call(request)
+    }
 }

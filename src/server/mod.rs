@@ -22,6 +22,7 @@ pub mod metrics;
 pub mod misses;
 pub mod naming;
 pub mod openai;
+mod protocol_refusals;
 pub mod render;
 pub mod request;
 pub mod request_log;

@@ -6,7 +6,7 @@
 //! template: item ids (Codex sends fresh random ones per item: rendering them would break
 //! every prefix match), and Claude Code's volatile billing block ([`is_billing_block`]).
 
-use crate::conversation::describe_tools;
+use crate::dialogue::describe_tools;
 use crate::llama::{LlamaError, Model, TokenId};
 use crate::template::{Content, Message, TemplateIdentity};
 use crate::tools::{parse_reply, ParsedReply, ReplyParser, ToolFormat};
@@ -99,6 +99,7 @@ pub fn render(
     if conversation.messages.is_empty() {
         return Err(ApiError::bad_request("the conversation has no messages").param("messages"));
     }
+    check_conversation_fits(model, conversation, n_ctx)?;
     let tools = conversation.tools.template_value();
     let mut messages = conversation.messages.clone();
     if !model.template_renders_tools() {
@@ -306,6 +307,52 @@ pub fn media_refused(kind: &str, field: &str) -> ApiError {
         "content of type '{kind}' is not supported: the loaded model reads text only"
     ))
     .param(field)
+}
+
+/// Refuses, before the template runs, a conversation that cannot fit from its size alone,
+/// so a body of megabytes costs its parse and no more: every message renders to at least
+/// one token (its turn's markup), and its content's text (trimmed, as templates often do)
+/// to at least its length over the longest token's text ([`Model::min_tokens`]). Both bound the template's work by the context.
+pub fn check_conversation_fits(
+    model: &Model,
+    conversation: &Conversation,
+    n_ctx: usize,
+) -> Result<(), ApiError> {
+    let messages = conversation.messages.len();
+    if messages >= n_ctx {
+        return Err(ApiError::bad_request(format!(
+            "the conversation has {messages} messages, so at least {messages} tokens, and the \
+             context holds {n_ctx}"
+        ))
+        .param("messages")
+        .code("context_length_exceeded"));
+    }
+    let content_bytes: usize = conversation
+        .messages
+        .iter()
+        .map(|m| match &m.content {
+            Some(Content::Text(t)) => t.trim().len(),
+            Some(Content::Parts(parts)) => parts
+                .iter()
+                .filter_map(|p| p.text.as_deref())
+                .map(|t| t.trim().len())
+                .sum(),
+            None => 0,
+        })
+        .sum();
+    let least = model
+        .facts()
+        .max_token_bytes
+        .map(|max| content_bytes.div_ceil(max));
+    match least {
+        Some(tokens) if tokens >= n_ctx => Err(ApiError::bad_request(format!(
+            "the messages' content is {content_bytes} bytes, so at least {tokens} tokens, and \
+             the context holds {n_ctx}"
+        ))
+        .param("messages")
+        .code("context_length_exceeded")),
+        _ => Ok(()),
+    }
 }
 
 /// A prompt must leave room for at least one generated token.

@@ -20,8 +20,10 @@ const MAX_STOP: usize = 16;
 /// `keep_alive`), under the names every API uses.
 #[derive(Debug, Default, Clone, Deserialize)]
 pub struct ModelFields {
+    /// A name; absent picks the server's default model. Read as any JSON so that another
+    /// type (`null` included) is refused naming the field (serde's error would not).
     #[serde(default)]
-    pub model: Option<String>,
+    pub model: Option<serde_json::Value>,
     #[serde(default)]
     pub keep_alive: Option<serde_json::Value>,
 }
@@ -32,10 +34,17 @@ impl ModelFields {
     pub async fn lease(&self, state: &AppState) -> Result<Lease, ApiError> {
         let keep_alive = KeepAlive::from_json(self.keep_alive.as_ref())
             .map_err(|e| ApiError::bad_request(e).param("keep_alive"))?;
-        Ok(state
-            .models
-            .acquire(self.model.as_deref(), keep_alive)
-            .await?)
+        let model = match &self.model {
+            None => None,
+            Some(serde_json::Value::String(name)) => Some(name.as_str()),
+            Some(other) => {
+                return Err(
+                    ApiError::bad_request(format!("model must be a string, not {other}"))
+                        .param("model"),
+                )
+            }
+        };
+        Ok(state.models.acquire(model, keep_alive).await?)
     }
 }
 
@@ -109,6 +118,9 @@ pub fn json_format_grammar(
     field: &str,
 ) -> Result<Option<String>, ApiError> {
     let refused = |e: String| ApiError::bad_request(e).param(field);
+    if !format.is_object() {
+        return Err(refused(format!("{field} must be an object")));
+    }
     let schema = match format.get("type").and_then(serde_json::Value::as_str) {
         None | Some("text") => return Ok(None),
         Some("json_object") => serde_json::json!({"type": "object"}),
@@ -117,9 +129,35 @@ pub fn json_format_grammar(
             .ok_or_else(|| refused("json_schema needs a \"schema\"".into()))?,
         Some(other) => return Err(refused(format!("unknown {field} type '{other}'"))),
     };
+    if let Some(name) = undeclared_required(&schema) {
+        return Err(refused(format!(
+            "{field}: the schema's required property {name} is not among its properties, so \
+             no reply could satisfy it"
+        )));
+    }
     crate::tools::schema_grammar(&schema)
         .map(Some)
         .map_err(|e| refused(e.to_string()))
+}
+
+/// A name an object schema, at any depth, requires without declaring any properties (the
+/// grammar checks one declared among others; with none declared it allows any object, so
+/// the reply `{}` would break the schema).
+fn undeclared_required(schema: &serde_json::Value) -> Option<String> {
+    use serde_json::Value;
+    match schema {
+        Value::Object(map) => {
+            let required = map.get("required").and_then(Value::as_array);
+            if let Some(name) = required.and_then(|r| r.first()) {
+                if !map.contains_key("properties") {
+                    return Some(name.to_string());
+                }
+            }
+            map.values().find_map(undeclared_required)
+        }
+        Value::Array(items) => items.iter().find_map(undeclared_required),
+        _ => None,
+    }
 }
 
 /// `stop`: a string or a list of strings.
@@ -130,7 +168,8 @@ pub enum StopField {
     Many(Vec<String>),
 }
 
-/// The stop strings, empty ones dropped; too many is a 400.
+/// The stop strings; too many, or an empty one (it would stop before the first token), is
+/// a 400.
 pub fn stop_strings(stop: Option<StopField>, field: &str) -> Result<Vec<String>, ApiError> {
     let all = match stop {
         None => Vec::new(),
@@ -144,7 +183,12 @@ pub fn stop_strings(stop: Option<StopField>, field: &str) -> Result<Vec<String>,
         ))
         .param(field));
     }
-    Ok(all.into_iter().filter(|s| !s.is_empty()).collect())
+    if all.iter().any(String::is_empty) {
+        return Err(
+            ApiError::bad_request(format!("{field} must not hold an empty string")).param(field),
+        );
+    }
+    Ok(all)
 }
 
 #[cfg(test)]
@@ -192,6 +236,9 @@ mod tests {
             serde_json::json!("object"),
             serde_json::json!({"type": "object", "properties": {"a": {"type": "string"}},
                 "required": ["a", "b"]}),
+            serde_json::json!({"type": "object", "required": ["a"]}),
+            serde_json::json!({"type": "object", "properties": {"a": {"type": "object",
+                "required": ["b"]}}}),
         ] {
             let refused = json_format_grammar(&format, Some(&schema), "response_format");
             assert!(refused.is_err(), "{schema}");
@@ -208,8 +255,16 @@ mod tests {
             stop_strings(Some(StopField::One("x".into())), "stop").unwrap(),
             vec!["x"]
         );
-        let many = StopField::Many(vec!["a".into(), "".into()]);
-        assert_eq!(stop_strings(Some(many), "stop").unwrap(), vec!["a"]);
+        let many = StopField::Many(vec!["a".into(), "b".into()]);
+        assert_eq!(stop_strings(Some(many), "stop").unwrap(), vec!["a", "b"]);
+        let empty = StopField::Many(vec!["a".into(), "".into()]);
+        assert_eq!(
+            stop_strings(Some(empty), "stop")
+                .unwrap_err()
+                .param
+                .as_deref(),
+            Some("stop")
+        );
         let too_many = StopField::Many(vec!["a".into(); 17]);
         assert!(stop_strings(Some(too_many), "stop").is_err());
     }

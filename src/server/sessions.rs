@@ -3,8 +3,6 @@
 //! (on a blocking thread); removing and pinning go through the loaded model's engine that
 //! holds the session (and its lock), else straight to the catalog.
 
-use std::borrow::Cow;
-
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
@@ -19,7 +17,8 @@ use crate::service::protocol::ServiceError;
 use crate::service::Lease;
 use crate::session::catalog::{SessionCatalog, SessionSummary};
 use crate::session::name::validate_name;
-use crate::session::SessionError;
+use crate::session::{SessionError, SessionRow};
+use crate::tiers::Tier;
 
 /// How much of a messageless session's log `GET /v1/kvrun/sessions/{name}` shows as text.
 const LOG_TEXT_TOKENS: usize = 4096;
@@ -32,33 +31,22 @@ pub fn routes() -> Router<AppState> {
         .route("/v1/kvrun/sessions/{name}/unpin", post(unpin))
 }
 
-/// One row: the catalog's summary, and the server's view when it knows the session.
-#[derive(Debug, Serialize)]
-pub struct SessionRow {
-    #[serde(flatten)]
-    pub summary: SessionSummary,
-    /// "hot", "warm" or "cold"; a session the server has not touched is "cold".
-    pub tier: Cow<'static, str>,
-    /// Whether the server has it open (and holds its lock).
-    pub served: bool,
-    pub named: bool,
-    pub pinned: bool,
-}
-
 #[derive(Debug, Serialize)]
 struct SessionList {
     object: &'static str,
     data: Vec<SessionRow>,
 }
 
+/// One row: the catalog's summary, and the server's view when it knows the session (one it
+/// has not touched is cold).
 fn row(summary: SessionSummary, status: Option<&SessionStatus>) -> SessionRow {
+    let tier = status.map_or(Tier::Cold, |s| Tier::from_engine(&s.tier));
     SessionRow {
-        tier: status.map_or(Cow::Borrowed("cold"), |s| s.tier.clone()),
         served: status.is_some(),
         // A session the server did not name itself was named by whoever made it.
         named: status.is_none_or(|s| s.named),
         pinned: status.is_some_and(|s| s.pinned),
-        summary,
+        ..SessionRow::new(summary, tier)
     }
 }
 
@@ -286,7 +274,7 @@ mod tests {
         };
         let cold = row(summary.clone(), None);
         assert_eq!(
-            (cold.tier.as_ref(), cold.served, cold.named),
+            (cold.tier.as_str(), cold.served, cold.named),
             ("cold", false, true)
         );
         let status = SessionStatus {
@@ -299,7 +287,7 @@ mod tests {
         };
         let hot = row(summary, Some(&status));
         assert_eq!(
-            (hot.tier.as_ref(), hot.served, hot.named, hot.pinned),
+            (hot.tier.as_str(), hot.served, hot.named, hot.pinned),
             ("hot", true, false, true)
         );
         let json = serde_json::to_value(&hot).unwrap();

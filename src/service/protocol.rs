@@ -114,6 +114,49 @@ pub struct Ask {
     pub template: Option<TemplateIdentity>,
 }
 
+impl Ask {
+    /// Up to `max_tokens` of reply to `prompt` in `conversation`: greedy, with no stop
+    /// strings, grammar, log-probabilities or template until a `with_…` says otherwise.
+    /// Every front end builds its asks here, so a new field has one default.
+    pub fn new(conversation: ConversationKey, prompt: Vec<TokenId>, max_tokens: usize) -> Self {
+        Self {
+            conversation,
+            prompt,
+            sampling: SamplingSettings::greedy(),
+            max_tokens,
+            stop: Vec::new(),
+            grammar: None,
+            logprobs: None,
+            template: None,
+        }
+    }
+
+    pub fn with_sampling(mut self, sampling: SamplingSettings) -> Self {
+        self.sampling = sampling;
+        self
+    }
+
+    pub fn with_stop(mut self, stop: Vec<String>) -> Self {
+        self.stop = stop;
+        self
+    }
+
+    pub fn with_grammar(mut self, grammar: Option<ReplyGrammar>) -> Self {
+        self.grammar = grammar;
+        self
+    }
+
+    pub fn with_logprobs(mut self, logprobs: Option<usize>) -> Self {
+        self.logprobs = logprobs;
+        self
+    }
+
+    pub fn with_template(mut self, template: Option<TemplateIdentity>) -> Self {
+        self.template = template;
+        self
+    }
+}
+
 /// One generation as the engine takes it: the [`Ask`], and its id, reply channel and
 /// cancel token.
 #[derive(Debug)]

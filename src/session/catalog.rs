@@ -102,7 +102,9 @@ fn open_lock_dir(sessions: &Path) -> Result<()> {
 }
 
 /// One row of `kvrun session ls`.
-#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize)]
+// Deserialize: `kvrun sessions --remote` reads it back from a server's list (tolerantly).
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(default)]
 pub struct SessionSummary {
     pub name: String,
     /// Length of the token log.

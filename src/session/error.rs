@@ -94,6 +94,16 @@ pub enum SessionError {
     Incompatible { name: String, why: Incompatibility },
 }
 
+/// Where a missing model was: its recorded path, or none (an import found no model of its
+/// fingerprint in the models folder).
+fn missing_place(path: &str) -> String {
+    if path.is_empty() {
+        ", which is not in the models folder".into()
+    } else {
+        format!(" at {}, which is not there any more", path.escape_debug())
+    }
+}
+
 /// Which setting keeps a saved session from loading, with both values and the fix.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum Incompatibility {
@@ -108,11 +118,12 @@ pub enum Incompatibility {
         given_path: String,
     },
     /// The model the session names is not at its path any more (and no MODEL was given).
+    /// An imported session whose model was not found records no path.
     #[error(
-        "was saved with model '{}' at {}, which is not there any more; pass that model's \
-         path (or its name in the models folder) as MODEL",
+        "was saved with model '{}'{}; pass that model's path (or its name in the models \
+         folder) as MODEL",
         .name.escape_debug(),
-        .path.escape_debug()
+        missing_place(.path)
     )]
     ModelMissing { name: String, path: String },
     #[error("stores its KV as {saved}; this context uses {now} (pass --kv-type {saved})")]
@@ -191,5 +202,34 @@ impl From<StoreError> for SessionError {
             StoreError::DiskFull { path } => Self::DiskFull { path },
             other => Self::Store(other),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Incompatibility;
+
+    #[test]
+    fn a_missing_model_says_where_it_was_or_that_it_was_never_found() {
+        let moved = Incompatibility::ModelMissing {
+            name: "m".into(),
+            path: "/models/m.gguf".into(),
+        };
+        assert!(
+            moved
+                .to_string()
+                .contains("at /models/m.gguf, which is not there any more"),
+            "{moved}"
+        );
+        let imported = Incompatibility::ModelMissing {
+            name: "m".into(),
+            path: String::new(),
+        };
+        let text = imported.to_string();
+        assert!(
+            text.contains("'m', which is not in the models folder"),
+            "{text}"
+        );
+        assert!(!text.contains(" at ,"), "{text}");
     }
 }

@@ -29,7 +29,7 @@ use std::path::Path;
 
 use super::catalog::{distinct_objects, SessionCatalog};
 use super::error::SessionError;
-use super::identity::{bind_snapshot, find_model};
+use super::identity::{bind_snapshot, find_model, model_identity};
 use super::manifest::SessionManifest;
 use super::manifest_file::{decode_manifest, ManifestFileError, MAX_MANIFEST_BYTES};
 use super::name::validate_name;
@@ -112,14 +112,16 @@ pub fn export(catalog: &SessionCatalog, name: &str, file: &Path) -> Result<Expor
 /// Imports an export file as session `name` (or the name inside the file). Nothing is
 /// written unless the whole file is valid and the name is free. Returns the session's name.
 ///
-/// The model path recorded in the file is dropped: the session's model is looked up in
-/// `models_dir` by fingerprint (or left to `--model` on first use), so a crafted file cannot
-/// make kvrun open a file of its choosing.
+/// The model path recorded in the file is dropped: the session's model is `model` when
+/// given (its fingerprint must match), else looked up in `models_dir` by fingerprint (or
+/// left to MODEL on first use), so a crafted file cannot make kvrun open a file of its
+/// choosing.
 pub fn import(
     catalog: &SessionCatalog,
     file: &Path,
     name: Option<&str>,
     models_dir: &Path,
+    model: Option<&Path>,
 ) -> Result<String> {
     if let Some(name) = name {
         // Checked again under the lock below; this only saves reading a large file in vain.
@@ -137,6 +139,23 @@ pub fn import(
             file: file.to_path_buf(),
             error,
         })?;
+    let model_path = match model {
+        Some(path) => {
+            let given = model_identity(path, "").map_err(|e| bad(file, format!("--model: {e}")))?;
+            if given.fingerprint != recorded.model.fingerprint {
+                return Err(bad(
+                    file,
+                    format!(
+                        "--model {} is not the model the session was saved with ('{}')",
+                        path.display(),
+                        recorded.model.name.escape_debug()
+                    ),
+                ));
+            }
+            Some(path.display().to_string())
+        }
+        None => None,
+    };
     let target = match name {
         Some(n) => n.to_string(),
         None => {
@@ -191,11 +210,39 @@ pub fn import(
     }
     let mut manifest = scanned.manifest;
     manifest.name = target.clone();
-    manifest.model.path = find_model(models_dir, &manifest.model.fingerprint)
-        .map(|p| p.display().to_string())
+    manifest.model.path = model_path
+        .or_else(|| {
+            find_model(models_dir, &manifest.model.fingerprint).map(|p| p.display().to_string())
+        })
         .unwrap_or_default();
+    #[cfg(test)]
+    race_point::reached(&target);
     catalog.write_manifest(&manifest)?;
     Ok(target)
+}
+
+/// A fault-injection point for the tests: the window between an import's objects and its
+/// manifest, where nothing names the objects yet and only the shared store lock keeps gc
+/// from taking them.
+#[cfg(test)]
+pub(super) mod race_point {
+    type Hook = Box<dyn FnOnce() + Send>;
+
+    static HOOK: std::sync::Mutex<Option<(String, Hook)>> = std::sync::Mutex::new(None);
+
+    /// Runs `hook` inside the window of the next import of session `name`.
+    pub fn set(name: &str, hook: Hook) {
+        *HOOK.lock().unwrap() = Some((name.to_string(), hook));
+    }
+
+    pub(super) fn reached(name: &str) {
+        let mut slot = HOOK.lock().unwrap();
+        if slot.as_ref().is_some_and(|(n, _)| n == name) {
+            let (_, hook) = slot.take().unwrap();
+            drop(slot);
+            hook();
+        }
+    }
 }
 
 /// Opens an export file for reading: a regular file only (a FIFO would block forever, a

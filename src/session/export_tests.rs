@@ -100,7 +100,7 @@ fn assert_untouched(target: &SessionCatalog) {
 /// Imports `bytes` into `target` and expects an Export error; returns its message.
 fn rejected(target: &SessionCatalog, file: &Path, bytes: &[u8]) -> String {
     fs::write(file, bytes).unwrap();
-    match import(target, file, Some("copy"), NO_MODELS.as_ref()) {
+    match import(target, file, Some("copy"), NO_MODELS.as_ref(), None) {
         Err(e @ SessionError::Export { .. }) => {
             let msg = e.to_string();
             assert!(!msg.contains('\n'), "{msg}");
@@ -121,7 +121,7 @@ fn export_import_round_trip_under_another_name() {
 
     let (_t, target) = catalog();
     assert_eq!(
-        import(&target, &file, Some("copy"), NO_MODELS.as_ref()).unwrap(),
+        import(&target, &file, Some("copy"), NO_MODELS.as_ref(), None).unwrap(),
         "copy"
     );
     let mut expected = fx.orig.clone();
@@ -138,31 +138,33 @@ fn export_import_round_trip_under_another_name() {
 
     // Without a name the file's own name is used; an existing name is refused.
     assert_eq!(
-        import(&target, &file, None, NO_MODELS.as_ref()).unwrap(),
+        import(&target, &file, None, NO_MODELS.as_ref(), None).unwrap(),
         "orig"
     );
     expected.name = "orig".into();
     assert_eq!(target.read_manifest("orig").unwrap(), expected);
-    let err = import(&target, &file, None, NO_MODELS.as_ref()).unwrap_err();
+    let err = import(&target, &file, None, NO_MODELS.as_ref(), None).unwrap_err();
     assert!(matches!(err, SessionError::Exists { .. }), "{err}");
 
     // Into the source catalog: its objects are already there, nothing is duplicated.
     let before = object_count(&fx.src);
-    let err = import(&fx.src, &file, Some("other"), NO_MODELS.as_ref()).unwrap_err();
+    let err = import(&fx.src, &file, Some("other"), NO_MODELS.as_ref(), None).unwrap_err();
     assert!(matches!(err, SessionError::Exists { .. }), "{err}");
     assert_eq!(
-        import(&fx.src, &file, Some("again"), NO_MODELS.as_ref()).unwrap(),
+        import(&fx.src, &file, Some("again"), NO_MODELS.as_ref(), None).unwrap(),
         "again"
     );
     assert_eq!(object_count(&fx.src), before);
 
     let _held = target.lock("busy").unwrap();
-    let err = import(&target, &file, Some("busy"), NO_MODELS.as_ref()).unwrap_err();
+    let err = import(&target, &file, Some("busy"), NO_MODELS.as_ref(), None).unwrap_err();
     assert!(matches!(err, SessionError::InUse { .. }), "{err}");
     assert!(!target.exists("busy").unwrap());
-    assert!(import(&target, &file, Some("bad/name"), NO_MODELS.as_ref())
-        .unwrap_err()
-        .is_usage());
+    assert!(
+        import(&target, &file, Some("bad/name"), NO_MODELS.as_ref(), None)
+            .unwrap_err()
+            .is_usage()
+    );
 }
 
 #[test]
@@ -180,7 +182,7 @@ fn every_truncation_is_rejected_and_writes_nothing() {
     assert_untouched(&target);
     // Sanity: the untruncated file does import.
     fs::write(&file, &bytes).unwrap();
-    import(&target, &file, Some("copy"), NO_MODELS.as_ref()).unwrap();
+    import(&target, &file, Some("copy"), NO_MODELS.as_ref(), None).unwrap();
 }
 
 #[test]
@@ -348,7 +350,7 @@ fn an_imported_model_path_is_never_used_and_special_files_are_refused() {
     let manifest = super::super::manifest_file::encode_manifest(&crafted).unwrap();
     let file = fx.path("crafted.kvrexp");
     fs::write(&file, encode(&manifest, &fx.objects, None)).unwrap();
-    import(&target, &file, Some("copy"), NO_MODELS.as_ref()).unwrap();
+    import(&target, &file, Some("copy"), NO_MODELS.as_ref(), None).unwrap();
     assert_eq!(target.read_manifest("copy").unwrap().model.path, "");
 
     // A FIFO is refused at once (no writer would ever come), and so is a device.
@@ -357,7 +359,7 @@ fn an_imported_model_path_is_never_used_and_special_files_are_refused() {
     assert!(made.unwrap().success());
     let (_t2, other) = catalog();
     for special in [fifo.as_path(), "/dev/zero".as_ref()] {
-        let err = import(&other, special, Some("x"), NO_MODELS.as_ref()).unwrap_err();
+        let err = import(&other, special, Some("x"), NO_MODELS.as_ref(), None).unwrap_err();
         assert!(err.to_string().contains("not a regular file"), "{err}");
     }
     assert_untouched(&other);
@@ -377,4 +379,37 @@ fn random_mutations_of_an_export_never_panic_nor_scan_as_another_session() {
             assert_eq!(ids, distinct_objects(&fx.orig));
         }
     });
+}
+
+/// gc run in the window between an import's objects and its manifest (the objects stored,
+/// no manifest naming them yet) waits for the import's shared lock and removes nothing the
+/// session names.
+#[test]
+fn gc_racing_an_import_between_objects_and_manifest_removes_nothing_named() {
+    let fx = fixture();
+    let (file, _) = fx.export();
+    let (tmp, target) = catalog();
+    let home = tmp.path().join("home");
+    let (sent, gc) = std::sync::mpsc::channel();
+    race_point::set(
+        "raced",
+        Box::new(move || {
+            let racer = std::thread::spawn(move || {
+                let other = SessionCatalog::open(&crate::paths::Paths::under(&home)).unwrap();
+                other.gc().unwrap()
+            });
+            // Long enough for an unlocked gc of a few objects to finish its deletes.
+            std::thread::sleep(std::time::Duration::from_millis(300));
+            sent.send(racer).unwrap();
+        }),
+    );
+    import(&target, &file, Some("raced"), NO_MODELS.as_ref(), None).unwrap();
+    let report = gc.recv().unwrap().join().unwrap();
+    assert_eq!(report.removed, 0, "{report:?}");
+    let manifest = target.read_manifest("raced").unwrap();
+    let named = distinct_objects(&manifest);
+    assert_eq!(named.len(), 4);
+    for id in named {
+        target.store().read_into(&id, &mut Vec::new()).unwrap();
+    }
 }

@@ -21,6 +21,7 @@ pub mod live;
 pub mod manifest;
 mod manifest_file;
 pub mod name;
+mod row;
 pub mod saved_logs;
 #[cfg(test)]
 mod test_support;
@@ -33,3 +34,4 @@ pub use export::{export, import, ExportReport};
 pub use kv_error::LiveError;
 pub use manifest::{KvIdentity, KvSnapshot, ModelIdentity, SessionManifest, MANIFEST_FORMAT};
 pub use name::validate_name;
+pub use row::SessionRow;

@@ -6,7 +6,9 @@
 
 pub mod evict;
 mod system;
+mod tier;
 mod warm;
 
 pub use system::{parse_bytes, parse_duration, resident_bytes, Devices, SystemMemory};
+pub use tier::Tier;
 pub use warm::{WarmPool, WarmStats};

@@ -1,10 +1,10 @@
-//! What can happen to the TUI's state. Keys, pastes, the clock and engine events all become
+//! What can happen to the TUI's state. Keys, pastes, the clock and chat events all become
 //! an [`Action`]; [`super::App::update`] is the only place state changes, and it answers
 //! with at most one [`Effect`] for the loop to carry out.
 
 use std::time::Instant;
 
-use crate::chat::protocol::{EngineEvent, UserCommand};
+use crate::chat::protocol::{ChatEvent, UserCommand};
 
 #[derive(Debug, Clone, PartialEq)]
 pub enum Action {
@@ -55,9 +55,9 @@ pub enum Action {
     Tick {
         now_unix: u64,
     },
-    /// SIGTERM/SIGHUP: leave as on /quit (the engine saves), without asking.
+    /// SIGTERM/SIGHUP: leave as on /quit (the chat thread saves), without asking.
     Terminate,
-    Engine(EngineEvent),
+    Chat(ChatEvent),
 }
 
 impl Action {
@@ -86,7 +86,7 @@ impl Action {
 /// What the loop must do after an update, beyond redrawing.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Effect {
-    /// Send this to the engine.
+    /// Send this to the chat thread.
     Command(UserCommand),
     /// Clear the terminal and draw everything again (Ctrl-L).
     ClearScreen,

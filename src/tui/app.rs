@@ -7,7 +7,7 @@ use super::action::{Action, Effect};
 use super::input::InputEditor;
 use super::options::TuiOptions;
 use crate::chat::protocol::{
-    EngineEvent, MemorySnapshot, ProgressKind, SessionRow, ShownMessage, Tier, UserCommand,
+    ChatEvent, MemorySnapshot, ProgressKind, SessionRow, ShownMessage, Tier, UserCommand,
 };
 use crate::chat::slash::{self, Slash};
 
@@ -26,7 +26,7 @@ pub enum Role {
     User,
     Assistant,
     System,
-    /// An engine error, shown inline so it is seen where the user is looking.
+    /// A chat thread error, shown inline so it is seen where the user is looking.
     Error,
 }
 
@@ -93,7 +93,7 @@ pub struct App {
     /// The last message is a reply still receiving tokens.
     reply_open: bool,
     pub(crate) quitting: bool,
-    /// Engine errors after Quit was sent (a failed final save).
+    /// Chat thread errors after Quit was sent (a failed final save).
     quit_errors: Vec<String>,
     exited: bool,
     exit_now: bool,
@@ -172,30 +172,30 @@ impl App {
         self.input.is_empty()
     }
 
-    /// Quit was sent to the engine; the loop waits for Exited (or a timeout).
+    /// Quit was sent to the chat thread; the loop waits for Exited (or a timeout).
     pub fn quitting(&self) -> bool {
         self.quitting
     }
 
-    /// Engine errors that came after Quit was sent: the screen is about to go, so the
+    /// Chat thread errors that came after Quit was sent: the screen is about to go, so the
     /// caller prints them.
     pub fn errors_while_quitting(&self) -> &[String] {
         &self.quit_errors
     }
 
-    /// The loop should end now: the engine has exited, or the user insisted.
+    /// The loop should end now: the chat thread has exited, or the user insisted.
     pub fn should_exit(&self) -> bool {
         self.exited || self.exit_now
     }
 
     /// The only place state changes.
     pub fn update(&mut self, action: Action) -> Option<Effect> {
-        // Once Quit is sent the engine is saving: nothing typed now could be acted on.
+        // Once Quit is sent the chat thread is saving: nothing typed now could be acted on.
         if self.quitting
             && !matches!(
                 action,
                 Action::Interrupt(_)
-                    | Action::Engine(_)
+                    | Action::Chat(_)
                     | Action::Tick { .. }
                     | Action::Resize(..)
                     | Action::Redraw
@@ -241,7 +241,7 @@ impl App {
                 };
                 self.focus = order[(i + step) % order.len()];
                 if self.focus == Focus::Sessions {
-                    // The list may be stale; the engine answers with a Sessions event.
+                    // The list may be stale; the chat thread answers with a Sessions event.
                     return Some(Effect::Command(UserCommand::ListSessions));
                 }
             }
@@ -260,7 +260,7 @@ impl App {
                 if !self.read_only {
                     self.focus = Focus::Input;
                 }
-                return Some(Effect::Command(UserCommand::Switch(row.name.clone())));
+                return Some(Effect::Command(UserCommand::Switch(row.name().to_string())));
             }
             Action::RefreshSessions => return Some(Effect::Command(UserCommand::ListSessions)),
             Action::OpenHelp => self.open_help(),
@@ -277,7 +277,7 @@ impl App {
             Action::Resize(w, h) => self.size = (w, h),
             Action::Tick { now_unix } => self.now_unix = now_unix,
             Action::Terminate => return self.quit(),
-            Action::Engine(event) => self.engine(event),
+            Action::Chat(event) => self.chat_event(event),
         }
         None
     }
@@ -296,7 +296,7 @@ impl App {
         let command = match slash::parse(&text) {
             Slash::Message(message) => {
                 if self.generating {
-                    // The engine handles one turn at a time; keep the text for later.
+                    // The chat thread handles one turn at a time; keep the text for later.
                     self.input.insert_str(&text);
                     self.set_note("still answering: Ctrl-C stops the reply", true);
                     return None;
@@ -331,7 +331,7 @@ impl App {
             Slash::Stats { .. } => {
                 // The panel shows the tiers all the time; this puts the totals in one line.
                 let line = self.memory.as_ref().map_or_else(
-                    || "no figures from the engine yet".to_string(),
+                    || "no figures from the chat thread yet".to_string(),
                     MemorySnapshot::summary,
                 );
                 self.set_note(&line, false);
@@ -352,7 +352,7 @@ impl App {
             .is_some_and(|last| at.saturating_duration_since(last) < DOUBLE_INTERRUPT);
         self.last_interrupt = Some(at);
         if self.quitting {
-            // The engine has not answered Quit and the user insists.
+            // The chat thread has not answered Quit and the user insists.
             self.exit_now = true;
             return None;
         }
@@ -378,15 +378,15 @@ impl App {
         Some(Effect::Command(UserCommand::Quit))
     }
 
-    fn engine(&mut self, event: EngineEvent) {
+    fn chat_event(&mut self, event: ChatEvent) {
         match event {
-            EngineEvent::Ready { model, n_ctx, gpu } => {
+            ChatEvent::Ready { model, n_ctx, gpu } => {
                 self.model = Some(model);
                 self.gpu = Some(gpu);
                 self.context.get_or_insert((0, n_ctx)).1 = n_ctx;
                 self.end_progress(ProgressKind::LoadModel);
             }
-            EngineEvent::Progress {
+            ChatEvent::Progress {
                 kind,
                 done,
                 total,
@@ -399,7 +399,7 @@ impl App {
                     rate,
                 });
             }
-            EngineEvent::Token(piece) => {
+            ChatEvent::Token(piece) => {
                 self.end_progress(ProgressKind::Prefill);
                 self.generating = true;
                 match self.messages.last_mut() {
@@ -416,7 +416,7 @@ impl App {
                     }
                 }
             }
-            EngineEvent::TurnDone {
+            ChatEvent::TurnDone {
                 prefill_tokens_per_s,
                 decode_tokens_per_s,
                 stopped,
@@ -441,19 +441,19 @@ impl App {
                     decode_tokens_per_s,
                 });
             }
-            EngineEvent::Context { used, n_ctx } => {
+            ChatEvent::Context { used, n_ctx } => {
                 self.context = Some((used, n_ctx));
-                // The engine ends every command with one Context event, failed turns
+                // The chat thread ends every command with one Context event, failed turns
                 // included (they send Error, not TurnDone).
                 self.generating = false;
                 self.reply_open = false;
             }
-            EngineEvent::Saved { session, ms, bytes } => {
+            ChatEvent::Saved { session, ms, bytes } => {
                 self.last_save_ms = Some(ms);
                 let size = crate::format::human_bytes(bytes);
                 self.set_note(&format!("saved '{session}' ({size}) in {ms:.0} ms"), false);
             }
-            EngineEvent::Restored {
+            ChatEvent::Restored {
                 session,
                 tokens,
                 ms,
@@ -469,7 +469,7 @@ impl App {
                     false,
                 );
             }
-            EngineEvent::Switched { session, history } => {
+            ChatEvent::Switched { session, history } => {
                 self.session = Some(session);
                 self.messages = history.into_iter().map(Message::from).collect();
                 self.scroll = None;
@@ -482,8 +482,8 @@ impl App {
                     self.selected = i;
                 }
             }
-            EngineEvent::Memory(snapshot) => self.memory = Some(*snapshot),
-            EngineEvent::Live {
+            ChatEvent::Memory(snapshot) => self.memory = Some(*snapshot),
+            ChatEvent::Live {
                 used,
                 hot_cells,
                 hot_bytes,
@@ -498,16 +498,19 @@ impl App {
                     m.hot.pages = hot_pages;
                 }
             }
-            EngineEvent::Sessions(rows) => {
+            ChatEvent::Sessions(rows) => {
                 // Keep the cursor on the same session when the list is refreshed.
-                let selected = self.sessions.get(self.selected).map(|r| r.name.clone());
+                let selected = self
+                    .sessions
+                    .get(self.selected)
+                    .map(|r| r.name().to_string());
                 self.selected = selected
-                    .and_then(|name| rows.iter().position(|r| r.name == name))
+                    .and_then(|name| rows.iter().position(|r| r.name() == name))
                     .or_else(|| rows.iter().position(|r| r.active))
                     .unwrap_or(0);
                 self.sessions = rows;
             }
-            EngineEvent::Error(text) => {
+            ChatEvent::Error(text) => {
                 if self.quitting {
                     self.quit_errors.push(text.clone());
                 }
@@ -524,8 +527,8 @@ impl App {
                 }
                 self.set_note(&text, true);
             }
-            EngineEvent::Info(text) => self.set_note(&text, false),
-            EngineEvent::Exited => self.exited = true,
+            ChatEvent::Info(text) => self.set_note(&text, false),
+            ChatEvent::Exited => self.exited = true,
         }
     }
 

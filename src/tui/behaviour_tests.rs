@@ -27,12 +27,12 @@ fn enter_sends_and_alt_enter_makes_a_newline() {
     assert!(app.input_is_empty());
     assert_eq!(app.messages[0].role, Role::User);
     // Nothing to send: Enter on an empty input does nothing.
-    engine(&mut app, [turn_done(false)]);
+    chat_events(&mut app, [turn_done(false)]);
     assert!(press(&mut app, [key(KeyCode::Enter)]).is_empty());
 }
 
-fn turn_done(stopped: bool) -> EngineEvent {
-    EngineEvent::TurnDone {
+fn turn_done(stopped: bool) -> ChatEvent {
+    ChatEvent::TurnDone {
         prefilled: 1,
         prefill_tokens_per_s: 1.0,
         generated: 1,
@@ -47,7 +47,7 @@ fn history_walks_with_up_and_down() {
     for m in ["first", "second"] {
         type_text(&mut app, m);
         press(&mut app, [key(KeyCode::Enter)]);
-        engine(&mut app, [turn_done(false)]);
+        chat_events(&mut app, [turn_done(false)]);
     }
     press(&mut app, [key(KeyCode::Up)]);
     assert_eq!(app.input.text(), "second");
@@ -85,7 +85,7 @@ fn ctrl_c_stops_then_quits() {
     let mut app = ready_app();
     type_text(&mut app, "write a long story");
     press(&mut app, [key(KeyCode::Enter)]);
-    engine(&mut app, [EngineEvent::Token("Once".into())]);
+    chat_events(&mut app, [ChatEvent::Token("Once".into())]);
     let t0 = Instant::now();
     assert_eq!(
         app.update(Action::Interrupt(t0)),
@@ -97,12 +97,12 @@ fn ctrl_c_stops_then_quits() {
         Some(Effect::Command(UserCommand::Quit))
     );
     assert!(app.quitting() && !app.should_exit());
-    // While the engine saves, typing is ignored; a third Ctrl-C leaves at once.
+    // While the chat thread saves, typing is ignored; a third Ctrl-C leaves at once.
     assert!(press(&mut app, [key(KeyCode::Char('x')), key(KeyCode::Enter)]).is_empty());
     let mut impatient = app.clone();
     impatient.update(Action::Interrupt(t0 + Duration::from_millis(600)));
     assert!(impatient.should_exit());
-    engine(&mut app, [EngineEvent::Exited]);
+    chat_events(&mut app, [ChatEvent::Exited]);
     assert!(app.should_exit());
 
     // At rest, one press quits.
@@ -117,7 +117,7 @@ fn ctrl_c_after_the_reply_finished_quits() {
     press(&mut app, [key(KeyCode::Enter)]);
     let t0 = Instant::now();
     app.update(Action::Interrupt(t0));
-    engine(&mut app, [turn_done(true)]);
+    chat_events(&mut app, [turn_done(true)]);
     assert!(app.messages.last().is_some_and(|m| m.role == Role::User));
     let later = t0 + Duration::from_secs(5);
     assert_eq!(
@@ -145,25 +145,25 @@ fn tokens_stream_into_one_reply_and_errors_leave_it_usable() {
     // An error while a reply streams goes to the footer and leaves the reply whole.
     type_text(&mut app, "next");
     press(&mut app, [key(KeyCode::Enter)]);
-    engine(
+    chat_events(
         &mut app,
         [
-            EngineEvent::Token("part one".into()),
-            EngineEvent::Error("cold tier over budget".into()),
-            EngineEvent::Token(", part two".into()),
+            ChatEvent::Token("part one".into()),
+            ChatEvent::Error("cold tier over budget".into()),
+            ChatEvent::Token(", part two".into()),
         ],
     );
     assert_eq!(app.messages.last().unwrap().content, "part one, part two");
     assert!(app.note.as_ref().is_some_and(|n| n.error));
     // A failed turn: Error, then the Context every command ends with. The app is usable.
-    engine(&mut app, [turn_done(false)]);
+    chat_events(&mut app, [turn_done(false)]);
     type_text(&mut app, "fails");
     press(&mut app, [key(KeyCode::Enter)]);
-    engine(
+    chat_events(
         &mut app,
         [
-            EngineEvent::Error("decode failed".into()),
-            EngineEvent::Context {
+            ChatEvent::Error("decode failed".into()),
+            ChatEvent::Context {
                 used: 10,
                 n_ctx: 4096,
             },
@@ -183,11 +183,11 @@ fn scrolling_pins_the_view_while_tokens_arrive() {
     let mut app = streamed_app();
     app.update(Action::Resize(100, 30));
     for _ in 0..40 {
-        engine(&mut app, [EngineEvent::Token("more text\n".into())]);
+        chat_events(&mut app, [ChatEvent::Token("more text\n".into())]);
     }
     app.update(Action::PageUp);
     let pinned = app.scroll.expect("scrolled up");
-    engine(&mut app, [EngineEvent::Token("still more\n".into())]);
+    chat_events(&mut app, [ChatEvent::Token("still more\n".into())]);
     assert_eq!(
         app.scroll,
         Some(pinned),
@@ -201,13 +201,13 @@ fn scrolling_pins_the_view_while_tokens_arrive() {
     );
 }
 
-/// The loop itself, on a TestBackend, against a fake engine thread.
+/// The loop itself, on a TestBackend, against a fake chat thread.
 #[test]
-fn run_loop_talks_to_an_engine() {
+fn run_loop_talks_to_a_chat_thread() {
     let (input_tx, mut input_rx) = mpsc::channel::<Event>();
     let (event_tx, event_rx) = mpsc::channel();
     let (command_tx, command_rx) = mpsc::channel::<UserCommand>();
-    let fake_engine = std::thread::spawn(move || {
+    let fake_chat = std::thread::spawn(move || {
         let mut seen = Vec::new();
         for c in "hi".chars() {
             input_tx.send(key(KeyCode::Char(c))).unwrap();
@@ -218,14 +218,14 @@ fn run_loop_talks_to_an_engine() {
             match command {
                 UserCommand::Send(_) => {
                     for piece in ["Hel", "lo", " there"] {
-                        event_tx.send(EngineEvent::Token(piece.into())).unwrap();
+                        event_tx.send(ChatEvent::Token(piece.into())).unwrap();
                     }
                     event_tx.send(turn_done(false)).unwrap();
                     // Sent after TurnDone: the loop must see the reply end first.
                     input_tx.send(ctrl_c()).unwrap();
                 }
                 UserCommand::Quit => {
-                    event_tx.send(EngineEvent::Exited).unwrap();
+                    event_tx.send(ChatEvent::Exited).unwrap();
                     break;
                 }
                 _ => {}
@@ -243,7 +243,7 @@ fn run_loop_talks_to_an_engine() {
         &command_tx,
     )
     .unwrap();
-    let seen = fake_engine.join().unwrap();
+    let seen = fake_chat.join().unwrap();
     assert_eq!(seen, [UserCommand::Send("hi".into()), UserCommand::Quit]);
     assert_eq!(app.messages.len(), 2);
     assert_eq!(app.messages[1].content, "Hello there");
@@ -253,9 +253,9 @@ fn run_loop_talks_to_an_engine() {
 #[test]
 fn live_figures_move_the_status_line_and_the_hot_tier_during_a_reply() {
     let mut app = streamed_app();
-    engine(
+    chat_events(
         &mut app,
-        [EngineEvent::Live {
+        [ChatEvent::Live {
             used: 300,
             hot_cells: 300,
             hot_bytes: 3 * MIB,
@@ -276,12 +276,12 @@ fn live_figures_move_the_status_line_and_the_hot_tier_during_a_reply() {
 #[test]
 fn errors_after_quit_are_kept_for_the_caller() {
     let mut app = ready_app();
-    engine(&mut app, [EngineEvent::Error("before quit".into())]);
+    chat_events(&mut app, [ChatEvent::Error("before quit".into())]);
     let sent = press(&mut app, [ctrl_c()]);
     assert_eq!(sent, [UserCommand::Quit]);
-    engine(
+    chat_events(
         &mut app,
-        [EngineEvent::Error("saving session 'x' failed".into())],
+        [ChatEvent::Error("saving session 'x' failed".into())],
     );
     assert_eq!(app.errors_while_quitting(), ["saving session 'x' failed"]);
 }
@@ -292,13 +292,13 @@ fn an_elastic_context_shows_what_it_may_grow_to() {
     let mut memory = cpu_memory();
     memory.hot_cells = 8_192;
     memory.hot_cells_ceiling = 32_768;
-    engine(&mut app, [EngineEvent::Memory(Box::new(memory.clone()))]);
+    chat_events(&mut app, [ChatEvent::Memory(Box::new(memory.clone()))]);
     let screen = format!("{:?}", render(&mut app, 100, 30).backend());
     assert!(screen.contains("6,144 of 8,192 cells"), "{screen}");
     assert!(screen.contains("grows to 32,768"), "{screen}");
     // A fixed context says nothing more.
     memory.hot_cells_ceiling = memory.hot_cells;
-    engine(&mut app, [EngineEvent::Memory(Box::new(memory))]);
+    chat_events(&mut app, [ChatEvent::Memory(Box::new(memory))]);
     let screen = format!("{:?}", render(&mut app, 100, 30).backend());
     assert!(!screen.contains("grows to"), "{screen}");
 }

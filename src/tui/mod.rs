@@ -1,12 +1,12 @@
 //! The full-screen chat TUI (`kvrun chat` on a terminal).
 //!
 //! The shape follows gitui and the ratatui component template: every input (keys, pastes,
-//! the clock, engine events) becomes an [`Action`]; [`App::update`] is the only code that
+//! the clock, chat events) becomes an [`Action`]; [`App::update`] is the only code that
 //! changes state; `view` draws from `&App`. The loop, [`run_loop`], is generic over the
 //! ratatui backend and the input source, so the tests run it on a `TestBackend` with
 //! synthetic events, and [`run_terminal`] runs it on the real terminal.
 //!
-//! The engine is a worker thread elsewhere: it sends [`EngineEvent`]s and receives
+//! The chat thread is a worker thread elsewhere: it sends [`ChatEvent`]s and receives
 //! [`UserCommand`]s (see [`crate::chat::protocol`]). Nothing here blocks on it.
 
 mod action;
@@ -29,7 +29,7 @@ use crossterm::event::Event;
 use ratatui::backend::Backend;
 use ratatui::Terminal;
 
-use crate::chat::protocol::{EngineEvent, UserCommand};
+use crate::chat::protocol::{ChatEvent, UserCommand};
 
 pub use action::{Action, Effect};
 pub use app::{App, Focus};
@@ -41,7 +41,7 @@ pub use view::draw;
 const FRAME: Duration = Duration::from_millis(30);
 /// ...and at least this often, so the clock-driven parts ("3m ago") stay true.
 const MAX_IDLE: Duration = Duration::from_secs(1);
-/// After Quit, how long to wait for the engine's Exited (it saves the session first).
+/// After Quit, how long to wait for the chat thread's Exited (it saves the session first).
 const QUIT_TIMEOUT: Duration = Duration::from_secs(5);
 
 /// A new app whose scrolling measures the screen with the real view.
@@ -49,11 +49,11 @@ pub fn new_app(options: TuiOptions) -> App {
     App::new(options, view::viewport)
 }
 
-/// One thing from outside the TUI other than the engine.
+/// One thing from outside the TUI other than the chat thread.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Input {
     Terminal(Event),
-    /// SIGTERM/SIGHUP/SIGINT arrived: leave cleanly (the engine saves first).
+    /// SIGTERM/SIGHUP/SIGINT arrived: leave cleanly (the chat thread saves first).
     Terminate,
 }
 
@@ -76,7 +76,7 @@ impl InputSource for Receiver<Event> {
             Ok(event) => Ok(Some(Input::Terminal(event))),
             Err(RecvTimeoutError::Timeout) => Ok(None),
             // No more input will come; keep waiting out the timeout so the loop still
-            // paces itself on engine events (and the Quit timeout).
+            // paces itself on chat events (and the Quit timeout).
             Err(RecvTimeoutError::Disconnected) => {
                 std::thread::sleep(timeout);
                 Ok(None)
@@ -85,13 +85,13 @@ impl InputSource for Receiver<Event> {
     }
 }
 
-/// Runs the TUI on any backend until the engine exits (after Quit), the Quit timeout
+/// Runs the TUI on any backend until the chat thread exits (after Quit), the Quit timeout
 /// passes, or the user insists (Ctrl-C while quitting).
 pub fn run_loop<B: Backend>(
     terminal: &mut Terminal<B>,
     app: &mut App,
     inputs: &mut impl InputSource,
-    events: &Receiver<EngineEvent>,
+    events: &Receiver<ChatEvent>,
     commands: &Sender<UserCommand>,
 ) -> anyhow::Result<()> {
     let size = terminal.size()?;
@@ -102,7 +102,7 @@ pub fn run_loop<B: Backend>(
     let mut clock = 0;
 
     loop {
-        dirty |= drain_engine(app, events);
+        dirty |= drain_chat(app, events);
         let now_unix = inputs.now_unix();
         if now_unix != clock {
             clock = now_unix;
@@ -123,7 +123,7 @@ pub fn run_loop<B: Backend>(
             dirty = false;
         }
 
-        // Wait for input only until the next frame is due, so engine events that arrive
+        // Wait for input only until the next frame is due, so chat events that arrive
         // meanwhile are drawn within a frame.
         let wait = match (dirty, since_draw) {
             (true, Some(since)) if !due => FRAME.saturating_sub(since),
@@ -133,9 +133,9 @@ pub fn run_loop<B: Backend>(
         let Some(input) = inputs.next_input(wait)? else {
             continue;
         };
-        // Engine events that came before this key are applied before it (a Ctrl-C after
+        // Chat events that came before this key are applied before it (a Ctrl-C after
         // the reply finished means "quit", not "stop").
-        drain_engine(app, events);
+        drain_chat(app, events);
         let effect = match input {
             Input::Terminal(event) => keys::handle_event(app, event, Instant::now()),
             Input::Terminate => app.update(Action::Terminate),
@@ -148,8 +148,8 @@ pub fn run_loop<B: Backend>(
                     quit_sent = Some(Instant::now());
                 }
                 if commands.send(command).is_err() {
-                    // The engine is gone; there is nothing left to wait for.
-                    app.update(Action::Engine(EngineEvent::Exited));
+                    // The chat thread is gone; there is nothing left to wait for.
+                    app.update(Action::Chat(ChatEvent::Exited));
                 }
             }
             Some(Effect::ClearScreen) => terminal.clear()?,
@@ -158,20 +158,20 @@ pub fn run_loop<B: Backend>(
     }
 }
 
-/// Applies every engine event waiting now; a token stream never queues behind the screen.
+/// Applies every chat event waiting now; a token stream never queues behind the screen.
 /// Returns whether there were any.
-fn drain_engine(app: &mut App, events: &Receiver<EngineEvent>) -> bool {
+fn drain_chat(app: &mut App, events: &Receiver<ChatEvent>) -> bool {
     let mut any = false;
     loop {
         match events.try_recv() {
             Ok(event) => {
-                app.update(Action::Engine(event));
+                app.update(Action::Chat(event));
                 any = true;
             }
             Err(TryRecvError::Empty) => return any,
             Err(TryRecvError::Disconnected) => {
-                // The engine thread ended (or panicked) without saying Exited.
-                app.update(Action::Engine(EngineEvent::Exited));
+                // The chat thread thread ended (or panicked) without saying Exited.
+                app.update(Action::Chat(ChatEvent::Exited));
                 return true;
             }
         }

@@ -1,9 +1,9 @@
 //! What the TUI is started with.
 
-/// What the TUI starts with, before the engine says more.
+/// What the TUI starts with, before the chat thread says more.
 #[derive(Debug, Clone, Default)]
 pub struct TuiOptions {
-    /// Shown in the status line until the engine's Ready names the model.
+    /// Shown in the status line until the chat thread's Ready names the model.
     pub title: String,
     /// The session being opened, if any.
     pub session: Option<String>,

@@ -22,23 +22,23 @@ use ratatui::backend::CrosstermBackend;
 use ratatui::Terminal;
 
 use super::{run_loop, Input, InputSource, TuiOptions};
-use crate::chat::protocol::{EngineEvent, UserCommand};
+use crate::chat::protocol::{ChatEvent, UserCommand};
 
 /// The terminal is in TUI mode (raw, alternate screen); whoever restores it first clears this.
 static ACTIVE: AtomicBool = AtomicBool::new(false);
 /// Whether the kitty keyboard flags were pushed (they must be popped, or the shell after us
 /// receives escape codes for ordinary keys).
 static KEYBOARD_PUSHED: AtomicBool = AtomicBool::new(false);
-/// The thread running the TUI. A panic there restores the terminal; a panic on the engine's
-/// thread does not (the TUI is still drawing, and sees the engine's channel close instead).
+/// The thread running the TUI. A panic there restores the terminal; a panic on the chat thread's
+/// thread does not (the TUI is still drawing, and sees the chat thread's channel close instead).
 static UI_THREAD: Mutex<Option<ThreadId>> = Mutex::new(None);
 
-/// Runs the TUI on the real terminal until quit. Engine events arrive on `events`;
-/// commands go out on `commands`. Returns the engine errors that came while quitting (a
+/// Runs the TUI on the real terminal until quit. Chat events arrive on `events`;
+/// commands go out on `commands`. Returns the chat thread errors that came while quitting (a
 /// failed final save), which the screen no longer shows once it is restored.
 pub fn run_terminal(
     options: TuiOptions,
-    events: &Receiver<EngineEvent>,
+    events: &Receiver<ChatEvent>,
     commands: Sender<UserCommand>,
 ) -> anyhow::Result<Vec<String>> {
     install_panic_hook();
@@ -83,7 +83,7 @@ impl InputSource for CrosstermInput {
 }
 
 /// SIGTERM and SIGHUP (and a SIGINT sent with kill: in raw mode Ctrl-C is a key, not a
-/// signal) set a flag the loop reads, so the terminal is restored. Stopping the engine is
+/// signal) set a flag the loop reads, so the terminal is restored. Stopping the chat thread is
 /// the caller's part (it watches the same signals), and so is ending the process when the
 /// terminal is gone and this loop cannot return.
 fn register_signals(flag: &Arc<AtomicBool>) -> anyhow::Result<Vec<signal_hook::SigId>> {

@@ -1,5 +1,5 @@
 //! Snapshot tests of the main screens on a `TestBackend`, driven by synthetic keys and
-//! engine events, and unit tests of `update`. Nothing reads the clock or the machine: the
+//! chat events, and unit tests of `update`. Nothing reads the clock or the machine: the
 //! time for "3m ago" is injected with `Action::Tick`.
 //!
 //! To accept changed snapshots: `INSTA_UPDATE=always cargo test --release --lib tui::`,
@@ -15,6 +15,7 @@ use ratatui::Terminal;
 use super::app::Focus;
 use super::*;
 use crate::chat::protocol::*;
+use crate::session::SessionSummary;
 
 pub(super) const GIB: u64 = 1 << 30;
 pub(super) const MIB: u64 = 1 << 20;
@@ -60,9 +61,9 @@ pub(super) fn type_text(app: &mut App, text: &str) -> Vec<UserCommand> {
     press(app, text.chars().map(|c| key(KeyCode::Char(c))))
 }
 
-pub(super) fn engine(app: &mut App, events: impl IntoIterator<Item = EngineEvent>) {
+pub(super) fn chat_events(app: &mut App, events: impl IntoIterator<Item = ChatEvent>) {
     for e in events {
-        app.update(Action::Engine(e));
+        app.update(Action::Chat(e));
     }
 }
 
@@ -106,11 +107,15 @@ pub(super) fn cpu_memory() -> MemorySnapshot {
 
 pub(super) fn sessions() -> Vec<SessionRow> {
     let row = |name: &str, tokens, tier, ago_s: u64, active| SessionRow {
-        name: name.into(),
-        tokens,
+        summary: SessionSummary {
+            name: name.into(),
+            tokens,
+            ..SessionSummary::default()
+        },
         tier,
         last_used_unix: NOW - ago_s,
         active,
+        ..SessionRow::default()
     };
     vec![
         row("refactor-agent", 18_432, Tier::Hot, 5, true),
@@ -122,20 +127,20 @@ pub(super) fn sessions() -> Vec<SessionRow> {
 /// A TUI that has started: the model is loaded on a machine without a GPU.
 pub(super) fn ready_app() -> App {
     let mut app = test_app();
-    engine(
+    chat_events(
         &mut app,
         [
-            EngineEvent::Ready {
+            ChatEvent::Ready {
                 model: "gemma-3-270m-it-q4_k_m".into(),
                 n_ctx: 4096,
                 gpu: false,
             },
-            EngineEvent::Context {
+            ChatEvent::Context {
                 used: 0,
                 n_ctx: 4096,
             },
-            EngineEvent::Memory(Box::new(cpu_memory())),
-            EngineEvent::Sessions(sessions()),
+            ChatEvent::Memory(Box::new(cpu_memory())),
+            ChatEvent::Sessions(sessions()),
         ],
     );
     app
@@ -160,21 +165,21 @@ pub(super) fn streamed_app() -> App {
         while !rest.is_char_boundary(cut) {
             cut += 1;
         }
-        pieces.push(EngineEvent::Token(rest[..cut].to_string()));
+        pieces.push(ChatEvent::Token(rest[..cut].to_string()));
         rest = &rest[cut..];
     }
-    engine(&mut app, pieces);
-    engine(
+    chat_events(&mut app, pieces);
+    chat_events(
         &mut app,
         [
-            EngineEvent::TurnDone {
+            ChatEvent::TurnDone {
                 prefilled: 31,
                 prefill_tokens_per_s: 412.0,
                 generated: 64,
                 decode_tokens_per_s: 38.6,
                 stopped: false,
             },
-            EngineEvent::Context {
+            ChatEvent::Context {
                 used: 95,
                 n_ctx: 4096,
             },
@@ -246,12 +251,12 @@ fn snapshot_gpu_restore_in_progress() {
         free_bytes: 131 * GIB,
     }];
     memory.hot.budget_bytes = Some(8 * GIB);
-    engine(
+    chat_events(
         &mut app,
         [
-            EngineEvent::Error("session 'old-notes' is locked by another kvrun (pid 4242)".into()),
-            EngineEvent::Memory(Box::new(memory)),
-            EngineEvent::Progress {
+            ChatEvent::Error("session 'old-notes' is locked by another kvrun (pid 4242)".into()),
+            ChatEvent::Memory(Box::new(memory)),
+            ChatEvent::Progress {
                 kind: ProgressKind::Restore,
                 done: 120 * MIB,
                 total: 480 * MIB,
@@ -272,25 +277,29 @@ fn snapshot_monitor() {
         read_only: true,
     });
     app.update(Action::Tick { now_unix: NOW });
-    engine(
+    chat_events(
         &mut app,
         [
-            EngineEvent::Ready {
+            ChatEvent::Ready {
                 model: "gemma-3-270m-q4_k_m".into(),
                 n_ctx: 32768,
                 gpu: false,
             },
-            EngineEvent::Memory(Box::new(cpu_memory())),
-            EngineEvent::Sessions(sessions()),
+            ChatEvent::Memory(Box::new(cpu_memory())),
+            ChatEvent::Sessions(sessions()),
         ],
     );
     assert_eq!(app.focus(), Focus::Sessions);
+    // A monitor asks for a pick, not for a message it cannot take.
+    let screen = render(&mut app, 100, 30).backend().to_string();
+    assert!(screen.contains("Pick a session"), "{screen}");
+    assert!(!screen.contains("Type a message"), "{screen}");
     assert!(type_text(&mut app, "hello").is_empty());
     let sent = press(&mut app, [key(KeyCode::Down), key(KeyCode::Enter)]);
     assert_eq!(sent, [UserCommand::Switch("docs".into())]);
-    engine(
+    chat_events(
         &mut app,
-        [EngineEvent::Switched {
+        [ChatEvent::Switched {
             session: "docs".into(),
             history: vec![
                 ShownMessage {
@@ -339,7 +348,7 @@ fn the_monitor_shows_each_model_against_the_budget() {
         model_budget_bytes: 700 * MIB,
         ..cpu_memory()
     };
-    engine(&mut app, [EngineEvent::Memory(Box::new(memory))]);
+    chat_events(&mut app, [ChatEvent::Memory(Box::new(memory))]);
     let terminal = render(&mut app, 120, 60);
     let buffer = terminal.backend().buffer();
     let text: String = buffer

@@ -228,6 +228,26 @@ fn model_names_resolve_in_the_models_folder() {
     assert_eq!(list[0]["context_length"], 4096);
 }
 
+/// Default models linked under their short names (`smollm2.gguf`) are the defaults: listed
+/// as such, not reported missing, and what `run` without MODEL uses.
+#[test]
+fn default_models_linked_under_their_short_names_are_found() {
+    let home = Home::new();
+    let models = home.path().join("models");
+    std::fs::create_dir_all(&models).unwrap();
+    std::os::unix::fs::symlink(chat_model(), models.join("smollm2.gguf")).unwrap();
+    std::os::unix::fs::symlink(default_model(), models.join("gemma3.gguf")).unwrap();
+    let out = home.run(&["models"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(!stderr(&out).contains("not pulled yet"), "{}", stderr(&out));
+    let list = run_json(&home, &["models"]);
+    for row in list.as_array().unwrap() {
+        assert!(!row["default_for"].as_array().unwrap().is_empty(), "{row}");
+    }
+    let v = run_json(&home, &["run", "-p", "x", "-n", "1"]);
+    assert_eq!(v["generated_tokens"], 1, "{v}");
+}
+
 #[test]
 fn llama_cpp_log_is_silent_by_default_and_shown_with_v() {
     let home = Home::new();

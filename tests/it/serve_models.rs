@@ -5,6 +5,7 @@
 
 use std::io::{BufRead, BufReader};
 use std::path::Path;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
@@ -415,4 +416,131 @@ fn unknown_names_get_404_without_a_default_and_the_default_with_one() {
     let server = Server::start_folder(&home, &["--default-model", "tiny", "--temp", "0"]);
     let (_, _, _, served_by) = answer(&server, &turn("gpt-4o", &hi, 2));
     assert_eq!(served_by, "tiny");
+}
+
+/// One client's turns: their prompt tokens and cached prompt tokens.
+type Turns = Vec<(u64, u64)>;
+
+/// Turns each client must complete while the others keep their models busy.
+const TURNS_EACH: usize = 2;
+/// Three clients on SmolLM2, two on Gemma.
+const CLIENTS: [&str; 5] = [SMOL, SMOL, SMOL, GEMMA, GEMMA];
+
+/// A client that loops on one conversation with `model` until every client has had
+/// [`TURNS_EACH`] turns (`done` counts the clients that have) or `limit` passes,
+/// honouring 503s' `Retry-After`.
+fn loop_turns(
+    server: &Server,
+    model: &str,
+    client: usize,
+    done: &AtomicUsize,
+    limit: Instant,
+) -> Turns {
+    let mut messages = vec![json!({"role": "user",
+        "content": format!("Client {client} here. Count from {client} to {}.", client + 9)})];
+    let mut turns = Vec::new();
+    while done.load(Ordering::SeqCst) < CLIENTS.len() && Instant::now() < limit {
+        let r = server.post("/v1/chat/completions", &turn(model, &messages, 6), &[]);
+        if r.status == 503 {
+            let secs: u64 = r.header("retry-after").unwrap().parse().unwrap();
+            assert!((1..=30).contains(&secs), "{secs}: {}", r.body);
+            std::thread::sleep(Duration::from_secs(secs));
+            continue;
+        }
+        assert_eq!(r.status, 200, "{}\n{}", r.body, server.log_text());
+        if Instant::now() >= limit {
+            break;
+        }
+        let v = r.json();
+        let usage = &v["usage"];
+        turns.push((
+            usage["prompt_tokens"].as_u64().unwrap(),
+            usage["prompt_tokens_details"]["cached_tokens"]
+                .as_u64()
+                .unwrap(),
+        ));
+        if turns.len() == TURNS_EACH {
+            done.fetch_add(1, Ordering::SeqCst);
+        }
+        let text = v["choices"][0]["message"]["content"].as_str().unwrap();
+        messages.push(json!({"role": "assistant", "content": text}));
+        messages.push(json!({"role": "user", "content": "Go on."}));
+    }
+    turns
+}
+
+#[test]
+fn busy_models_take_turns_and_every_returning_conversation_is_restored() {
+    // A budget for one model at a time; three clients keep SmolLM2 busy without a pause
+    // until every client has had its turns, two start on Gemma a moment later. Without
+    // turns, Gemma's requests wait for SmolLM2's traffic to stop, which never comes.
+    let home = default_models();
+    let bad = home.run(&["serve", "--port", "0", "--swap-wait", "soon"]);
+    assert_eq!(bad.status.code(), Some(2), "{}", stderr(&bad));
+    assert!(stderr(&bad).contains("--swap-wait"), "{}", stderr(&bad));
+    let server = Server::start_folder(
+        &home,
+        &[
+            "--memory-budget",
+            "700MiB",
+            "--swap-wait",
+            "1s",
+            "--temp",
+            "0",
+        ],
+    );
+    let done = AtomicUsize::new(0);
+    // Far more than the turns take (seconds on an idle machine): only a server that never
+    // swaps a busy model reaches it.
+    let limit = Instant::now() + Duration::from_secs(150);
+    let turns: Vec<Turns> = std::thread::scope(|scope| {
+        let threads: Vec<_> = CLIENTS
+            .iter()
+            .enumerate()
+            .map(|(client, &model)| {
+                let (server, done) = (&server, &done);
+                scope.spawn(move || {
+                    if model == GEMMA {
+                        std::thread::sleep(Duration::from_secs(2));
+                    }
+                    loop_turns(server, model, client, done, limit)
+                })
+            })
+            .collect();
+        threads.into_iter().map(|t| t.join().unwrap()).collect()
+    });
+    let log = server.log_text();
+    for (client, turns) in turns.iter().enumerate() {
+        assert!(
+            turns.len() >= TURNS_EACH,
+            "client {client} ({}) completed {} turns while the others went on: {turns:?}\n{log}",
+            CLIENTS[client],
+            turns.len(),
+        );
+        // A returning conversation is served from the store: the whole earlier prompt
+        // is cached, whichever models ran between its turns.
+        for pair in turns.windows(2) {
+            assert!(
+                pair[1].1 >= pair[0].0,
+                "client {client}: {} of the earlier {} prompt tokens cached\n{log}",
+                pair[1].1,
+                pair[0].0
+            );
+        }
+    }
+    for id in [GEMMA, SMOL] {
+        let status = model_status(&server, id);
+        assert!(status["unloads"].as_u64().unwrap() >= 1, "{status}");
+    }
+    let metrics = server.get("/metrics", &[]).body;
+    let restored: u64 = ["warm", "cold"]
+        .iter()
+        .filter_map(|tier| {
+            let key = format!("kvrun_restored_tokens_total{{tier=\"{tier}\"}} ");
+            metrics
+                .lines()
+                .find_map(|l| l.strip_prefix(&key)?.parse::<u64>().ok())
+        })
+        .sum();
+    assert!(restored > 0, "{metrics}");
 }

@@ -252,6 +252,52 @@ fn export_import_round_trip_and_damage() {
     }
 }
 
+/// An import into a home whose models folder lacks the model says so (naming no path it
+/// never had); `import --model` binds the session to the model given, if it is that model.
+#[test]
+fn import_takes_the_model_and_says_when_it_has_none() {
+    let home = Home::new();
+    let model = tiny_model();
+    assert!(turn(&home, path_str(&model), "orig", &long_text(1))
+        .status
+        .success());
+    let file = home.path().join("orig.kvx");
+    let out = home.run(&["session", "export", "orig", path_str(&file)]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let other = Home::new();
+    let out = other.run(&["session", "import", path_str(&file), "--name", "bare"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let out = other.run(&["session", "restore", "bare", "--check"]);
+    assert_one_line_error(&out, 1, "which is not in the models folder");
+    assert!(!stderr(&out).contains(" at ,"), "{}", stderr(&out));
+    let out = other.run(&[
+        "session",
+        "import",
+        path_str(&file),
+        "--name",
+        "bound",
+        "--model",
+        path_str(&model),
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let out = other.run(&["session", "restore", "bound", "--check"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    // Another model is refused, and nothing is imported.
+    let wrong = chat_model();
+    let out = other.run(&[
+        "session",
+        "import",
+        path_str(&file),
+        "--name",
+        "wrong",
+        "--model",
+        path_str(&wrong),
+    ]);
+    assert_one_line_error(&out, 1, "is not the model the session was saved with");
+    let listed = crate::common::run_json(&other, &["session", "ls"]);
+    assert!(!listed.to_string().contains("\"wrong\""), "{listed}");
+}
+
 #[test]
 fn mismatched_settings_are_refused_naming_the_mismatch() {
     let home = Home::new();

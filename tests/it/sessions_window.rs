@@ -8,7 +8,7 @@ use std::path::Path;
 
 use crate::common::inproc::{uninterrupted, THREADS};
 use crate::common::*;
-use kvrun::conversation::Conversation;
+use kvrun::dialogue::Dialogue;
 use kvrun::llama::Model;
 
 /// The context every run below uses: the longest document and its reply fit.
@@ -21,7 +21,7 @@ fn document_of(model: &Model, tokens: usize) -> (String, usize) {
     let words: Vec<&str> = text.split_inclusive(' ').collect();
     let count = |n: usize| {
         let doc: String = words[..n].concat();
-        let n_tokens = Conversation::new(model, true, None)
+        let n_tokens = Dialogue::new(model, true, None)
             .user_turn_tokens(&doc)
             .unwrap()
             .len();

@@ -4,7 +4,7 @@
 
 use std::time::{Duration, Instant};
 
-use crate::chat::protocol::EngineEvent;
+use crate::chat::protocol::ChatEvent;
 
 /// The live figures at most this often while a reply streams (the panel promises at least
 /// once a second).
@@ -45,14 +45,14 @@ impl LiveFigures {
     }
 
     /// One more token in the log; the event to send when it is time for one.
-    pub(super) fn token(&mut self) -> Option<EngineEvent> {
+    pub(super) fn token(&mut self) -> Option<ChatEvent> {
         self.used += 1;
         if self.last.elapsed() < LIVE_EVERY {
             return None;
         }
         self.last = Instant::now();
         let cells = self.other_cells + self.used as u64;
-        Some(EngineEvent::Live {
+        Some(ChatEvent::Live {
             used: self.used,
             hot_cells: cells,
             hot_bytes: (cells as f64 * self.bytes_per_cell) as u64,

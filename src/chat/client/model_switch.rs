@@ -4,8 +4,8 @@
 //! the new model's template and prefills them once, at the next turn.
 
 use super::{Active, Carried, Chat};
-use crate::chat::protocol::EngineEvent;
-use crate::conversation::Conversation;
+use crate::chat::protocol::ChatEvent;
+use crate::dialogue::Dialogue;
 use crate::format::thousands;
 use crate::service::handle::Opened;
 
@@ -34,7 +34,7 @@ impl Chat<'_, '_> {
         // Room for the model's part and a `-N` suffix within a name's 64 characters.
         let from: String = self.active.name.chars().take(20).collect();
         let session = self.free_name(&format!("{from}-{}", name_part(&stem)));
-        self.send(EngineEvent::Info(format!(
+        self.send(ChatEvent::Info(format!(
             "forking '{}' into '{session}' on {stem}: KV belongs to one model, so {stem} \
              prefills the conversation's messages at the next turn; '{}' keeps its model",
             self.active.name, self.active.name
@@ -51,15 +51,15 @@ impl Chat<'_, '_> {
     /// Makes the carried conversation the active one, in its new (empty) session, and
     /// saves it there.
     pub(super) fn carry_in(&mut self, opened: Opened, carried: Carried) {
-        let conversation = match Conversation::carried_over(self.model, carried.messages) {
+        let conversation = match Dialogue::carried_over(self.model, carried.messages) {
             Ok(conversation) => conversation,
             Err(e) => {
-                self.send(EngineEvent::Error(format!(
+                self.send(ChatEvent::Error(format!(
                     "the conversation could not be rendered for this model ({e}); starting \
                      '{}' empty",
                     opened.session
                 )));
-                Conversation::new(self.model, false, self.options.system.as_deref())
+                Dialogue::new(self.model, false, self.options.system.as_deref())
             }
         };
         let tokens = conversation.seq.len();
@@ -67,7 +67,7 @@ impl Chat<'_, '_> {
             name: opened.session,
             conversation,
         };
-        self.send(EngineEvent::Info(format!(
+        self.send(ChatEvent::Info(format!(
             "now in '{}' (forked from '{}'): {} tokens to prefill at the next turn",
             self.active.name,
             carried.from,
@@ -75,7 +75,7 @@ impl Chat<'_, '_> {
         )));
         self.send_switched();
         if let Err(e) = self.save() {
-            self.send(EngineEvent::Error(e));
+            self.send(ChatEvent::Error(e));
         }
         self.send_sessions();
     }

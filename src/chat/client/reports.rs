@@ -2,7 +2,7 @@
 //! its context use, the sessions list and the memory tiers.
 
 use super::Chat;
-use crate::chat::protocol::{EngineEvent, SessionRow, ShownMessage, Tier};
+use crate::chat::protocol::{ChatEvent, SessionRow, ShownMessage, Tier};
 
 impl Chat<'_, '_> {
     pub(super) fn send_switched(&self) {
@@ -16,14 +16,14 @@ impl Chat<'_, '_> {
                 content: m.content.clone(),
             })
             .collect();
-        self.send(EngineEvent::Switched {
+        self.send(ChatEvent::Switched {
             session: self.active.name.clone(),
             history,
         });
     }
 
     pub(super) fn send_context(&self) {
-        self.send(EngineEvent::Context {
+        self.send(ChatEvent::Context {
             used: self.active.conversation.seq.len(),
             n_ctx: self.n_ctx as u32,
         });
@@ -48,14 +48,11 @@ impl Chat<'_, '_> {
                 };
                 rows.push(SessionRow {
                     active: s.name == self.active.name,
-                    name: s.name,
-                    tokens: s.tokens,
-                    tier,
-                    last_used_unix: s.updated_unix,
+                    ..SessionRow::new(s, tier)
                 });
             }
         }
-        self.send(EngineEvent::Sessions(rows));
+        self.send(ChatEvent::Sessions(rows));
     }
 
     pub(super) fn send_memory(&mut self) {
@@ -68,6 +65,6 @@ impl Chat<'_, '_> {
             &self.catalog,
             self.page_tokens as u64,
         );
-        self.send(EngineEvent::Memory(Box::new(snapshot)));
+        self.send(ChatEvent::Memory(Box::new(snapshot)));
     }
 }

@@ -12,26 +12,26 @@ use crate::interrupt::{signal_name, Interrupt};
 /// How a front end ended.
 pub(super) struct Outcome {
     pub code: ExitCode,
-    /// Engine errors it saw while quitting (a failed final save), for stderr.
+    /// Chat thread errors it saw while quitting (a failed final save), for stderr.
     pub errors: Vec<String>,
 }
 
 /// A way out by signal: the exit code to leave with, and a watchdog that ends the process
 /// if the front end cannot return (a vanished terminal can leave it blocked) once the
-/// engine has saved.
+/// chat has saved.
 #[derive(Clone)]
 pub(super) struct Leaving {
     interrupt: Interrupt,
     signal: Arc<AtomicI32>,
-    engine: Arc<Mutex<Option<JoinHandle<()>>>>,
+    chat: Arc<Mutex<Option<JoinHandle<()>>>>,
 }
 
 impl Leaving {
-    pub(super) fn new(interrupt: Interrupt, engine: JoinHandle<()>) -> Self {
+    pub(super) fn new(interrupt: Interrupt, chat: JoinHandle<()>) -> Self {
         Self {
             interrupt,
             signal: Arc::new(AtomicI32::new(0)),
-            engine: Arc::new(Mutex::new(Some(engine))),
+            chat: Arc::new(Mutex::new(Some(chat))),
         }
     }
 
@@ -42,16 +42,15 @@ impl Leaving {
             return;
         }
         tracing::info!("{}: stopping, saving and leaving", signal_name(signal));
-        let engine = self.engine.clone();
+        let chat = self.chat.clone();
         std::thread::spawn(move || {
             let started = Instant::now();
-            let engine_done = || {
-                engine
-                    .lock()
+            let chat_done = || {
+                chat.lock()
                     .map(|h| h.as_ref().is_none_or(JoinHandle::is_finished))
                     .unwrap_or(true)
             };
-            while !engine_done() && started.elapsed() < SAVE_DEADLINE {
+            while !chat_done() && started.elapsed() < SAVE_DEADLINE {
                 std::thread::sleep(Duration::from_millis(20));
             }
             std::thread::sleep(FRONT_END_GRACE);
@@ -67,17 +66,17 @@ impl Leaving {
         Some(self.signal.load(Ordering::SeqCst)).filter(|s| *s != 0)
     }
 
-    pub(super) fn join_engine(&self) {
-        let handle = self.engine.lock().ok().and_then(|mut h| h.take());
+    pub(super) fn join_chat(&self) {
+        let handle = self.chat.lock().ok().and_then(|mut h| h.take());
         if let Some(handle) = handle {
             let _ = handle.join();
         }
     }
 }
 
-/// After a signal, how long the engine may take to stop and save before the process ends
+/// After a signal, how long the chat thread may take to stop and save before the process ends
 /// anyway (saves are atomic: an unfinished one leaves the previous snapshot).
 const SAVE_DEADLINE: Duration = Duration::from_secs(30);
 
-/// Once the engine is done, how long the front end has to restore the terminal and return.
+/// Once the chat thread is done, how long the front end has to restore the terminal and return.
 const FRONT_END_GRACE: Duration = Duration::from_secs(1);

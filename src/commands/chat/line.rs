@@ -1,8 +1,8 @@
-//! `kvrun chat` in line mode: a REPL on stdin/stdout, a client of the chat engine like the
+//! `kvrun chat` in line mode: a REPL on stdin/stdout, a client of the chat thread like the
 //! TUI. stdin is read on a thread of its own, so a signal or the end of input is seen while
 //! a reply streams, not only at the prompt.
 //!
-//! Ways out, each saving the session first (the engine saves every open session on quit):
+//! Ways out, each saving the session first (the chat thread saves every open session on quit):
 //! - `/quit`, or the end of input: exit 0. On a terminal (Ctrl-D) the end of input also stops
 //!   a reply under way; on a pipe the replies to what was sent still finish (`-n` bounds
 //!   them), because a script's input ends right after its last message.
@@ -19,10 +19,10 @@ use std::sync::Arc;
 
 use anyhow::{bail, Result};
 
-use crate::chat::protocol::{EngineEvent, MemorySnapshot, UserCommand};
+use crate::chat::protocol::{ChatEvent, MemorySnapshot, UserCommand};
 use crate::chat::slash::{self, Slash};
 use crate::commands::chat::leaving::{Leaving, Outcome};
-use crate::commands::env::Env;
+use crate::env::Env;
 use crate::format::human_bytes;
 use crate::interrupt::{signal_exit_code, Interrupt};
 
@@ -48,10 +48,10 @@ enum Input {
     Signal(i32),
 }
 
-/// Runs the REPL until a way out; the caller then has the engine quit and save.
+/// Runs the REPL until a way out; the caller then has the chat thread quit and save.
 pub(super) fn run(
     env: &Env,
-    events: &Receiver<EngineEvent>,
+    events: &Receiver<ChatEvent>,
     commands: &Sender<UserCommand>,
     interrupt: &Interrupt,
     leaving: &Leaving,
@@ -97,7 +97,7 @@ pub(super) fn run(
             Slash::Stats { json } => {
                 drain(events, &mut state);
                 if json {
-                    // One line, for scripts: the memory tiers as the engine last reported.
+                    // One line, for scripts: the memory tiers as the chat thread last reported.
                     println!("{}", serde_json::to_string(&state.memory)?);
                 } else {
                     print_stats(&state);
@@ -115,7 +115,7 @@ pub(super) fn run(
         generating.store(is_turn, Ordering::SeqCst);
         commands
             .send(sent)
-            .map_err(|_| anyhow::anyhow!("the chat engine stopped"))?;
+            .map_err(|_| anyhow::anyhow!("the chat thread stopped"))?;
         let ended = wait(events, &mut state, is_turn, listing);
         generating.store(false, Ordering::SeqCst);
         if !ended? {
@@ -132,10 +132,10 @@ pub(super) fn run(
 }
 
 /// Waits for the model (or the error that kept it from loading).
-fn wait_ready(env: &Env, events: &Receiver<EngineEvent>, state: &mut ReplState) -> Result<()> {
+fn wait_ready(env: &Env, events: &Receiver<ChatEvent>, state: &mut ReplState) -> Result<()> {
     loop {
         match events.recv() {
-            Ok(EngineEvent::Ready { model, n_ctx, .. }) => {
+            Ok(ChatEvent::Ready { model, n_ctx, .. }) => {
                 state.n_ctx = n_ctx;
                 if std::io::stdin().is_terminal() {
                     env.ui.note(format!(
@@ -144,8 +144,8 @@ fn wait_ready(env: &Env, events: &Receiver<EngineEvent>, state: &mut ReplState) 
                 }
                 return Ok(());
             }
-            Ok(EngineEvent::Error(e)) => bail!("{e}"),
-            Ok(EngineEvent::Exited) | Err(_) => bail!("the chat engine stopped"),
+            Ok(ChatEvent::Error(e)) => bail!("{e}"),
+            Ok(ChatEvent::Exited) | Err(_) => bail!("the chat thread stopped"),
             Ok(_) => {}
         }
     }
@@ -223,9 +223,9 @@ fn read_message(inputs: &Receiver<Input>, interactive: bool) -> Result<Input> {
     }
 }
 
-/// Handles events until the command is done. Returns false when the engine has exited.
+/// Handles events until the command is done. Returns false when the chat thread has exited.
 fn wait(
-    events: &Receiver<EngineEvent>,
+    events: &Receiver<ChatEvent>,
     state: &mut ReplState,
     turn: bool,
     listing: bool,
@@ -236,11 +236,11 @@ fn wait(
             return Ok(false);
         };
         match event {
-            EngineEvent::Token(piece) => {
+            ChatEvent::Token(piece) => {
                 out.write_all(piece.as_bytes())?;
                 out.flush()?;
             }
-            EngineEvent::TurnDone {
+            ChatEvent::TurnDone {
                 prefilled,
                 prefill_tokens_per_s,
                 generated,
@@ -257,27 +257,27 @@ fn wait(
                 ));
             }
             // Every command ends with one Context event.
-            EngineEvent::Context { used, n_ctx } => {
+            ChatEvent::Context { used, n_ctx } => {
                 state.used = used;
                 state.n_ctx = n_ctx;
                 return Ok(true);
             }
-            EngineEvent::Memory(m) => state.memory = Some(m),
-            EngineEvent::Sessions(rows) if listing => {
+            ChatEvent::Memory(m) => state.memory = Some(m),
+            ChatEvent::Sessions(rows) if listing => {
                 for r in rows {
                     println!(
                         "{} {:<24} {:>8} tokens  {}",
                         if r.active { "*" } else { " " },
-                        r.name,
-                        r.tokens,
+                        r.name(),
+                        r.tokens(),
                         r.tier.as_str()
                     );
                 }
             }
-            EngineEvent::Saved { session, ms, .. } if !turn => {
+            ChatEvent::Saved { session, ms, .. } if !turn => {
                 println!("(saved '{session}' in {ms:.0} ms)");
             }
-            EngineEvent::Restored {
+            ChatEvent::Restored {
                 session,
                 tokens,
                 ms,
@@ -286,20 +286,20 @@ fn wait(
                 "(session '{session}': {tokens} tokens from {} in {ms:.0} ms)",
                 from.as_str()
             ),
-            EngineEvent::Info(note) => eprintln!("({note})"),
-            EngineEvent::Error(e) => eprintln!("error: {e}"),
-            EngineEvent::Exited => return Ok(false),
+            ChatEvent::Info(note) => eprintln!("({note})"),
+            ChatEvent::Error(e) => eprintln!("error: {e}"),
+            ChatEvent::Exited => return Ok(false),
             _ => {}
         }
     }
 }
 
 /// Takes whatever events arrived meanwhile (memory snapshots, mostly).
-fn drain(events: &Receiver<EngineEvent>, state: &mut ReplState) {
+fn drain(events: &Receiver<ChatEvent>, state: &mut ReplState) {
     while let Ok(event) = events.try_recv() {
         match event {
-            EngineEvent::Memory(m) => state.memory = Some(m),
-            EngineEvent::Context { used, n_ctx } => {
+            ChatEvent::Memory(m) => state.memory = Some(m),
+            ChatEvent::Context { used, n_ctx } => {
                 state.used = used;
                 state.n_ctx = n_ctx;
             }

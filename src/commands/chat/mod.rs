@@ -15,11 +15,11 @@ use std::sync::mpsc::Receiver;
 use anyhow::{Context as _, Result};
 
 use self::leaving::{Leaving, Outcome};
-use crate::chat::protocol::{EngineEvent, UserCommand};
+use crate::chat::protocol::{ChatEvent, UserCommand};
 use crate::chat::{self, ChatOptions};
 use crate::cli::ChatArgs;
-use crate::commands::env::Env;
 use crate::commands::session::setup as session_setup;
+use crate::env::Env;
 use crate::exit::usage;
 use crate::interrupt::{signal_exit_code, Interrupt};
 use crate::models::ModelChoice;
@@ -49,9 +49,9 @@ pub fn run(env: &Env, mut args: ChatArgs) -> Result<ExitCode> {
     } else {
         None
     };
-    let (commands, engine) =
-        chat::spawn(options, events_tx, interrupt.clone()).context("starting the engine thread")?;
-    let leaving = Leaving::new(interrupt.clone(), engine);
+    let (commands, chat_thread) =
+        chat::spawn(options, events_tx, interrupt.clone()).context("starting the chat thread")?;
+    let leaving = Leaving::new(interrupt.clone(), chat_thread);
     let result = if tui {
         run_tui(
             title,
@@ -64,15 +64,15 @@ pub fn run(env: &Env, mut args: ChatArgs) -> Result<ExitCode> {
     } else {
         line::run(env, &events, &commands, &interrupt, &leaving)
     };
-    // Whatever ended the front end, the engine stops the reply, saves and exits.
+    // Whatever ended the front end, the chat thread stops the reply, saves and exits.
     interrupt.quit();
     let _ = commands.send(UserCommand::Quit);
     let mut errors = match &result {
         Ok(outcome) => outcome.errors.clone(),
         Err(_) => Vec::new(),
     };
-    errors.extend(engine_errors_until_exit(&events));
-    leaving.join_engine();
+    errors.extend(errors_until_exit(&events));
+    leaving.join_chat();
     if log.is_some() {
         crate::logging::to_stderr();
     }
@@ -92,13 +92,13 @@ pub fn run(env: &Env, mut args: ChatArgs) -> Result<ExitCode> {
     })
 }
 
-/// The engine's remaining events until it exits; returns the errors among them.
-fn engine_errors_until_exit(events: &Receiver<EngineEvent>) -> Vec<String> {
+/// The chat thread's remaining events until it exits; returns the errors among them.
+fn errors_until_exit(events: &Receiver<ChatEvent>) -> Vec<String> {
     let mut errors = Vec::new();
     for event in events.iter() {
         match event {
-            EngineEvent::Exited => break,
-            EngineEvent::Error(e) => errors.push(e),
+            ChatEvent::Exited => break,
+            ChatEvent::Error(e) => errors.push(e),
             _ => {}
         }
     }
@@ -106,12 +106,12 @@ fn engine_errors_until_exit(events: &Receiver<EngineEvent>) -> Vec<String> {
 }
 
 /// The full-screen TUI: Ctrl-C (a key there, not a signal) stops a reply through the
-/// interrupt; a quit raises it too, so the engine stops generating and saves.
+/// interrupt; a quit raises it too, so the chat thread stops generating and saves.
 fn run_tui(
     title: String,
     session: Option<String>,
-    events: &Receiver<EngineEvent>,
-    engine_commands: std::sync::mpsc::Sender<UserCommand>,
+    events: &Receiver<ChatEvent>,
+    chat_commands: std::sync::mpsc::Sender<UserCommand>,
     interrupt: &Interrupt,
     leaving: &Leaving,
 ) -> Result<Outcome> {
@@ -119,7 +119,7 @@ fn run_tui(
         let leaving = leaving.clone();
         crate::interrupt::on_signals(move |signal| leaving.signalled(signal))?;
     }
-    // Stop and quit are flags the generating engine watches; everything else is a command.
+    // Stop and quit are flags the generating chat thread watches; everything else is a command.
     let (tui_commands, from_tui) = std::sync::mpsc::channel::<UserCommand>();
     let forwarder = {
         let interrupt = interrupt.clone();
@@ -131,7 +131,7 @@ fn run_tui(
                         if command == UserCommand::Quit {
                             interrupt.quit();
                         }
-                        if engine_commands.send(command).is_err() {
+                        if chat_commands.send(command).is_err() {
                             break;
                         }
                     }
@@ -197,8 +197,7 @@ fn options(env: &Env, args: &ChatArgs) -> Result<ChatOptions> {
         overflow,
         max_tokens: args.max_tokens,
         tiers,
-        chat_template: crate::commands::env::chat_template_override(&args.model, env)
-            .map(str::to_string),
+        chat_template: crate::env::chat_template_override(&args.model, env).map(str::to_string),
         // `-c auto`: up to the model's training context, as `kvrun serve` does.
         sizing: if args.llama.ctx_size == Some(CtxSize::Auto) {
             ContextSizing::Elastic { ceiling: None }

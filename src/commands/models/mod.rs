@@ -8,7 +8,7 @@ use anyhow::Result;
 use serde::Serialize;
 
 use crate::cli::ModelsArgs;
-use crate::commands::env::Env;
+use crate::env::Env;
 use crate::format::human_bytes;
 use crate::gguf;
 use crate::models::Purpose;
@@ -49,7 +49,7 @@ pub fn run(env: &Env, args: ModelsArgs) -> Result<ExitCode> {
                 architecture: None,
                 context_length: None,
                 quantization: None,
-                default_for: default_for(&path),
+                default_for: default_for(env, &path),
                 error: None,
             };
             match gguf::read_header(&path) {
@@ -102,7 +102,7 @@ pub fn run(env: &Env, args: ModelsArgs) -> Result<ExitCode> {
     }
     let missing: Vec<&str> = DEFAULT_MODELS
         .iter()
-        .filter(|m| !env.paths.models.join(m.descriptor.file_name).exists())
+        .filter(|m| !crate::models::known_model_path(&env.paths, m).exists())
         .map(|m| m.short_name)
         .collect();
     if !missing.is_empty() {
@@ -114,10 +114,12 @@ pub fn run(env: &Env, args: ModelsArgs) -> Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-/// The commands a file in the models folder is the default model of.
-fn default_for(path: &std::path::Path) -> Vec<&'static str> {
-    path.file_name()
+/// The commands a file in the models folder is the default model of (under the name
+/// `kvrun pull` gives it, or its short name).
+fn default_for(env: &Env, path: &std::path::Path) -> Vec<&'static str> {
+    path.file_stem()
         .and_then(|name| known_model(&name.to_string_lossy()))
+        .filter(|model| crate::models::known_model_path(&env.paths, model) == path)
         .map(|model| Purpose::defaulted_to(&model))
         .unwrap_or_default()
 }

@@ -12,6 +12,7 @@ use crate::service::fleet::{FleetStats, ModelState};
 use crate::service::{ServiceInfo, ServiceStats};
 
 use crate::format::human_bytes;
+use crate::session::SessionRow;
 
 /// A local server answers at once; a hung one should not hang the CLI.
 const TIMEOUT: Duration = Duration::from_secs(10);
@@ -57,20 +58,6 @@ struct SessionList {
     data: Vec<SessionRow>,
 }
 
-#[derive(Deserialize, serde::Serialize)]
-struct SessionRow {
-    name: String,
-    tokens: usize,
-    #[serde(default)]
-    bytes: u64,
-    #[serde(default)]
-    model: String,
-    tier: String,
-    served: bool,
-    pinned: bool,
-    named: bool,
-}
-
 pub fn list_sessions(url: &str, key: Option<&str>, json: bool) -> Result<ExitCode> {
     let list: SessionList = get_json(url, "/v1/kvrun/sessions", key)?;
     if json {
@@ -97,12 +84,12 @@ pub fn list_sessions(url: &str, key: Option<&str>, json: bool) -> Result<ExitCod
         writeln!(
             out,
             "{:<32} {:>8} {:<5} {:>10}  {:<13} {}",
-            s.name,
-            s.tokens,
-            s.tier,
-            human_bytes(s.bytes),
+            s.summary.name,
+            s.summary.tokens,
+            s.tier.as_str(),
+            human_bytes(s.summary.bytes),
             flags,
-            s.model
+            s.summary.model
         )?;
     }
     Ok(ExitCode::SUCCESS)

@@ -1,5 +1,5 @@
 //! `kvrun top URL`: the TUI's memory panel and sessions list, live, for a running
-//! `kvrun serve`. It polls `/v1/kvrun/stats` and feeds the same events a chat engine
+//! `kvrun serve`. It polls `/v1/kvrun/stats` and feeds the same events a chat thread
 //! would; the conversation pane is read-only (clients talk to the server over HTTP).
 
 use std::io::IsTerminal;
@@ -13,13 +13,14 @@ use anyhow::{bail, Result};
 
 use crate::chat::protocol::ModelRow;
 use crate::chat::protocol::{
-    EngineEvent, MemorySnapshot, SessionRow, ShownMessage, Tier, TierUsage, UserCommand,
+    ChatEvent, MemorySnapshot, SessionRow, ShownMessage, Tier, TierUsage, UserCommand,
 };
 use crate::cli::TopArgs;
-use crate::commands::env::Env;
 use crate::commands::monitor::remote::{fetch_stats, RemoteStats};
+use crate::env::Env;
 use crate::service::fleet::ModelState;
 use crate::service::handle::TierBytes;
+use crate::session::SessionSummary;
 use crate::tiers::{Devices, SystemMemory};
 
 /// How often the server is asked (the panel's own refresh rate is about this).
@@ -48,20 +49,31 @@ pub fn run(env: &Env, args: TopArgs) -> Result<ExitCode> {
                     UserCommand::Quit => break,
                     // Enter on a session: its conversation, as the server saved it.
                     UserCommand::Switch(name) => match conversation(&url, key.as_deref(), &name) {
-                        Ok(history) => EngineEvent::Switched {
-                            session: name,
-                            history,
-                        },
-                        Err(e) => EngineEvent::Error(format!("{e:#}")),
+                        Ok((history, tokens)) => {
+                            let _ = events_tx.send(ChatEvent::Switched {
+                                session: name,
+                                history,
+                            });
+                            // The header's context use is the selected session's.
+                            let n_ctx = fetch_stats(&url, key.as_deref())
+                                .ok()
+                                .and_then(|s| s.info)
+                                .map(|i| u32::try_from(i.n_ctx).unwrap_or(u32::MAX));
+                            match (tokens, n_ctx) {
+                                (Some(used), Some(n_ctx)) => ChatEvent::Context { used, n_ctx },
+                                _ => continue,
+                            }
+                        }
+                        Err(e) => ChatEvent::Error(format!("{e:#}")),
                     },
                     UserCommand::ListSessions | UserCommand::Stop => continue,
-                    _ => EngineEvent::Info(
+                    _ => ChatEvent::Info(
                         "kvrun top only watches the server; talk to it over HTTP".into(),
                     ),
                 };
                 let _ = events_tx.send(event);
             }
-            let _ = events_tx.send(EngineEvent::Exited);
+            let _ = events_tx.send(ChatEvent::Exited);
         })
     };
     let title = format!("kvrun top {}", args.url);
@@ -85,7 +97,7 @@ fn poll(
     key: Option<&str>,
     first: RemoteStats,
     data: &std::path::Path,
-    events: &Sender<EngineEvent>,
+    events: &Sender<ChatEvent>,
     stop: &AtomicBool,
 ) {
     let mut latest = Ok(first);
@@ -95,7 +107,7 @@ fn poll(
             Ok(remote) => {
                 if let (false, Some(info)) = (announced, &remote.info) {
                     announced = true;
-                    let _ = events.send(EngineEvent::Ready {
+                    let _ = events.send(ChatEvent::Ready {
                         model: info.model_name.clone(),
                         n_ctx: u32::try_from(info.n_ctx).unwrap_or(u32::MAX),
                         gpu: false,
@@ -107,11 +119,11 @@ fn poll(
                     system: SystemMemory::read(data),
                 });
                 let (memory, sessions) = snapshot(&remote, &devices);
-                let _ = events.send(EngineEvent::Memory(Box::new(memory)));
-                let _ = events.send(EngineEvent::Sessions(sessions));
+                let _ = events.send(ChatEvent::Memory(Box::new(memory)));
+                let _ = events.send(ChatEvent::Sessions(sessions));
             }
             Err(e) => {
-                let _ = events.send(EngineEvent::Error(format!("{e:#}")));
+                let _ = events.send(ChatEvent::Error(format!("{e:#}")));
             }
         }
         std::thread::sleep(POLL);
@@ -121,12 +133,17 @@ fn poll(
 
 /// A session's conversation from the server (`/v1/kvrun/sessions/{name}`): its messages,
 /// or, for a session that records only its token log (the HTTP APIs' clients keep their
-/// messages), the log's text as the model reads it.
-fn conversation(url: &str, key: Option<&str>, name: &str) -> Result<Vec<ShownMessage>> {
+/// messages), the log's turns as the model reads them; and its tokens.
+fn conversation(
+    url: &str,
+    key: Option<&str>,
+    name: &str,
+) -> Result<(Vec<ShownMessage>, Option<usize>)> {
     // Session names are [A-Za-z0-9._-]: a path segment as they are.
     let path = format!("/v1/kvrun/sessions/{name}");
     let session: serde_json::Value = crate::commands::monitor::remote::get_json(url, &path, key)?;
-    Ok(shown_messages(&session))
+    let tokens = session["tokens"].as_u64().map(|n| n as usize);
+    Ok((shown_messages(&session), tokens))
 }
 
 fn shown_messages(session: &serde_json::Value) -> Vec<ShownMessage> {
@@ -144,12 +161,42 @@ fn shown_messages(session: &serde_json::Value) -> Vec<ShownMessage> {
         return messages;
     }
     match session["text"].as_str() {
-        Some(log) => vec![ShownMessage {
-            role: "log".into(),
-            content: log.to_string(),
-        }],
+        Some(log) => log_turns(log).unwrap_or_else(|| {
+            vec![ShownMessage {
+                role: "log".into(),
+                content: log.to_string(),
+            }]
+        }),
         None => Vec::new(),
     }
+}
+
+/// The turns of a rendered log in the common chat markups (ChatML's `<|im_start|>ROLE`
+/// … `<|im_end|>`, Gemma's `<start_of_turn>ROLE` … `<end_of_turn>`); `None` for others.
+fn log_turns(log: &str) -> Option<Vec<ShownMessage>> {
+    let (open, close) = [
+        ("<|im_start|>", "<|im_end|>"),
+        ("<start_of_turn>", "<end_of_turn>"),
+    ]
+    .into_iter()
+    .find(|(open, _)| log.contains(open))?;
+    let turns = log
+        .split(open)
+        .skip(1)
+        .filter_map(|turn| {
+            let (role, rest) = turn.split_once('\n').unwrap_or((turn, ""));
+            let content = rest.split(close).next().unwrap_or(rest).trim();
+            let role = match role.trim() {
+                "model" => "assistant",
+                other => other,
+            };
+            (!role.is_empty() && !content.is_empty()).then(|| ShownMessage {
+                role: role.to_string(),
+                content: content.to_string(),
+            })
+        })
+        .collect::<Vec<_>>();
+    (!turns.is_empty()).then_some(turns)
 }
 
 /// The server's figures as the memory panel and the sessions list show them.
@@ -208,16 +255,20 @@ fn snapshot(remote: &RemoteStats, devices: &Devices) -> (MemorySnapshot, Vec<Ses
     let sessions = s
         .sessions
         .iter()
-        .map(|x| SessionRow {
-            name: x.name.clone(),
-            tokens: x.tokens,
-            tier: match x.tier.as_ref() {
-                "hot" => Tier::Hot,
-                "warm" => Tier::Warm,
-                _ => Tier::Cold,
-            },
-            last_used_unix: x.last_used_unix,
-            active: x.tier == "hot",
+        .map(|x| {
+            let summary = SessionSummary {
+                name: x.name.clone(),
+                tokens: x.tokens,
+                ..SessionSummary::default()
+            };
+            SessionRow {
+                last_used_unix: x.last_used_unix,
+                active: x.tier == "hot",
+                served: true,
+                named: x.named,
+                pinned: x.pinned,
+                ..SessionRow::new(summary, Tier::from_engine(&x.tier))
+            }
         })
         .collect();
     (memory, sessions)
@@ -296,9 +347,30 @@ mod tests {
             (shown[1].role.as_str(), shown[1].content.as_str()),
             ("assistant", "hello")
         );
-        let raw = serde_json::json!({"messages": [], "text": "<|im_start|>user\nhi"});
+        // A served conversation's log, in its turns.
+        let chatml = "<|im_start|>system\nbe brief<|im_end|>\n<|im_start|>user\nhi<|im_end|>\n\
+                      <|im_start|>assistant\nhello<|im_end|>\n";
+        let shown = shown_messages(&serde_json::json!({"messages": [], "text": chatml}));
+        let turns: Vec<(&str, &str)> = shown
+            .iter()
+            .map(|m| (m.role.as_str(), m.content.as_str()))
+            .collect();
+        assert_eq!(
+            turns,
+            [
+                ("system", "be brief"),
+                ("user", "hi"),
+                ("assistant", "hello")
+            ]
+        );
+        let gemma = "<bos><start_of_turn>user\nhi<end_of_turn>\n<start_of_turn>model\nyo";
+        let shown = shown_messages(&serde_json::json!({"messages": [], "text": gemma}));
+        assert_eq!(shown[1].role, "assistant");
+        assert_eq!(shown[1].content, "yo");
+        // Other markup: the log as it is.
+        let raw = serde_json::json!({"messages": [], "text": "### User: hi"});
         let shown = shown_messages(&raw);
         assert_eq!(shown.len(), 1);
-        assert_eq!(shown[0].content, "<|im_start|>user\nhi");
+        assert_eq!(shown[0].content, "### User: hi");
     }
 }

@@ -18,9 +18,9 @@ use anyhow::Result;
 use self::report::{finish, reply_fields, DEFAULT_MAX_TOKENS};
 use self::tools::ToolRequest;
 use crate::cli::RunArgs;
-use crate::commands::env::{apply_chat_template, load_model, Env};
 use crate::commands::input::{check_fits, check_text_may_fit, read_prompt};
-use crate::conversation::Conversation;
+use crate::dialogue::Dialogue;
+use crate::env::{apply_chat_template, load_model, Env};
 use crate::llama::{Context, Model, Sampler};
 use crate::sequence::{GenerateOptions, Generated, StopReason, SyncObserver};
 use crate::settings::{LlamaSettings, SamplingSettings, DEFAULT_PAGE_TOKENS};
@@ -51,7 +51,7 @@ fn run_plain(env: &Env, args: &RunArgs) -> Result<ExitCode> {
     apply_chat_template(&mut model, &args.model, env)?;
     let mut ctx = Context::new(&model, &llama, DEFAULT_PAGE_TOKENS, 1)?;
 
-    let mut conversation = Conversation::new(&model, args.raw, args.system.as_deref());
+    let mut conversation = Dialogue::new(&model, args.raw, args.system.as_deref());
     check_text_may_fit(&prompt, 0, ctx.info().n_ctx as usize, &model)?;
     let tools = ToolRequest::load(args)?;
     conversation.tools = tools.as_ref().map(|t| t.template_value.clone());
@@ -88,7 +88,7 @@ fn generate(
     args: &RunArgs,
     model: &Model,
     ctx: &mut Context<'_>,
-    conversation: &mut Conversation<'_>,
+    conversation: &mut Dialogue<'_>,
     (sampling, tools): (&SamplingSettings, Option<&ToolRequest>),
     cancel: &AtomicBool,
     observer: &mut dyn SyncObserver,

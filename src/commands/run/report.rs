@@ -9,8 +9,8 @@ use serde::Serialize;
 
 use super::tools::{ReplyFields, ToolRequest};
 use crate::cli::RunArgs;
-use crate::commands::env::Env;
-use crate::conversation::{CacheMiss, Conversation};
+use crate::dialogue::{CacheMiss, Dialogue};
+use crate::env::Env;
 use crate::llama::{TokenId, TokenLogprob};
 use crate::sequence::{Generated, StopReason};
 use crate::session::live::{RestoreDecision, RestorePhases};
@@ -99,7 +99,7 @@ pub(super) fn finish(
 
 /// The reply split into content, reasoning and tool calls (chat mode only).
 pub(super) fn reply_fields(
-    conversation: &Conversation<'_>,
+    conversation: &Dialogue<'_>,
     tools: Option<&ToolRequest>,
     text: &str,
 ) -> ReplyFields {

@@ -20,10 +20,10 @@ use anyhow::{Context as _, Result};
 use super::report::{self as run, SessionFields};
 use super::tools::{self, ToolRequest};
 use crate::cli::RunArgs;
-use crate::commands::env::Env;
 use crate::commands::input::{check_text_may_fit, read_prompt};
 use crate::commands::session::setup as session_setup;
-use crate::conversation::Conversation;
+use crate::dialogue::Dialogue;
+use crate::env::Env;
 use crate::exit::usage;
 use crate::interrupt::{signal_exit_code, Interrupt};
 use crate::llama::{Model, TokenLogprob};
@@ -66,8 +66,7 @@ pub fn run_session(env: &Env, args: &RunArgs, name: &str) -> Result<ExitCode> {
         tiers,
         parallel: 1,
         max_queue: 1,
-        chat_template: crate::commands::env::chat_template_override(&args.model, env)
-            .map(str::to_string),
+        chat_template: crate::env::chat_template_override(&args.model, env).map(str::to_string),
         alias: None,
         warm: None,
         // The session's pages are read while the model loads.
@@ -187,19 +186,18 @@ impl Turn<'_> {
         let (replies_tx, replies) = tokio::sync::mpsc::unbounded_channel();
         let request = Request {
             id: 0,
-            ask: Ask {
-                conversation: ConversationKey::Named(name.to_string()),
-                prompt: prompt_tokens,
-                sampling: self.sampling.clone(),
-                max_tokens: max_tokens.min(room),
-                stop: Vec::new(),
-                grammar: grammar.map(|c| ReplyGrammar {
-                    grammar: c.grammar,
-                    after: c.after.map(str::to_string),
-                }),
-                logprobs: args.logprobs,
-                template: conversation.template(),
-            },
+            ask: Ask::new(
+                ConversationKey::Named(name.to_string()),
+                prompt_tokens,
+                max_tokens.min(room),
+            )
+            .with_sampling(self.sampling.clone())
+            .with_grammar(grammar.map(|c| ReplyGrammar {
+                grammar: c.grammar,
+                after: c.after.map(str::to_string),
+            }))
+            .with_logprobs(args.logprobs)
+            .with_template(conversation.template()),
             transcript: Some(transcript(&conversation)),
             progress: true,
             cancel: CancelToken::watching(interrupt.stop_flag()),
@@ -264,11 +262,11 @@ impl Turn<'_> {
     }
 
     /// The conversation of an opened session (a new one when it holds nothing yet).
-    fn conversation(&self, opened: &Opened) -> Conversation<'_> {
+    fn conversation(&self, opened: &Opened) -> Dialogue<'_> {
         let (args, name) = (self.args, self.name);
         let t = &opened.transcript;
         if opened.log.is_empty() && t.messages.is_empty() {
-            return Conversation::new(self.model, args.raw, args.system.as_deref());
+            return Dialogue::new(self.model, args.raw, args.system.as_deref());
         }
         if args.raw != t.raw && !opened.log.is_empty() {
             self.env.ui.note(format!(
@@ -276,7 +274,7 @@ impl Turn<'_> {
                 if t.raw { "raw" } else { "chat" }
             ));
         }
-        let mut conversation = Conversation::from_parts(
+        let mut conversation = Dialogue::from_parts(
             self.model,
             (t.messages.clone(), t.rendered_len, t.raw),
             opened.template.clone(),
@@ -288,7 +286,7 @@ impl Turn<'_> {
 }
 
 /// What the session records besides its log.
-fn transcript(conversation: &Conversation<'_>) -> Transcript {
+fn transcript(conversation: &Dialogue<'_>) -> Transcript {
     Transcript {
         messages: conversation.messages.clone(),
         rendered_len: conversation.rendered_len,

@@ -15,10 +15,10 @@ use crate::cli::{
     ChatArgs, SessionCommand, SessionExportArgs, SessionForkArgs, SessionImportArgs, SessionLsArgs,
     SessionNameArg, SessionRestoreArgs, SessionSaveArgs, SessionShowArgs,
 };
-use crate::commands::env::SESSION_SEQS;
-use crate::commands::env::{load_model, Env};
 use crate::commands::input::{check_text_may_fit, read_stdin, read_text_file};
 use crate::commands::session::setup as session_setup;
+use crate::env::SESSION_SEQS;
+use crate::env::{load_model, Env};
 use crate::exit::usage;
 use crate::format::human_bytes;
 use crate::llama::{Context, Sampler};
@@ -419,11 +419,27 @@ fn import_session(env: &Env, args: SessionImportArgs) -> Result<ExitCode> {
     if let Some(name) = &args.name {
         crate::session::name::validate_name(name).map_err(|e| usage(e.to_string()))?;
     }
+    let model = args.model.as_deref().map(|spec| {
+        crate::models::choose(
+            Some(spec),
+            &env.config,
+            &env.paths,
+            crate::models::Purpose::Chat,
+        )
+        .path
+    });
+    if let Some(path) = model.as_ref().filter(|p| !p.is_file()) {
+        return Err(usage(format!(
+            "--model: {} is not a model file",
+            path.display()
+        )));
+    }
     let name = export::import(
         &catalog,
         &args.file,
         args.name.as_deref(),
         &env.paths.models,
+        model.as_deref(),
     )?;
     env.ui.note(format!(
         "imported session '{name}' from {}",

@@ -5,8 +5,8 @@
 use anyhow::Result;
 
 use crate::cli::{LlamaArgs, SamplingArgs};
-use crate::commands::env::Env;
-use crate::conversation::Conversation;
+use crate::dialogue::Dialogue;
+use crate::env::Env;
 use crate::exit::usage;
 use crate::llama::{Context, Model};
 use crate::models::ModelChoice;
@@ -145,12 +145,9 @@ pub fn resume<'m>(
     model: &'m Model,
     raw: bool,
     system: Option<&str>,
-) -> Result<(Conversation<'m>, RestoreReport)> {
+) -> Result<(Dialogue<'m>, RestoreReport)> {
     let Some(saved) = live.saved().cloned() else {
-        return Ok((
-            Conversation::new(model, raw, system),
-            RestoreReport::default(),
-        ));
+        return Ok((Dialogue::new(model, raw, system), RestoreReport::default()));
     };
     live.check_compatible(ctx)?;
     if raw != saved.raw && !saved.tokens.is_empty() {
@@ -164,7 +161,7 @@ pub fn resume<'m>(
     for w in &report.warnings {
         env.ui.warn(w);
     }
-    Ok((Conversation::resumed(model, &saved, seq), report))
+    Ok((Dialogue::resumed(model, &saved, seq), report))
 }
 
 /// For a log whose cache is empty, restores the longest stored page chain it begins with.
@@ -172,7 +169,7 @@ pub fn reuse_prefix(
     env: &Env,
     live: &mut LiveSession<'_>,
     ctx: &mut Context<'_>,
-    conversation: &mut Conversation<'_>,
+    conversation: &mut Dialogue<'_>,
     report: &mut RestoreReport,
 ) -> Result<()> {
     if conversation.seq.kv_len() > 0 {
@@ -194,7 +191,7 @@ pub fn reuse_prefix(
 /// none of the restored cells belongs to it any more, so they go.
 pub fn add_user_turn(
     ctx: &mut Context<'_>,
-    conversation: &mut Conversation<'_>,
+    conversation: &mut Dialogue<'_>,
     text: &str,
 ) -> Result<Option<String>> {
     let n_ctx = ctx.info().n_ctx as usize;

@@ -75,21 +75,17 @@ async fn messages_inner(
         model_name: info.model_name.clone(),
         reader: ReplyReader::new(&prompt, &tools),
     };
-    let ask = Ask {
-        conversation: key,
-        max_tokens: max_reply_tokens(
-            Some(requested),
-            state.max_tokens,
-            prompt.tokens.len(),
-            info.n_ctx,
-        ),
-        grammar: tools.reply_grammar(prompt.format, None)?,
-        prompt: prompt.tokens,
-        template: prompt.template,
-        sampling,
-        stop,
-        logprobs: None,
-    };
+    let max_tokens = max_reply_tokens(
+        Some(requested),
+        state.max_tokens,
+        prompt.tokens.len(),
+        info.n_ctx,
+    );
+    let ask = Ask::new(key, prompt.tokens, max_tokens)
+        .with_grammar(tools.reply_grammar(prompt.format, None)?)
+        .with_template(prompt.template)
+        .with_sampling(sampling)
+        .with_stop(stop);
     let generation = start(&state, &lease, ask).await?;
     let session = generation.started.session.clone();
     let response = if request.stream == Some(true) {

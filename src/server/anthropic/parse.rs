@@ -43,6 +43,7 @@ pub struct MessagesRequest {
 impl MessagesRequest {
     /// The conversation; Claude Code's billing block is dropped from the system prompt.
     pub fn conversation(&self, counters: &ServerCounters) -> Result<Conversation, ApiError> {
+        self.check_fields()?;
         let mut messages = Vec::new();
         if let Some(system) = self.system_text(counters)? {
             messages.push(text_message("system", system));
@@ -54,6 +55,37 @@ impl MessagesRequest {
             messages,
             tools: ToolSet::new(self.tool_definitions(), self.choice()?)?,
         })
+    }
+
+    /// The fields read as given when present, refused (naming them) when of the wrong shape,
+    /// as Anthropic's API does: `metadata` an object whose `user_id` is a string, each tool
+    /// an object with a string `name`.
+    fn check_fields(&self) -> Result<(), ApiError> {
+        match &self.metadata {
+            None | Some(Value::Null) => {}
+            Some(Value::Object(metadata)) => {
+                if !matches!(
+                    metadata.get("user_id"),
+                    None | Some(Value::Null | Value::String(_))
+                ) {
+                    return Err(ApiError::bad_request("metadata.user_id must be a string")
+                        .param("metadata.user_id"));
+                }
+            }
+            Some(_) => {
+                return Err(ApiError::bad_request("metadata must be an object").param("metadata"))
+            }
+        }
+        for (i, tool) in self.tools.iter().flatten().enumerate() {
+            let name = tool.get_attr("name").ok();
+            if name.as_ref().and_then(|n| n.as_str()).is_none() {
+                return Err(
+                    ApiError::bad_request(format!("tools[{i}].name must be a string"))
+                        .param(&format!("tools[{i}].name")),
+                );
+            }
+        }
+        Ok(())
     }
 
     fn system_text(&self, counters: &ServerCounters) -> Result<Option<String>, ApiError> {
@@ -263,11 +295,15 @@ fn tool_result(block: &Value, field: &str) -> Result<Message, ApiError> {
             .param(field))
         }
     };
+    let id = block.get("tool_use_id").and_then(Value::as_str);
+    let Some(id) = id else {
+        return Err(
+            ApiError::bad_request(format!("{field}.tool_use_id: a tool_result needs one"))
+                .param(&format!("{field}.tool_use_id")),
+        );
+    };
     let mut message = text_message("tool", content);
-    message.tool_call_id = block
-        .get("tool_use_id")
-        .and_then(Value::as_str)
-        .map(str::to_string);
+    message.tool_call_id = Some(id.to_string());
     Ok(message)
 }
 

@@ -58,21 +58,18 @@ pub async fn handle(
         },
     );
     let reader = ReplyReader::new(&prompt, &tools);
-    let ask = Ask {
-        conversation: key,
-        max_tokens: max_reply_tokens(
-            request.max_tokens(),
-            state.max_tokens,
-            prompt.tokens.len(),
-            info.n_ctx,
-        ),
-        prompt: prompt.tokens,
-        template: prompt.template,
-        sampling,
-        stop,
-        grammar,
-        logprobs: request.logprobs(),
-    };
+    let max_tokens = max_reply_tokens(
+        request.max_tokens(),
+        state.max_tokens,
+        prompt.tokens.len(),
+        info.n_ctx,
+    );
+    let ask = Ask::new(key, prompt.tokens, max_tokens)
+        .with_template(prompt.template)
+        .with_sampling(sampling)
+        .with_stop(stop)
+        .with_grammar(grammar)
+        .with_logprobs(request.logprobs());
     let generation = start(&state, &lease, ask).await?;
     let shape = Shape {
         id: response_id("chatcmpl-"),

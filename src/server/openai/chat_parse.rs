@@ -107,7 +107,7 @@ impl ChatRequest {
 
     /// The grammar `response_format` asks for (`json_object` or `json_schema`).
     pub fn format_grammar(&self) -> Result<Option<String>, ApiError> {
-        let Some(format) = &self.response_format else {
+        let Some(format) = self.response_format.as_ref().filter(|f| !f.is_null()) else {
             return Ok(None);
         };
         let schema = format.get("json_schema").and_then(|s| s.get("schema"));
@@ -149,10 +149,15 @@ fn message(i: usize, value: &Value) -> Result<Message, ApiError> {
         ))
         .param(&format!("{at}.role")));
     }
-    let text = content_text(
-        object.get("content").unwrap_or(&Value::Null),
-        &format!("{at}.content"),
-    )?;
+    let content = object.get("content").unwrap_or(&Value::Null);
+    // Only an assistant's turn may go without content (it may hold calls alone).
+    if content.is_null() && role != "assistant" {
+        return Err(
+            ApiError::bad_request(format!("{at}.content: a {role} message needs content"))
+                .param(&format!("{at}.content")),
+        );
+    }
+    let text = content_text(content, &format!("{at}.content"))?;
     let mut message = text_message(role, text);
     let string = |key: &str| object.get(key).and_then(Value::as_str).map(str::to_string);
     if role == "assistant" {
@@ -171,6 +176,12 @@ fn message(i: usize, value: &Value) -> Result<Message, ApiError> {
     }
     if role == "tool" {
         message.tool_call_id = string("tool_call_id");
+        if message.tool_call_id.is_none() {
+            return Err(ApiError::bad_request(format!(
+                "{at}.tool_call_id: a tool message needs the id of the call it answers"
+            ))
+            .param(&format!("{at}.tool_call_id")));
+        }
         message.name = string("name");
     }
     Ok(message)
@@ -195,9 +206,20 @@ fn name_tool_results(messages: &mut [Message]) {
 }
 
 /// An earlier call: `{id, type, function: {name, arguments}}`, arguments a JSON string
-/// (OpenAI's wire format) or an object.
+/// (OpenAI's wire format; empty for none) or an object.
 pub fn tool_call(call: &Value, at: &str) -> Result<ToolCall, ApiError> {
-    let function = call.get("function").unwrap_or(call);
+    let (function, arguments_at) = match call.get("function") {
+        Some(function) => (function, format!("{at}.function.arguments")),
+        None => (call, format!("{at}.arguments")),
+    };
+    if let Some(Value::String(s)) = function.get("arguments") {
+        if !s.trim().is_empty() && serde_json::from_str::<Value>(s).is_err() {
+            return Err(
+                ApiError::bad_request(format!("{arguments_at} must be a JSON string"))
+                    .param(&arguments_at),
+            );
+        }
+    }
     let name = function
         .get("name")
         .and_then(Value::as_str)

@@ -53,6 +53,9 @@ pub struct CompletionRequest {
     stream_options: Option<super::chat_parse::StreamOptions>,
     #[serde(default)]
     user: Option<String>,
+    /// Accepted with no effect, but a string when given.
+    #[serde(default)]
+    suffix: Option<Value>,
 }
 
 /// The prompt's tokens: a string (tokenized with BOS as the model wants), or token ids
@@ -86,6 +89,9 @@ pub async fn handle(
 ) -> Result<Response, ApiError> {
     if request.n.is_some_and(|n| n != 1) {
         return Err(ApiError::bad_request("n must be 1").param("n"));
+    }
+    if !matches!(request.suffix, None | Some(Value::Null | Value::String(_))) {
+        return Err(ApiError::bad_request("suffix must be a string").param("suffix"));
     }
     if request.best_of.is_some_and(|n| n != 1) {
         return Err(ApiError::bad_request(
@@ -122,16 +128,11 @@ pub async fn handle(
             ..Default::default()
         },
     );
-    let ask = Ask {
-        conversation: key,
-        max_tokens: max_reply_tokens(Some(requested), state.max_tokens, prompt.len(), info.n_ctx),
-        prompt,
-        sampling,
-        stop,
-        grammar: None,
-        logprobs: request.logprobs.map(|n| n as usize),
-        template: None,
-    };
+    let max_tokens = max_reply_tokens(Some(requested), state.max_tokens, prompt.len(), info.n_ctx);
+    let ask = Ask::new(key, prompt, max_tokens)
+        .with_sampling(sampling)
+        .with_stop(stop)
+        .with_logprobs(request.logprobs.map(|n| n as usize));
     let generation = start(&state, &lease, ask).await?;
     let shape = Shape {
         id: response_id("cmpl-"),

@@ -75,8 +75,14 @@ fn push_item(messages: &mut Vec<Message>, item: &Value, at: &str) -> Result<(), 
         "function_call_output" | "custom_tool_call_output" => {
             let output = item.get("output").unwrap_or(&Value::Null);
             let text = content_text(output, &format!("{at}.output"))?;
+            let Some(call_id) = string("call_id") else {
+                return Err(ApiError::bad_request(format!(
+                    "{at}.call_id: a {kind} needs the call_id of the call it answers"
+                ))
+                .param(&format!("{at}.call_id")));
+            };
             let mut message = text_message("tool", text);
-            message.tool_call_id = string("call_id");
+            message.tool_call_id = Some(call_id);
             message.name = message
                 .tool_call_id
                 .as_deref()

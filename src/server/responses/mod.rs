@@ -75,7 +75,12 @@ struct ResponsesRequest {
 impl ResponsesRequest {
     /// The grammar `text.format` asks for (`json_schema` or `json_object`).
     fn format_grammar(&self) -> Result<Option<String>, ApiError> {
-        let Some(format) = self.text.as_ref().and_then(|t| t.get("format")) else {
+        let text = match &self.text {
+            None | Some(Value::Null) => return Ok(None),
+            Some(text @ Value::Object(_)) => text,
+            Some(_) => return Err(ApiError::bad_request("text must be an object").param("text")),
+        };
+        let Some(format) = text.get("format").filter(|f| !f.is_null()) else {
             return Ok(None);
         };
         json_format_grammar(format, format.get("schema"), "text.format")
@@ -150,21 +155,16 @@ async fn create(
         metadata: request.metadata.clone().unwrap_or(json!({})),
     };
     let reader = ReplyReader::new(&prompt, &tools);
-    let ask = Ask {
-        conversation: key,
-        max_tokens: max_reply_tokens(
-            request.max_output_tokens,
-            state.max_tokens,
-            prompt.tokens.len(),
-            info.n_ctx,
-        ),
-        grammar: tools.reply_grammar(prompt.format, format_grammar)?,
-        prompt: prompt.tokens,
-        template: prompt.template,
-        sampling,
-        stop: Vec::new(),
-        logprobs: None,
-    };
+    let max_tokens = max_reply_tokens(
+        request.max_output_tokens,
+        state.max_tokens,
+        prompt.tokens.len(),
+        info.n_ctx,
+    );
+    let ask = Ask::new(key, prompt.tokens, max_tokens)
+        .with_grammar(tools.reply_grammar(prompt.format, format_grammar)?)
+        .with_template(prompt.template)
+        .with_sampling(sampling);
     let generation = start(&state, &lease, ask).await?;
     let session = generation.started.session.clone();
     let reply = Reply {

@@ -1,13 +1,13 @@
-//! The requests the engine is serving: one decoding ([`Active`]), and the scheduler's part
-//! of the engine ([`Schedule`]): those waiting and those decoding.
+//! A request the engine is decoding ([`Active`]): its sampler, what it has generated and
+//! how it ended.
 
-use std::collections::VecDeque;
 use std::time::Instant;
 
 use super::stop::StopFilter;
 use crate::llama::{Sampler, TokenId, Utf8Stream};
 use crate::service::protocol::{CachedTokens, FinishReason, Request};
 
+/// A request decoding in one hot sequence; the [`super::schedule::Schedule`] holds it.
 pub struct Active {
     pub request: Request,
     /// The conversation's session name.
@@ -69,25 +69,5 @@ impl Active {
 
     pub fn add_prefilled(&mut self, tokens: usize) {
         self.prefilled += tokens;
-    }
-}
-
-/// The scheduler's part of the engine: requests waiting for a sequence, and those decoding.
-/// Its methods touch nothing else.
-#[derive(Default)]
-pub struct Schedule {
-    /// Requests waiting for a sequence, oldest first.
-    pub queue: VecDeque<Request>,
-    /// Requests decoding now, one per hot sequence they hold.
-    pub active: Vec<Active>,
-}
-
-impl Schedule {
-    /// The prompt length of the request decoding in conversation `name` (0 when none is).
-    pub fn in_flight_prompt_len(&self, name: &str) -> usize {
-        self.active
-            .iter()
-            .find(|a| a.conversation == name)
-            .map_or(0, |a| a.request.ask.prompt.len())
     }
 }

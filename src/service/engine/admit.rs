@@ -4,7 +4,7 @@
 use std::time::Instant;
 
 use super::active::Active;
-use super::open::Target;
+use super::conversations::Target;
 use super::prefix::{common_prefix, plan, HotCandidate, PrefixSource};
 use super::stats::restored_by_tier;
 use super::Engine;
@@ -20,8 +20,8 @@ impl<'c, 'm> Engine<'c, 'm> {
     /// the ones behind it.
     pub(super) fn admit(&mut self, ctx: &mut Context<'m>) {
         let mut waiting = std::collections::VecDeque::new();
-        while self.schedule.active.len() < self.parallel {
-            let Some(request) = self.schedule.queue.pop_front() else {
+        while self.schedule.decoding() < self.parallel {
+            let Some(request) = self.schedule.next_waiting() else {
                 break;
             };
             if request.cancel.is_cancelled() || request.replies.is_closed() {
@@ -43,7 +43,7 @@ impl<'c, 'm> Engine<'c, 'm> {
             }
         }
         while let Some(request) = waiting.pop_back() {
-            self.schedule.queue.push_front(request);
+            self.schedule.requeue(request);
         }
     }
 
@@ -103,7 +103,7 @@ impl<'c, 'm> Engine<'c, 'm> {
                 (Err(e), None) => return Err((request, ServiceError::Grammar(e.to_string()))),
             }
         }
-        let seq_id = match self.conversations.open[index].hot {
+        let seq_id = match self.conversations[index].hot() {
             Some(s) => s,
             None => match self.conversations.free_seq(self.parallel) {
                 Some(s) => s,
@@ -118,18 +118,17 @@ impl<'c, 'm> Engine<'c, 'm> {
                 },
             },
         };
-        self.conversations.open[index].hot = Some(seq_id);
-        self.conversations.open[index].busy = true;
+        self.conversations.begin_request(index, seq_id);
         let admitted = Instant::now();
         let cached = match self.restore_prefix(ctx, index, seq_id, &request) {
             Ok(c) => c,
             Err(e) => {
-                self.conversations.open[index].busy = false;
+                self.conversations.end_request(index);
                 self.conversations.cool(ctx, index);
                 return Err((request, e));
             }
         };
-        let open = &mut self.conversations.open[index];
+        let open = &mut self.conversations[index];
         open.last_used = admitted;
         let started = Started {
             session: open.live.name.clone(),
@@ -143,8 +142,7 @@ impl<'c, 'm> Engine<'c, 'm> {
         self.counters.record_start(&request, cached);
         let name = open.live.name.clone();
         self.schedule
-            .active
-            .push(Active::new(request, name, sampler, cached, admitted));
+            .begin(Active::new(request, name, sampler, cached, admitted));
         Ok(None)
     }
 
@@ -161,8 +159,8 @@ impl<'c, 'm> Engine<'c, 'm> {
     fn room_to_begin(&mut self, ctx: &mut Context<'m>, index: usize, request: &Request) -> bool {
         let page = ctx.info().page_tokens as usize;
         let needed = request.ask.prompt.len() + request.ask.max_tokens.clamp(1, page);
-        let others = |e: &Self| e_cells(e, index, e.conversations.open[index].seq.kv_len());
-        if !self.schedule.active.is_empty() && self.grow_ahead(ctx, others(self) + needed) {
+        let others = |e: &Self| e_cells(e, index, e.conversations[index].seq.kv_len());
+        if !self.schedule.none_decoding() && self.grow_ahead(ctx, others(self) + needed) {
             let start = self.restorable(ctx, index, &request.ask.prompt) + page;
             return others(self) + start <= ctx.info().n_ctx as usize;
         }
@@ -174,7 +172,7 @@ impl<'c, 'm> Engine<'c, 'm> {
                 None => break,
             }
         }
-        others(self) + needed <= n_ctx || self.schedule.active.is_empty()
+        others(self) + needed <= n_ctx || self.schedule.none_decoding()
     }
 
     /// The most cells a restore of `prompt`'s prefix can fill for conversation `index`:
@@ -182,15 +180,14 @@ impl<'c, 'm> Engine<'c, 'm> {
     fn restorable(&self, ctx: &Context<'m>, index: usize, prompt: &[TokenId]) -> usize {
         let hot = self
             .conversations
-            .open
             .iter()
-            .filter(|o| o.hot.is_some())
+            .filter(|o| o.hot().is_some())
             .map(|o| common_prefix(&o.seq.tokens()[..o.seq.kv_len()], prompt))
             .max()
             .unwrap_or(0);
-        let open = &self.conversations.open[index];
+        let open = &self.conversations[index];
         let stored = open.live.stored_prefix_len(prompt).unwrap_or(0);
-        let own = if open.hot.is_some() {
+        let own = if open.hot().is_some() {
             open.seq.kv_len()
         } else {
             0
@@ -209,7 +206,7 @@ impl<'c, 'm> Engine<'c, 'm> {
     ) -> Result<CachedTokens, ServiceError> {
         // A conversation out of the context restores from its pages: those of a commit
         // still in flight must be stored first.
-        let open = &self.conversations.open[index];
+        let open = &self.conversations[index];
         if open.seq.kv_len() == 0 && open.live.commits_in_flight() > 0 {
             self.wait_for_commits_of(index);
         }
@@ -217,11 +214,10 @@ impl<'c, 'm> Engine<'c, 'm> {
         let memory = self.model.facts().memory;
         let candidates: Vec<HotCandidate> = self
             .conversations
-            .open
             .iter()
             .enumerate()
             .filter_map(|(i, o)| {
-                let s = o.hot?;
+                let s = o.hot()?;
                 let kv_len = o.seq.kv_len();
                 let common = common_prefix(&o.seq.tokens()[..kv_len], prompt);
                 let usable = common.min(prompt.len().saturating_sub(1));
@@ -236,7 +232,7 @@ impl<'c, 'm> Engine<'c, 'm> {
                 })
             })
             .collect();
-        let stored = self.conversations.open[index]
+        let stored = self.conversations[index]
             .live
             .stored_prefix_len(prompt)
             .unwrap_or(0);
@@ -244,17 +240,16 @@ impl<'c, 'm> Engine<'c, 'm> {
         let mut cached = CachedTokens::default();
         let others_empty = self
             .conversations
-            .open
             .iter()
             .enumerate()
-            .all(|(i, o)| i == index || o.hot.is_none() || o.seq.kv_len() == 0);
+            .all(|(i, o)| i == index || o.hot().is_none() || o.seq.kv_len() == 0);
         let scratch = self.parallel as i32;
         // Where the conversation's log and the prompt agree, the log's recorded batch starts
         // hold: whatever the restore leaves for prefill (a damaged page, a partial restore)
         // is recomputed in its original batches, so it comes out bit-identical.
         // So do its checkpoints, while their cells stay in the context.
         let (starts, checkpoints) = {
-            let old = &self.conversations.open[index].seq;
+            let old = &self.conversations[index].seq;
             let common = common_prefix(old.tokens(), prompt);
             let mut starts = old.batch_starts().clone();
             starts.truncate(common);
@@ -270,29 +265,29 @@ impl<'c, 'm> Engine<'c, 'm> {
         };
         match source {
             PrefixSource::Own { keep } => {
-                let kv_len = self.conversations.open[index].seq.kv_len();
+                let kv_len = self.conversations[index].seq.kv_len();
                 // The plan cuts only memory that can be cut, or goes back to a checkpoint;
                 // should llama.cpp still refuse, the prompt is recomputed, not continued
                 // from a state that is not its own.
                 let kept = if memory.cuts() || keep == kv_len {
                     ctx.truncate_seq(seq_id, keep)
                 } else {
-                    let checkpoints = self.conversations.open[index].seq.checkpoints();
+                    let checkpoints = self.conversations[index].seq.checkpoints();
                     load_checkpoint(ctx, seq_id, checkpoints, keep).is_some()
                 };
                 if kept {
-                    self.conversations.open[index].seq = open_seq(prompt, keep);
+                    self.conversations[index].seq = open_seq(prompt, keep);
                     cached.hot = keep;
                 } else {
                     tracing::debug!(
                         "llama.cpp did not cut sequence {seq_id} at {keep}: recomputing"
                     );
                     ctx.clear_seq(seq_id);
-                    self.conversations.open[index].seq = open_seq(prompt, 0);
+                    self.conversations[index].seq = open_seq(prompt, 0);
                 }
             }
             PrefixSource::Share { from, keep } => {
-                let src = self.conversations.open[from].hot.expect("a hot candidate");
+                let src = self.conversations[from].hot().expect("a hot candidate");
                 let mut copied = None;
                 ctx.clear_seq(seq_id);
                 let shared = if memory.shares_ranges() {
@@ -305,7 +300,7 @@ impl<'c, 'm> Engine<'c, 'm> {
                     if matches!(memory, MemoryKind::Hybrid { .. }) {
                         ctx.share_range(src, seq_id, 0, keep);
                     }
-                    let checkpoints = self.conversations.open[from].seq.checkpoints();
+                    let checkpoints = self.conversations[from].seq.checkpoints();
                     copied = load_checkpoint(ctx, seq_id, checkpoints, keep);
                     copied.is_some()
                 };
@@ -315,7 +310,7 @@ impl<'c, 'm> Engine<'c, 'm> {
                     if let Some(c) = copied {
                         seq.record_checkpoint(c.bytes);
                     }
-                    self.conversations.open[index].seq = seq;
+                    self.conversations[index].seq = seq;
                     cached.hot = keep;
                 } else {
                     tracing::debug!(
@@ -323,12 +318,12 @@ impl<'c, 'm> Engine<'c, 'm> {
                          recomputing"
                     );
                     ctx.clear_seq(seq_id);
-                    self.conversations.open[index].seq = open_seq(prompt, 0);
+                    self.conversations[index].seq = open_seq(prompt, 0);
                 }
             }
             PrefixSource::Pages => {
                 ctx.clear_seq(seq_id);
-                let open = &mut self.conversations.open[index];
+                let open = &mut self.conversations[index];
                 open.seq = open_seq(prompt, 0);
                 if stored > 0 {
                     open.live.set_slot(Slot {
@@ -350,7 +345,7 @@ impl<'c, 'm> Engine<'c, 'm> {
             }
         }
         // Page captures read through this conversation's sequence from now on.
-        self.conversations.open[index].live.set_slot(Slot {
+        self.conversations[index].live.set_slot(Slot {
             seq: seq_id,
             scratch,
             exclusive: false,
@@ -374,6 +369,6 @@ fn load_checkpoint(
 
 /// Cells the hot sequences hold, not counting conversation `index`'s own `own` cells.
 fn e_cells(engine: &Engine<'_, '_>, index: usize, own: usize) -> usize {
-    let hot_own = engine.conversations.open[index].hot.is_some();
+    let hot_own = engine.conversations[index].hot().is_some();
     engine.conversations.hot_cells() - if hot_own { own } else { 0 }
 }

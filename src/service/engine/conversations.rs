@@ -1,288 +1,265 @@
-//! Conversations as sessions: which persisted session a request continues, opening (and
-//! locking) it, and the hot sequences they occupy.
+//! The engine's conversations: one it has open ([`Open`]), one on disk it may open
+//! ([`StoredLog`]), and the part of the engine that holds them ([`Conversations`]).
+//!
+//! A conversation here is a persisted session the engine serves requests into; a front
+//! end's messages and their rendering are a [`crate::dialogue::Dialogue`].
 
-use super::open::{Open, StoredLog, Target};
+use std::collections::HashSet;
 use std::time::Instant;
 
-use super::prefix::common_prefix;
-use super::Engine;
 use crate::clock::unix_now;
 use crate::llama::{Context, TokenId};
 use crate::sequence::Sequence;
-use crate::service::protocol::{ConversationKey, ServiceError};
-use crate::session::family::{member_index, member_name, next_member};
-use crate::session::SessionError;
-use crate::settings::SamplingSettings;
+use crate::session::live::LiveSession;
+use crate::tiers::evict::{self, Residency};
 
-impl<'c, 'm> Engine<'c, 'm> {
-    /// Notes the unnamed sessions of this model on disk, so that an anonymous prompt can
-    /// continue one after a restart. The store itself is the index of their pages.
-    pub(super) fn index_stored_sessions(&mut self) {
-        let Ok(list) = self.catalog.list() else {
-            return;
-        };
-        for summary in list.into_iter().filter(|s| s.error.is_none()) {
-            let Ok(m) = self.catalog.read_manifest(&summary.name) else {
-                continue;
-            };
-            if m.unnamed && m.model.fingerprint == self.sessions.model().fingerprint {
-                self.conversations.stored_unnamed.push(StoredLog {
-                    name: m.name,
-                    tokens: m.tokens,
-                    prompt_tokens: m.prompt_tokens,
-                    pinned: m.pinned,
-                    updated_unix: m.updated_unix,
-                });
-            }
-        }
-    }
+/// A session this server has open: it holds the lock until shutdown or removal.
+pub struct Open<'c> {
+    pub live: LiveSession<'c>,
+    /// The token log; its KV is in the context only while `hot` is set.
+    pub seq: Sequence,
+    /// The context sequence holding its cells: [`Conversations`] alone moves it.
+    hot: Option<i32>,
+    /// A client named it (else it has a generated name and is collected first).
+    pub named: bool,
+    pub pinned: bool,
+    /// Tokens of the log the last prompt covered: a prompt that extends at least this far
+    /// continues this conversation.
+    pub prompt_len: usize,
+    pub last_used: Instant,
+    pub last_used_unix: u64,
+    /// A request of this conversation is decoding; the next one waits for it. Set and
+    /// cleared by [`Conversations::begin_request`] and [`Conversations::end_request`].
+    busy: bool,
+    /// Warnings of the saves that ended its requests, for the client's
+    /// next Save: a chat and `run --session` show them. At most [`MAX_UNHEARD_WARNINGS`].
+    pub unheard_warnings: Vec<String>,
+}
 
-    /// Finds or opens the conversation for `key` and `prompt`.
-    pub(super) fn target(
-        &mut self,
-        ctx: &Context<'m>,
-        key: &ConversationKey,
-        prompt: &[TokenId],
-    ) -> Result<Target, ServiceError> {
-        match key {
-            ConversationKey::Named(name) => {
-                if let Some(i) = self.conversations.find(name) {
-                    return Ok(if self.conversations.open[i].busy {
-                        Target::Busy
-                    } else {
-                        Target::Open(i)
-                    });
-                }
-                let sampling = crate::settings::SamplingSettings::greedy();
-                self.open_session(ctx, name, true, sampling)
-                    .map(Target::Open)
-            }
-            ConversationKey::Family(family) => self.family_target(ctx, family, prompt),
-            ConversationKey::Anonymous => {
-                let open = self
-                    .conversations
-                    .open
-                    .iter()
-                    .enumerate()
-                    .filter(|(_, o)| !o.named && !o.busy)
-                    .map(|(i, o)| (i, common_prefix(o.seq.tokens(), prompt), o.prompt_len))
-                    .filter(|&(_, common, len)| common > 0 && common >= len)
-                    .max_by_key(|&(_, common, _)| common);
-                let stored = self
-                    .conversations
-                    .stored_unnamed
-                    .iter()
-                    .enumerate()
-                    .map(|(i, s)| (i, common_prefix(&s.tokens, prompt), s.prompt_tokens))
-                    .filter(|&(_, common, len)| common > 0 && common >= len)
-                    .max_by_key(|&(_, common, _)| common);
-                match (open, stored) {
-                    (Some((i, a, _)), Some((_, b, _))) if a >= b => Ok(Target::Open(i)),
-                    (Some((i, _, _)), None) => Ok(Target::Open(i)),
-                    (_, Some((j, _, _))) => {
-                        let name = self.conversations.stored_unnamed.remove(j).name;
-                        let greedy = crate::settings::SamplingSettings::greedy;
-                        match self.open_session(ctx, &name, false, greedy()) {
-                            Ok(i) => Ok(Target::Open(i)),
-                            // Someone else holds it now: start a new conversation.
-                            Err(_) => self.open_new_unnamed(ctx, greedy()).map(Target::Open),
-                        }
-                    }
-                    (None, None) => self
-                        .open_new_unnamed(ctx, crate::settings::SamplingSettings::greedy())
-                        .map(Target::Open),
-                }
-            }
-        }
-    }
-
-    /// The member of `family` that `prompt` continues (see [`crate::session::family`]): of
-    /// those whose log it extends, the one it extends furthest. When that is a member
-    /// decoding now (the prompt is its next turn), the request waits for it. A prompt that
-    /// extends no member starts a new one, so members never overwrite each other and run
-    /// side by side.
-    fn family_target(
-        &mut self,
-        ctx: &Context<'m>,
-        family: &str,
-        prompt: &[TokenId],
-    ) -> Result<Target, ServiceError> {
-        self.index_family(family);
-        let open = self
-            .conversations
-            .open
-            .iter()
-            .enumerate()
-            .filter(|(_, o)| member_index(&o.live.name, family).is_some())
-            .filter_map(|(i, o)| {
-                // A member decoding now covers its whole prompt in flight.
-                let covered = if o.busy {
-                    self.schedule.in_flight_prompt_len(&o.live.name)
-                } else {
-                    o.prompt_len
-                };
-                let common = common_prefix(o.seq.tokens(), prompt);
-                (common >= covered).then_some((i, common, o.busy))
-            })
-            .max_by_key(|&(_, common, busy)| (common, busy));
-        let stored = self
-            .conversations
-            .stored_members
-            .iter()
-            .enumerate()
-            .filter(|(_, s)| member_index(&s.name, family).is_some())
-            .map(|(j, s)| (j, common_prefix(&s.tokens, prompt), s.prompt_tokens))
-            .filter(|&(_, common, covered)| common >= covered)
-            .max_by_key(|&(_, common, _)| common);
-        let greedy = crate::settings::SamplingSettings::greedy;
-        // An open member wins a tie with a stored one (no read from disk).
-        let open_wins = match (open, stored) {
-            (Some((_, a, _)), Some((_, b, _))) => a >= b,
-            (open, _) => open.is_some(),
-        };
-        match (open, stored) {
-            (Some((i, _, busy)), _) if open_wins => {
-                Ok(if busy { Target::Busy } else { Target::Open(i) })
-            }
-            (_, Some((j, _, _))) => {
-                let name = self.conversations.stored_members.remove(j).name;
-                self.open_session(ctx, &name, true, greedy())
-                    .map(Target::Open)
-            }
-            _ => {
-                let taken = self
-                    .conversations
-                    .open
-                    .iter()
-                    .filter_map(|o| member_index(&o.live.name, family))
-                    .chain(self.family_numbers(family));
-                let name = member_name(family, next_member(taken));
-                self.open_session(ctx, &name, true, greedy())
-                    .map(Target::Open)
-            }
-        }
-    }
-
-    /// Notes the stored members of `family` this server has not opened (once per family),
-    /// so that a request after a restart continues the one its prompt extends.
-    fn index_family(&mut self, family: &str) {
-        if !self
-            .conversations
-            .indexed_families
-            .insert(family.to_string())
-        {
-            return;
-        }
-        let Ok(members) = self.catalog.family_members(family) else {
-            return;
-        };
-        for (_, name) in members {
-            if self.conversations.find(&name).is_some() {
-                continue;
-            }
-            let Ok(m) = self.catalog.read_manifest(&name) else {
-                continue;
-            };
-            if m.model.fingerprint == self.sessions.model().fingerprint {
-                self.conversations.stored_members.push(StoredLog {
-                    name: m.name,
-                    tokens: m.tokens,
-                    prompt_tokens: m.prompt_tokens,
-                    pinned: m.pinned,
-                    updated_unix: m.updated_unix,
-                });
-            }
-        }
-    }
-
-    /// The member numbers of `family` on disk (of any model: a new member takes none).
-    fn family_numbers(&self, family: &str) -> Vec<usize> {
-        self.catalog
-            .family_members(family)
-            .map(|members| members.into_iter().map(|(n, _)| n).collect())
-            .unwrap_or_default()
-    }
-
-    pub(super) fn open_new_unnamed(
-        &mut self,
-        ctx: &Context<'m>,
-        sampling: SamplingSettings,
-    ) -> Result<usize, ServiceError> {
-        loop {
-            let name = generated_name();
-            if self.conversations.find(&name).is_none()
-                && !self.catalog.exists(&name).unwrap_or(true)
-            {
-                return self.open_session(ctx, &name, false, sampling);
-            }
-        }
-    }
-
-    /// Locks session `name`, reads it if it exists and checks it fits this server. A new
-    /// session records `sampling`.
-    pub(super) fn open_session(
-        &mut self,
-        ctx: &Context<'m>,
-        name: &str,
+impl<'c> Open<'c> {
+    /// A conversation just opened: out of the context, idle, used now.
+    pub fn new(
+        live: LiveSession<'c>,
+        seq: Sequence,
         named: bool,
-        sampling: SamplingSettings,
-    ) -> Result<usize, ServiceError> {
-        let incompatible = |detail: String| ServiceError::Incompatible {
-            name: name.to_string(),
-            detail,
-        };
-        let (lock, manifest) = self.catalog.lock_and_read(name).map_err(|e| match e {
-            SessionError::InUse { .. } => ServiceError::SessionInUse {
-                name: name.to_string(),
-                detail: e.to_string(),
-            },
-            SessionError::Io { .. } | SessionError::Store(_) | SessionError::DiskFull { .. } => {
-                ServiceError::Internal(e.to_string())
-            }
-            e @ SessionError::InvalidName { .. } => ServiceError::Refused(e.to_string()),
-            // A manifest this server cannot use (corrupt, too new).
-            other => incompatible(other.to_string()),
-        })?;
-        // The log's recorded batches come along: whatever of it is recomputed (all of it,
-        // for a memory kvrun does not page) replays them and comes out bit-identical.
-        let (seq, unnamed, pinned, prompt_len) =
-            manifest
-                .as_ref()
-                .map_or((Sequence::new(), !named, false, 0), |m| {
-                    let seq = Sequence::restored(m.tokens.clone(), 0)
-                        .with_batch_starts(m.replay_starts());
-                    (seq, m.unnamed, m.pinned, m.prompt_tokens)
-                });
-        self.conversations.stored_unnamed.retain(|s| s.name != name);
-        self.conversations.stored_members.retain(|s| s.name != name);
-        let mut live = self.sessions.open(name, lock, manifest, sampling);
-        live.check_compatible(ctx)
-            .map_err(|e| incompatible(e.to_string()))?;
-        live.set_unnamed(unnamed);
-        self.conversations.open.push(Open {
+        pinned: bool,
+        prompt_len: usize,
+    ) -> Self {
+        Self {
             live,
             seq,
             hot: None,
-            named: !unnamed,
+            named,
             pinned,
             prompt_len,
             last_used: Instant::now(),
             last_used_unix: unix_now(),
             busy: false,
             unheard_warnings: Vec::new(),
-        });
-        Ok(self.conversations.open.len() - 1)
+        }
+    }
+
+    /// The context sequence holding its cells, if it is in the context.
+    pub fn hot(&self) -> Option<i32> {
+        self.hot
+    }
+
+    /// A request of this conversation is decoding.
+    pub fn is_busy(&self) -> bool {
+        self.busy
     }
 }
 
-/// `anon-` and 16 hex digits from the clock, the process and a counter.
-fn generated_name() -> String {
-    use std::sync::atomic::{AtomicU64, Ordering};
-    static COUNTER: AtomicU64 = AtomicU64::new(0);
-    let nanos = crate::clock::unix_nanos();
-    let mut hasher = blake3::Hasher::new();
-    hasher.update(&nanos.to_le_bytes());
-    hasher.update(&std::process::id().to_le_bytes());
-    hasher.update(&COUNTER.fetch_add(1, Ordering::Relaxed).to_le_bytes());
-    format!("anon-{}", &hasher.finalize().to_hex()[..16])
+/// A client that never sends Save (the HTTP APIs) hears only the log's copy; these bound
+/// what waits for one.
+pub const MAX_UNHEARD_WARNINGS: usize = 8;
+
+/// An unnamed session on disk this server has not opened.
+pub struct StoredLog {
+    pub name: String,
+    pub tokens: Vec<TokenId>,
+    pub prompt_tokens: usize,
+    pub pinned: bool,
+    pub updated_unix: u64,
+}
+
+/// Which conversation a request goes to.
+pub enum Target {
+    /// An open conversation (index into `conversations`).
+    Open(usize),
+    /// The conversation is busy with another request: wait.
+    Busy,
+}
+
+/// The engine's conversations: those it has open (hot or not) and the sessions on disk a
+/// prompt may continue. This part owns the hot tier's residency: which conversation holds
+/// which context sequence. Its methods touch nothing else.
+///
+/// The open ones are reached by index (`conversations[i]`); an index is good until the next
+/// [`Conversations::close`] or [`Conversations::close_all`].
+#[derive(Default)]
+pub struct Conversations<'c> {
+    /// Sessions this server has open (and holds the locks of), hot or not.
+    open: Vec<Open<'c>>,
+    /// Unnamed sessions on disk not opened yet: an anonymous prompt may continue one.
+    stored_unnamed: Vec<StoredLog>,
+    /// Members of the families requests named, on disk and not opened yet.
+    stored_members: Vec<StoredLog>,
+    /// Families whose stored members are in `stored_members` (read once each).
+    indexed_families: HashSet<String>,
+}
+
+impl<'c> std::ops::Index<usize> for Conversations<'c> {
+    type Output = Open<'c>;
+    fn index(&self, index: usize) -> &Open<'c> {
+        &self.open[index]
+    }
+}
+
+impl<'c> std::ops::IndexMut<usize> for Conversations<'c> {
+    fn index_mut(&mut self, index: usize) -> &mut Open<'c> {
+        &mut self.open[index]
+    }
+}
+
+impl<'c> Conversations<'c> {
+    /// Open conversations.
+    pub fn len(&self) -> usize {
+        self.open.len()
+    }
+
+    pub fn iter(&self) -> std::slice::Iter<'_, Open<'c>> {
+        self.open.iter()
+    }
+
+    pub fn iter_mut(&mut self) -> std::slice::IterMut<'_, Open<'c>> {
+        self.open.iter_mut()
+    }
+
+    /// Adds a conversation just opened and returns its index.
+    pub fn add(&mut self, open: Open<'c>) -> usize {
+        self.open.push(open);
+        self.open.len() - 1
+    }
+
+    /// Takes conversation `index` out of the context and closes it (dropping it waits for
+    /// its own commits before its lock goes). Later indices move down by one.
+    pub fn close(&mut self, ctx: &mut Context<'_>, index: usize) {
+        self.cool(ctx, index);
+        self.open.remove(index);
+    }
+
+    /// Closes every conversation (at shutdown, once every commit has landed).
+    pub fn close_all(&mut self) {
+        self.open.clear();
+    }
+
+    /// Conversation `index` holds sequence `seq` (its cells are in the context now).
+    pub fn place(&mut self, index: usize, seq: i32) {
+        self.open[index].hot = Some(seq);
+    }
+
+    /// A request of conversation `index` begins decoding in sequence `seq`.
+    pub fn begin_request(&mut self, index: usize, seq: i32) {
+        self.place(index, seq);
+        self.open[index].busy = true;
+    }
+
+    /// Conversation `index`'s request ended (or never began): the next one may start.
+    pub fn end_request(&mut self, index: usize) {
+        self.open[index].busy = false;
+    }
+
+    /// Unnamed sessions on disk not opened yet.
+    pub fn stored_unnamed(&self) -> &[StoredLog] {
+        &self.stored_unnamed
+    }
+
+    /// Stored members of the families indexed so far, not opened yet.
+    pub fn stored_members(&self) -> &[StoredLog] {
+        &self.stored_members
+    }
+
+    /// Notes an unnamed session on disk that an anonymous prompt may continue.
+    pub fn note_stored_unnamed(&mut self, log: StoredLog) {
+        self.stored_unnamed.push(log);
+    }
+
+    /// Notes a family member on disk that a request of its family may continue.
+    pub fn note_stored_member(&mut self, log: StoredLog) {
+        self.stored_members.push(log);
+    }
+
+    /// Takes stored unnamed session `j` out of the index (it is being opened).
+    pub fn take_stored_unnamed(&mut self, j: usize) -> StoredLog {
+        self.stored_unnamed.remove(j)
+    }
+
+    /// Takes stored member `j` out of the index (it is being opened).
+    pub fn take_stored_member(&mut self, j: usize) -> StoredLog {
+        self.stored_members.remove(j)
+    }
+
+    /// Session `name` is no longer only on disk (opened, or removed).
+    pub fn forget_stored(&mut self, name: &str) {
+        self.stored_unnamed.retain(|s| s.name != name);
+        self.stored_members.retain(|s| s.name != name);
+    }
+
+    /// Records that a stored session was pinned or unpinned on disk.
+    pub fn set_stored_pinned(&mut self, name: &str, pinned: bool) {
+        for s in self.stored_unnamed.iter_mut().filter(|s| s.name == name) {
+            s.pinned = pinned;
+        }
+    }
+
+    /// Marks `family` indexed; false when it was already (its members are read once).
+    pub fn mark_family_indexed(&mut self, family: &str) -> bool {
+        self.indexed_families.insert(family.to_string())
+    }
+
+    pub fn find(&self, name: &str) -> Option<usize> {
+        self.open.iter().position(|o| o.live.name == name)
+    }
+
+    /// The first of the context's `parallel` sequences no conversation holds.
+    pub fn free_seq(&self, parallel: usize) -> Option<i32> {
+        (0..parallel as i32).find(|s| self.open.iter().all(|o| o.hot != Some(*s)))
+    }
+
+    /// Takes conversation `index` out of the context (its pages were saved after its
+    /// reply, so nothing is lost; a later request restores them from the warm tier).
+    pub fn cool(&mut self, ctx: &mut Context<'_>, index: usize) {
+        let open = &mut self.open[index];
+        if let Some(seq) = open.hot.take() {
+            ctx.clear_seq(seq);
+        }
+        open.seq = std::mem::take(&mut open.seq).forgotten();
+    }
+
+    /// The least recently used idle hot conversation other than `keep`.
+    pub fn coolest(&self, keep: usize) -> Option<usize> {
+        evict::coolest(&self.residency(), keep)
+    }
+
+    /// The open conversations as the hot tier's policy sees them.
+    pub fn residency(&self) -> Vec<Residency> {
+        self.open
+            .iter()
+            .map(|o| Residency {
+                last_used: o.last_used,
+                hot: o.hot.is_some(),
+                busy: o.busy,
+            })
+            .collect()
+    }
+
+    /// Cells the hot sequences hold.
+    pub fn hot_cells(&self) -> usize {
+        self.open
+            .iter()
+            .filter(|o| o.hot.is_some())
+            .map(|o| o.seq.kv_len())
+            .sum()
+    }
 }

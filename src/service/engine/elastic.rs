@@ -105,11 +105,11 @@ impl<'c, 'm> Engine<'c, 'm> {
         let page = ctx.info().page_tokens as usize;
         let upcoming: usize = self
             .schedule
-            .active
+            .active()
             .iter()
             .filter(|a| a.finish.is_none())
             .filter_map(|a| {
-                let seq = &self.conversations.open[self.conversations.find(&a.conversation)?].seq;
+                let seq = &self.conversations[self.conversations.find(&a.conversation)?].seq;
                 let prompt_left = seq.len() - seq.kv_len();
                 let reply_left = a.request.ask.max_tokens.saturating_sub(a.generated());
                 Some(prompt_left + reply_left.min(page))
@@ -139,8 +139,8 @@ impl<'c, 'm> Engine<'c, 'm> {
 
     /// Back to the floor once no conversation is hot (they left after `hot_idle`).
     pub(super) fn shrink_when_empty(&mut self, ctx: &mut Context<'m>) {
-        let empty = self.schedule.active.is_empty()
-            && self.conversations.open.iter().all(|o| o.hot.is_none());
+        let empty =
+            self.schedule.none_decoding() && self.conversations.iter().all(|o| o.hot().is_none());
         if !self.sizing.elastic || !empty || ctx.info().n_ctx <= self.sizing.floor {
             return;
         }
@@ -203,8 +203,8 @@ impl<'c, 'm> Engine<'c, 'm> {
     ) -> Result<(), (Context<'m>, LlamaError)> {
         let started = Instant::now();
         let mut moving = Vec::new();
-        for (index, open) in self.conversations.open.iter().enumerate() {
-            if let Some(seq) = open.hot.filter(|_| open.seq.kv_len() > 0) {
+        for (index, open) in self.conversations.iter().enumerate() {
+            if let Some(seq) = open.hot().filter(|_| open.seq.kv_len() > 0) {
                 match ctx.state_get(seq, KvCapture::Full) {
                     Ok(blob) => moving.push((index, seq, blob)),
                     Err(e) => return Err((new, e)),
@@ -215,14 +215,14 @@ impl<'c, 'm> Engine<'c, 'm> {
         std::mem::swap(ctx, &mut new);
         self.builder.retire(new);
         for (index, seq, blob) in moving {
-            let kv_len = self.conversations.open[index].seq.kv_len();
+            let kv_len = self.conversations[index].seq.kv_len();
             let moved =
                 ctx.state_set(seq, &blob, KvCapture::Full).is_ok() && ctx.seq_len(seq) == kv_len;
             if !moved {
                 tracing::warn!(
                     "session '{}' could not move to the resized context; its log is \
                      decoded again",
-                    self.conversations.open[index].live.name
+                    self.conversations[index].live.name
                 );
                 self.forget_cells(ctx, index);
             }
@@ -255,8 +255,8 @@ impl<'c, 'm> Engine<'c, 'm> {
     /// Drops conversation `index`'s cells: an idle one leaves the context, a decoding one
     /// keeps its sequence and decodes its log again from the start.
     fn forget_cells(&mut self, ctx: &mut Context<'m>, index: usize) {
-        let open = &mut self.conversations.open[index];
-        match open.hot.filter(|_| open.busy) {
+        let open = &mut self.conversations[index];
+        match open.hot().filter(|_| open.is_busy()) {
             Some(seq) => {
                 ctx.clear_seq(seq);
                 open.seq = std::mem::take(&mut open.seq).forgotten().in_seq(seq);

@@ -5,7 +5,7 @@ use super::active::Active;
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
-use super::schedule::{plan_step, Demand};
+use super::batch_plan::{plan_step, Demand};
 use super::Engine;
 use crate::llama::{BatchEntry, Context, KvCapture, TokenId, TokenLogprob};
 use crate::sequence::{pages_filled, NoObserver, SyncObserver};
@@ -21,16 +21,7 @@ impl<'c, 'm> Engine<'c, 'm> {
     pub(super) fn step(&mut self, ctx: &mut Context<'m>) {
         self.take_built(ctx);
         self.admit(ctx);
-        for active in self
-            .schedule
-            .active
-            .iter_mut()
-            .filter(|a| a.finish.is_none())
-        {
-            if active.cancelled() {
-                active.finish = Some(FinishReason::Cancelled);
-            }
-        }
+        self.schedule.end_cancelled();
         self.decode_step(ctx);
         self.finish_ended(ctx);
         self.grow_before_full(ctx);
@@ -42,21 +33,18 @@ impl<'c, 'm> Engine<'c, 'm> {
         let cap = ctx.info().n_batch as usize;
         // (active, conversation, next chunk, logits) of every request still decoding.
         let mut plans = Vec::new();
-        for i in 0..self.schedule.active.len() {
-            if self.schedule.active[i].finish.is_some() {
+        for i in 0..self.schedule.decoding() {
+            if self.schedule[i].finish.is_some() {
                 continue;
             }
-            let Some(index) = self
-                .conversations
-                .find(&self.schedule.active[i].conversation)
-            else {
+            let Some(index) = self.conversations.find(&self.schedule[i].conversation) else {
                 self.fail_active(
                     i,
                     ServiceError::Internal("the conversation vanished".into()),
                 );
                 continue;
             };
-            let seq = &mut self.conversations.open[index].seq;
+            let seq = &mut self.conversations[index].seq;
             if seq.kv_len() == seq.len() {
                 // Not after a restore (the last prompt token is always decoded), but a log
                 // whose cache is complete has no logits left: decode its last token again.
@@ -88,14 +76,14 @@ impl<'c, 'm> Engine<'c, 'm> {
         // A resize that had to drop a decoding sequence's cells: plan again next step.
         if planned
             .iter()
-            .any(|&(_, index, start, ..)| self.conversations.open[index].seq.kv_len() != start)
+            .any(|&(_, index, start, ..)| self.conversations[index].seq.kv_len() != start)
         {
             return;
         }
         let entries: Vec<BatchEntry<'_>> = planned
             .iter()
             .map(|&(_, index, start, n, logits)| {
-                let open = &self.conversations.open[index];
+                let open = &self.conversations[index];
                 BatchEntry {
                     seq: open.seq.seq_id(),
                     tokens: &open.seq.tokens()[start..start + n],
@@ -120,8 +108,8 @@ impl<'c, 'm> Engine<'c, 'm> {
         };
         for (&(i, index, start, n, _), idx) in planned.iter().zip(indices) {
             let end = start + n;
-            self.conversations.open[index].seq.mark_decoded(end);
-            let active = &mut self.schedule.active[i];
+            self.conversations[index].seq.mark_decoded(end);
+            let active = &mut self.schedule[i];
             if active.first_token.is_none() {
                 active.add_prefilled(n);
                 if active.request.progress && idx.is_none() {
@@ -151,7 +139,7 @@ impl<'c, 'm> Engine<'c, 'm> {
                 self.checkpoint(ctx, index);
             }
             // The pages' sliding-window rows, while they are still in the window.
-            let open = &mut self.conversations.open[index];
+            let open = &mut self.conversations[index];
             let mut observer = SessionObserver {
                 session: &mut open.live,
                 inner: &mut NoObserver,
@@ -169,7 +157,7 @@ impl<'c, 'm> Engine<'c, 'm> {
         if self.model.facts().memory.cuts() {
             return;
         }
-        let seq = &mut self.conversations.open[index].seq;
+        let seq = &mut self.conversations[index].seq;
         let started = Instant::now();
         match ctx.state_get(seq.seq_id(), KvCapture::Checkpoint) {
             Ok(bytes) => {
@@ -190,15 +178,7 @@ impl<'c, 'm> Engine<'c, 'm> {
             match self.conversations.coolest(usize::MAX) {
                 Some(victim) => self.conversations.cool(ctx, victim),
                 None => {
-                    if let Some(last) = self
-                        .schedule
-                        .active
-                        .iter_mut()
-                        .filter(|a| a.finish.is_none())
-                        .max_by_key(|a| a.admitted)
-                    {
-                        last.finish = Some(FinishReason::ContextFull);
-                    }
+                    self.schedule.end_latest(FinishReason::ContextFull);
                     return false;
                 }
             }
@@ -209,8 +189,8 @@ impl<'c, 'm> Engine<'c, 'm> {
     /// Appends a sampled token to the log and sends its text (minus any stop string).
     fn accept(&mut self, i: usize, index: usize, token: TokenId, logprob: Option<TokenLogprob>) {
         let n_ctx = self.max_cells();
-        let active = &mut self.schedule.active[i];
-        let open = &mut self.conversations.open[index];
+        let active = &mut self.schedule[i];
+        let open = &mut self.conversations[index];
         active.first_token.get_or_insert_with(Instant::now);
         open.seq.append(&[token]);
         active.tokens.push(token);
@@ -256,7 +236,7 @@ impl<'c, 'm> Engine<'c, 'm> {
     }
 
     fn fail_active(&mut self, i: usize, error: ServiceError) {
-        let active = &mut self.schedule.active[i];
+        let active = &mut self.schedule[i];
         let _ = active.request.replies.send(Reply::Failed(error));
         active.finish = Some(FinishReason::Cancelled);
         active.failed = true;
@@ -265,12 +245,12 @@ impl<'c, 'm> Engine<'c, 'm> {
     /// Sends Done for every request that ended, saves its conversation and frees it.
     fn finish_ended(&mut self, ctx: &mut Context<'m>) {
         let mut i = 0;
-        while i < self.schedule.active.len() {
-            let Some(finish) = self.schedule.active[i].finish else {
+        while i < self.schedule.decoding() {
+            let Some(finish) = self.schedule[i].finish else {
                 i += 1;
                 continue;
             };
-            let active = self.schedule.active.remove(i);
+            let active = self.schedule.retire(i);
             self.finish(ctx, active, finish);
         }
     }

@@ -34,39 +34,38 @@ impl<'c, 'm> Engine<'c, 'm> {
             },
             None => self.open_new_unnamed(ctx, sampling)?,
         };
-        let name = self.conversations.open[index].live.name.clone();
+        let name = self.conversations[index].live.name.clone();
         let name = name.as_str();
-        if self.conversations.open[index].busy {
+        if self.conversations[index].is_busy() {
             return Err(ServiceError::SessionInUse {
                 name: name.to_string(),
                 detail: "a request is decoding in it".into(),
             });
         }
-        self.conversations.open[index].last_used = Instant::now();
+        self.conversations[index].last_used = Instant::now();
         let started = Instant::now();
         let mut cached = CachedTokens::default();
         let mut warnings = Vec::new();
         let mut phases = RestorePhases::default();
         let mut decision = None;
-        let open = &self.conversations.open[index];
+        let open = &self.conversations[index];
         let has_snapshot = open
             .live
             .latest()
             .is_some_and(|m| m.snapshot.is_some() || m.state.is_some());
-        if open.hot.is_some() {
+        if open.hot().is_some() {
             cached.hot = open.seq.kv_len();
         } else if let Some(seq_id) = has_snapshot.then(|| self.seq_for(ctx, index)).flatten() {
             // (With every sequence decoding, the session opens cold: its first request
             // restores it.)
             let others_empty = self
                 .conversations
-                .open
                 .iter()
                 .enumerate()
-                .all(|(i, o)| i == index || o.hot.is_none() || o.seq.kv_len() == 0);
+                .all(|(i, o)| i == index || o.hot().is_none() || o.seq.kv_len() == 0);
             let before = self.warm.stats();
-            let open = &mut self.conversations.open[index];
-            open.hot = Some(seq_id);
+            self.conversations.place(index, seq_id);
+            let open = &mut self.conversations[index];
             ctx.clear_seq(seq_id);
             open.live.set_slot(Slot {
                 seq: seq_id,
@@ -93,7 +92,7 @@ impl<'c, 'm> Engine<'c, 'm> {
             cached = restored_by_tier(&before, &self.warm.stats(), report.restored_tokens);
             self.counters.record_restore(cached);
         }
-        let open = &self.conversations.open[index];
+        let open = &self.conversations[index];
         // What the client saved last (its commit may still be on the writer).
         let saved = open.live.latest();
         Ok(Opened {
@@ -137,8 +136,8 @@ impl<'c, 'm> Engine<'c, 'm> {
         let Ok(index) = self.open_index(name) else {
             return self.save_now(ctx, name, transcript, reply);
         };
-        let open = &mut self.conversations.open[index];
-        if let Some(seq) = open.hot {
+        let open = &mut self.conversations[index];
+        if let Some(seq) = open.hot() {
             ctx.clear_seq(seq);
             open.seq = Sequence::new().in_seq(seq);
         } else {
@@ -173,7 +172,7 @@ impl<'c, 'm> Engine<'c, 'm> {
         let index = self.open_index(from)?;
         // The copy names what is on disk: the commits in flight land first.
         self.wait_for_commits_of(index);
-        let open = &mut self.conversations.open[index];
+        let open = &mut self.conversations[index];
         if open.live.saved().is_none() {
             let template = open.live.latest().and_then(|m| m.chat_template.clone());
             let transcript = Transcript::default();
@@ -181,7 +180,7 @@ impl<'c, 'm> Engine<'c, 'm> {
                 .save(ctx, &open.seq, transcript.state(template))
                 .map_err(|e| ServiceError::Internal(crate::format::one_line_of(&e)))?;
         }
-        let open = &self.conversations.open[index];
+        let open = &self.conversations[index];
         let mut manifest = open.live.saved().cloned().ok_or_else(|| {
             ServiceError::Internal(format!("session '{from}' has no saved state"))
         })?;
@@ -206,7 +205,7 @@ impl<'c, 'm> Engine<'c, 'm> {
         let index = self.conversations.find(name).ok_or_else(|| {
             ServiceError::Refused(format!("session '{name}' is not open in this engine"))
         })?;
-        if self.conversations.open[index].busy {
+        if self.conversations[index].is_busy() {
             return Err(ServiceError::SessionInUse {
                 name: name.to_string(),
                 detail: "a request is decoding in it".into(),

@@ -1,10 +1,11 @@
 //! The service engine: one thread owns the llama.cpp context and serves [`Command`]s from
 //! any number of [`ServiceHandle`]s.
 //!
-//! - Every conversation is a persisted session ([`conversations`]); a request's prompt is
-//!   matched by content against the hot sequences and the stored pages ([`prefix`]).
+//! - Every conversation is a persisted session ([`conversations`]; which one a request
+//!   continues: [`routing`]); a request's prompt is matched by content against the hot
+//!   sequences and the stored pages ([`prefix`]).
 //! - Up to `parallel` requests decode together, one llama.cpp batch per step
-//!   ([`schedule`]); more wait in a queue.
+//!   ([`batch_plan`]); more wait in a queue.
 //! - After each reply its session's save is captured between batch steps and committed to
 //!   disk by the session's writer thread while decoding goes on ([`saving`]); the cold tier
 //!   is kept under its budget by collecting the least recently used unnamed sessions
@@ -12,16 +13,17 @@
 
 mod active;
 mod admit;
+mod batch_plan;
 mod builder;
 mod conversations;
 mod counters;
 mod elastic;
 mod generate;
 mod lifecycle;
-mod open;
 mod parked;
 mod prefix;
 mod retention;
+mod routing;
 mod saving;
 mod schedule;
 mod sizing;
@@ -185,8 +187,8 @@ fn run(
             builder,
             keep_latest_hot: options.keep_latest_hot,
             parallel,
-            conversations: open::Conversations::default(),
-            schedule: active::Schedule::default(),
+            conversations: conversations::Conversations::default(),
+            schedule: schedule::Schedule::default(),
             counters: Default::default(),
             pending,
             shutting_down: false,
@@ -200,7 +202,7 @@ fn run(
             // Saves that landed since the last step reach their clients (or the log).
             engine.settle_saves(&mut ctx);
             // Block for work only when nothing decodes; between batch steps, take what came.
-            let busy = !engine.schedule.active.is_empty() || !engine.schedule.queue.is_empty();
+            let busy = !engine.schedule.is_idle();
             if !busy && last_idle.elapsed() >= IDLE_CHECK {
                 last_idle = std::time::Instant::now();
                 engine.idle(&mut ctx);
@@ -251,9 +253,9 @@ struct Engine<'c, 'm> {
     keep_latest_hot: bool,
     parallel: usize,
     /// The conversations, open and on disk, and which hold the context's sequences.
-    conversations: open::Conversations<'c>,
+    conversations: conversations::Conversations<'c>,
     /// Requests waiting and decoding.
-    schedule: active::Schedule,
+    schedule: schedule::Schedule,
     counters: counters::Counters,
     pending: Arc<AtomicUsize>,
     shutting_down: bool,
@@ -268,7 +270,7 @@ impl<'c, 'm> Engine<'c, 'm> {
                 if self.shutting_down {
                     self.fail(*request, ServiceError::ShuttingDown);
                 } else {
-                    self.schedule.queue.push_back(*request);
+                    self.schedule.enqueue(*request);
                 }
             }
             Command::Stats(reply) => {
@@ -331,10 +333,8 @@ impl<'c, 'm> Engine<'c, 'm> {
     /// were saved after its reply) and an elastic context shrinks to its floor. A server
     /// asks this of an idle model before it unloads one to make room for another.
     fn release(&mut self, ctx: &mut Context<'m>) {
-        let idle: Vec<usize> = (0..self.conversations.open.len())
-            .filter(|&i| {
-                !self.conversations.open[i].busy && self.conversations.open[i].hot.is_some()
-            })
+        let idle: Vec<usize> = (0..self.conversations.len())
+            .filter(|&i| !self.conversations[i].is_busy() && self.conversations[i].hot().is_some())
             .collect();
         for i in idle {
             self.conversations.cool(ctx, i);
@@ -345,13 +345,11 @@ impl<'c, 'm> Engine<'c, 'm> {
     /// Cancels what runs (each request gets Done with finish Cancelled), fails what waits,
     /// saves every conversation, waits for every commit and only then releases the locks.
     fn shutdown(&mut self, ctx: &mut Context<'m>) {
-        for active in &self.schedule.active {
-            active.request.cancel.cancel();
-        }
-        while !self.schedule.active.is_empty() {
+        self.schedule.cancel_all();
+        while !self.schedule.none_decoding() {
             self.step(ctx);
         }
-        while let Some(request) = self.schedule.queue.pop_front() {
+        while let Some(request) = self.schedule.next_waiting() {
             self.fail(request, ServiceError::ShuttingDown);
         }
         // Nothing decodes now: the parked Saves run, and every outcome is heard.
@@ -364,6 +362,6 @@ impl<'c, 'm> Engine<'c, 'm> {
             self.wait_for_all_commits();
         }
         // Dropping a session waits for its writer before its lock goes (see LiveSession).
-        self.conversations.open.clear();
+        self.conversations.close_all();
     }
 }

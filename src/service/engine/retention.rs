@@ -24,28 +24,30 @@ impl<'c, 'm> Engine<'c, 'm> {
             if used <= budget {
                 return;
             }
-            let victim = {
-                let mut candidates: Vec<Candidate<'_>> = self
-                    .conversations
-                    .open
-                    .iter()
-                    .map(|o| Candidate {
-                        name: &o.live.name,
-                        named: o.named,
-                        pinned: o.pinned,
-                        busy: o.busy,
-                        last_used_unix: o.last_used_unix,
-                    })
-                    .collect();
-                candidates.extend(self.conversations.stored_unnamed.iter().map(|s| Candidate {
-                    name: &s.name,
-                    named: false,
-                    pinned: s.pinned,
-                    busy: false,
-                    last_used_unix: s.updated_unix,
-                }));
-                next_victim(&candidates).map(str::to_string)
-            };
+            let victim =
+                {
+                    let mut candidates: Vec<Candidate<'_>> = self
+                        .conversations
+                        .iter()
+                        .map(|o| Candidate {
+                            name: &o.live.name,
+                            named: o.named,
+                            pinned: o.pinned,
+                            busy: o.is_busy(),
+                            last_used_unix: o.last_used_unix,
+                        })
+                        .collect();
+                    candidates.extend(self.conversations.stored_unnamed().iter().map(|s| {
+                        Candidate {
+                            name: &s.name,
+                            named: false,
+                            pinned: s.pinned,
+                            busy: false,
+                            last_used_unix: s.updated_unix,
+                        }
+                    }));
+                    next_victim(&candidates).map(str::to_string)
+                };
             let Some(victim) = victim else {
                 // gc keeps what manifests name: the commits in flight must have landed.
                 self.wait_for_all_commits();
@@ -74,18 +76,16 @@ impl<'c, 'm> Engine<'c, 'm> {
         name: &str,
     ) -> Result<(), ServiceError> {
         if let Some(i) = self.conversations.find(name) {
-            if self.conversations.open[i].busy {
+            if self.conversations[i].is_busy() {
                 return Err(ServiceError::SessionInUse {
                     name: name.to_string(),
                     detail: "a request is decoding in it".into(),
                 });
             }
-            self.conversations.cool(ctx, i);
             // (Dropping it waits for its own commits before its lock goes.)
-            self.conversations.open.remove(i);
+            self.conversations.close(ctx, i);
         }
-        self.conversations.stored_unnamed.retain(|s| s.name != name);
-        self.conversations.stored_members.retain(|s| s.name != name);
+        self.conversations.forget_stored(name);
         // The removal's gc keeps what manifests name: the others' commits land first.
         self.wait_for_all_commits();
         let removed = self.catalog.remove(name);
@@ -110,7 +110,7 @@ impl<'c, 'm> Engine<'c, 'm> {
         let internal =
             |e: crate::session::LiveError| ServiceError::Internal(crate::format::one_line_of(&e));
         if let Some(i) = self.conversations.find(name) {
-            let open = &mut self.conversations.open[i];
+            let open = &mut self.conversations[i];
             open.live.set_pinned(pinned).map_err(internal)?;
             open.pinned = pinned;
             return Ok(());
@@ -122,14 +122,7 @@ impl<'c, 'm> Engine<'c, 'm> {
             },
             other => ServiceError::Internal(other.to_string()),
         })?;
-        for s in self
-            .conversations
-            .stored_unnamed
-            .iter_mut()
-            .filter(|s| s.name == name)
-        {
-            s.pinned = pinned;
-        }
+        self.conversations.set_stored_pinned(name, pinned);
         Ok(())
     }
 }

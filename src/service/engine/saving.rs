@@ -21,7 +21,7 @@ use std::time::Instant;
 use tokio::sync::mpsc::UnboundedSender;
 use tokio::sync::oneshot;
 
-use super::open::MAX_UNHEARD_WARNINGS;
+use super::conversations::MAX_UNHEARD_WARNINGS;
 use super::Engine;
 use crate::llama::Context;
 use crate::service::handle::Saved;
@@ -42,8 +42,8 @@ impl<'c, 'm> Engine<'c, 'm> {
         (transcript, template): (Option<&Transcript>, Option<TemplateIdentity>),
         done: Option<(UnboundedSender<Reply>, Usage)>,
     ) {
-        let open = &mut self.conversations.open[index];
-        open.busy = false;
+        self.conversations.end_request(index);
+        let open = &mut self.conversations[index];
         open.prompt_len = prompt_len;
         open.last_used = Instant::now();
         open.last_used_unix = crate::clock::unix_now();
@@ -85,8 +85,8 @@ impl<'c, 'm> Engine<'c, 'm> {
                 return;
             }
         };
-        if self.conversations.open[index].live.commits_in_flight() > 0 {
-            if !self.schedule.active.is_empty() {
+        if self.conversations[index].live.commits_in_flight() > 0 {
+            if !self.schedule.none_decoding() {
                 self.parked_saves.push(ParkedSave {
                     name: name.to_string(),
                     transcript,
@@ -98,7 +98,7 @@ impl<'c, 'm> Engine<'c, 'm> {
             self.wait_for_commits_of(index);
         }
         self.route_outcomes(index);
-        let open = &mut self.conversations.open[index];
+        let open = &mut self.conversations[index];
         // The template of the last reply's request, which its save recorded.
         let template = open.live.latest().and_then(|m| m.chat_template.clone());
         let unheard = std::mem::take(&mut open.unheard_warnings);
@@ -144,8 +144,8 @@ impl<'c, 'm> Engine<'c, 'm> {
             let in_flight = self
                 .conversations
                 .find(&save.name)
-                .map_or(0, |i| self.conversations.open[i].live.commits_in_flight());
-            if in_flight > 0 && !self.schedule.active.is_empty() {
+                .map_or(0, |i| self.conversations[i].live.commits_in_flight());
+            if in_flight > 0 && !self.schedule.none_decoding() {
                 self.parked_saves.push(save);
             } else {
                 self.save_now(ctx, &save.name, save.transcript, save.reply);
@@ -157,9 +157,9 @@ impl<'c, 'm> Engine<'c, 'm> {
     /// pages missing, while the context still holds them (a cooled one restores by
     /// recomputing them instead).
     pub(super) fn repair_saves(&mut self, ctx: &mut Context<'m>) {
-        for open in &mut self.conversations.open {
-            let holds_kv = open.hot.is_some() && open.seq.kv_len() > 0;
-            if open.busy
+        for open in self.conversations.iter_mut() {
+            let holds_kv = open.hot().is_some() && open.seq.kv_len() > 0;
+            if open.is_busy()
                 || !holds_kv
                 || open.live.commits_in_flight() > 0
                 || !open.live.needs_repair()
@@ -184,7 +184,7 @@ impl<'c, 'm> Engine<'c, 'm> {
     /// thread's save time).
     pub(super) fn wait_for_commits_of(&mut self, index: usize) {
         let started = Instant::now();
-        self.conversations.open[index].live.wait_for_commits();
+        self.conversations[index].live.wait_for_commits();
         self.counters
             .record_save_wait(started.elapsed().as_secs_f64() * 1e3);
         self.route_outcomes(index);
@@ -193,27 +193,27 @@ impl<'c, 'm> Engine<'c, 'm> {
     /// Waits for every conversation's queued writes: before a gc reads the manifests, or
     /// the engine ends.
     pub(super) fn wait_for_all_commits(&mut self) {
-        for index in 0..self.conversations.open.len() {
+        for index in 0..self.conversations.len() {
             self.wait_for_commits_of(index);
         }
     }
 
     /// After a gc: pages written early and not yet named by a manifest may be gone.
     pub(super) fn forget_unnamed_writes(&mut self) {
-        for open in &mut self.conversations.open {
+        for open in self.conversations.iter_mut() {
             open.live.forget_unnamed_writes();
         }
     }
 
     /// Hands every landed commit's outcome to its client or the log, and counts it.
     pub(super) fn route_all_outcomes(&mut self) {
-        for index in 0..self.conversations.open.len() {
+        for index in 0..self.conversations.len() {
             self.route_outcomes(index);
         }
     }
 
     fn route_outcomes(&mut self, index: usize) {
-        let open = &mut self.conversations.open[index];
+        let open = &mut self.conversations[index];
         for outcome in open.live.take_outcomes() {
             let CommitOutcome { origin, result, .. } = outcome;
             match &result {

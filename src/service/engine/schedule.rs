@@ -1,85 +1,120 @@
-//! What one batch step decodes: every generating sequence's last token, then prompt chunks
-//! of the requests still prefilling, in arrival order, as far as the batch has room. A new
-//! request's prompt so advances every step while the others keep generating, which bounds
-//! its time to first token by its length, not by the other replies.
+//! The scheduler's part of the engine ([`Schedule`]): the requests waiting for a sequence
+//! and those decoding.
 
-/// One active request's next chunk in the canonical schedule.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Demand {
-    /// Tokens of its next chunk (1 for a generating sequence).
-    pub len: usize,
-    /// The chunk ends with the token to sample from (a generating sequence, or the last
-    /// prompt token).
-    pub logits: bool,
+use std::collections::VecDeque;
+
+use super::active::Active;
+use crate::service::protocol::{FinishReason, Request};
+
+/// Requests waiting for a sequence, and those decoding. Its methods touch nothing else.
+///
+/// The decoding ones are reached by position (`schedule[i]`); a position is good until the
+/// next [`Schedule::retire`].
+#[derive(Default)]
+pub struct Schedule {
+    /// Requests waiting for a sequence, oldest first.
+    queue: VecDeque<Request>,
+    /// Requests decoding now, one per hot sequence they hold.
+    active: Vec<Active>,
 }
 
-/// Tokens each request decodes this step (0: not this step), for a batch of `cap` tokens.
-/// Requests whose chunk carries logits come first (one token each, they are waiting to
-/// sample), then prompt chunks, shortened to the room left. A shortened chunk never keeps
-/// logits: the caller decodes the rest next step.
-pub fn plan_step(demands: &[Demand], cap: usize) -> Vec<usize> {
-    let mut take = vec![0; demands.len()];
-    let mut room = cap;
-    for (i, d) in demands.iter().enumerate() {
-        if d.logits && d.len <= room && d.len > 0 {
-            take[i] = d.len;
-            room -= d.len;
-        }
+impl std::ops::Index<usize> for Schedule {
+    type Output = Active;
+    fn index(&self, i: usize) -> &Active {
+        &self.active[i]
     }
-    for (i, d) in demands.iter().enumerate() {
-        if room == 0 {
-            break;
-        }
-        if !d.logits && d.len > 0 {
-            take[i] = d.len.min(room);
-            room -= take[i];
-        }
-    }
-    take
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
+impl std::ops::IndexMut<usize> for Schedule {
+    fn index_mut(&mut self, i: usize) -> &mut Active {
+        &mut self.active[i]
+    }
+}
 
-    const fn gen() -> Demand {
-        Demand {
-            len: 1,
-            logits: true,
+impl Schedule {
+    /// A new request waits behind the others.
+    pub fn enqueue(&mut self, request: Request) {
+        self.queue.push_back(request);
+    }
+
+    /// A request taken from the queue that must wait again goes back to its head.
+    pub fn requeue(&mut self, request: Request) {
+        self.queue.push_front(request);
+    }
+
+    /// The oldest waiting request.
+    pub fn next_waiting(&mut self) -> Option<Request> {
+        self.queue.pop_front()
+    }
+
+    /// Requests waiting.
+    pub fn waiting(&self) -> usize {
+        self.queue.len()
+    }
+
+    /// Requests decoding.
+    pub fn decoding(&self) -> usize {
+        self.active.len()
+    }
+
+    /// Nothing decodes.
+    pub fn none_decoding(&self) -> bool {
+        self.active.is_empty()
+    }
+
+    /// Nothing decodes and nothing waits.
+    pub fn is_idle(&self) -> bool {
+        self.active.is_empty() && self.queue.is_empty()
+    }
+
+    /// The requests decoding, in the order they began.
+    pub fn active(&self) -> &[Active] {
+        &self.active
+    }
+
+    /// A request begins decoding.
+    pub fn begin(&mut self, active: Active) {
+        self.active.push(active);
+    }
+
+    /// Takes decoding request `i` out (it ended); later positions move down by one.
+    pub fn retire(&mut self, i: usize) -> Active {
+        self.active.remove(i)
+    }
+
+    /// Ends (at this step) every decoding request whose client cancelled or went away.
+    pub fn end_cancelled(&mut self) {
+        for active in self.active.iter_mut().filter(|a| a.finish.is_none()) {
+            if active.cancelled() {
+                active.finish = Some(FinishReason::Cancelled);
+            }
         }
     }
-    const fn prefill(len: usize) -> Demand {
-        Demand { len, logits: false }
+
+    /// Ends (at this step, with `reason`) the request admitted last of those still going.
+    pub fn end_latest(&mut self, reason: FinishReason) {
+        if let Some(last) = self
+            .active
+            .iter_mut()
+            .filter(|a| a.finish.is_none())
+            .max_by_key(|a| a.admitted)
+        {
+            last.finish = Some(reason);
+        }
     }
 
-    #[test]
-    fn one_request_gets_its_whole_chunk() {
-        assert_eq!(plan_step(&[prefill(256)], 256), vec![256]);
-        assert_eq!(plan_step(&[gen()], 256), vec![1]);
+    /// Cancels every decoding request (each ends at the next step).
+    pub fn cancel_all(&self) {
+        for active in &self.active {
+            active.request.cancel.cancel();
+        }
     }
 
-    #[test]
-    fn generating_sequences_go_first_and_prefill_takes_the_rest() {
-        let d = [prefill(256), gen(), gen(), gen()];
-        assert_eq!(plan_step(&d, 256), vec![253, 1, 1, 1]);
-    }
-
-    #[test]
-    fn prompts_advance_in_arrival_order() {
-        let d = [prefill(200), prefill(200), gen()];
-        assert_eq!(plan_step(&d, 256), vec![200, 55, 1]);
-        assert_eq!(plan_step(&d, 201), vec![200, 0, 1]);
-    }
-
-    #[test]
-    fn a_full_batch_leaves_the_rest_for_the_next_step() {
-        let d = [gen(), gen(), prefill(10)];
-        assert_eq!(plan_step(&d, 2), vec![1, 1, 0]);
-    }
-
-    #[test]
-    fn nothing_to_do_plans_nothing() {
-        assert_eq!(plan_step(&[], 256), Vec::<usize>::new());
-        assert_eq!(plan_step(&[prefill(0)], 256), vec![0]);
+    /// The prompt length of the request decoding in conversation `name` (0 when none is).
+    pub fn in_flight_prompt_len(&self, name: &str) -> usize {
+        self.active
+            .iter()
+            .find(|a| a.conversation == name)
+            .map_or(0, |a| a.request.ask.prompt.len())
     }
 }

@@ -25,9 +25,8 @@ impl<'c, 'm> Engine<'c, 'm> {
         let c = &self.counters;
         let hot_bytes: u64 = self
             .conversations
-            .open
             .iter()
-            .filter_map(|o| o.hot)
+            .filter_map(|o| o.hot())
             .map(|s| ctx.state_size(s) as u64)
             .sum();
         let warm = self.warm.stats();
@@ -35,12 +34,11 @@ impl<'c, 'm> Engine<'c, 'm> {
         let page_tokens = u64::from(ctx.info().page_tokens.max(1));
         let mut sessions: Vec<SessionStatus> = self
             .conversations
-            .open
             .iter()
             .map(|o| SessionStatus {
                 name: o.live.name.clone(),
                 tokens: o.seq.len(),
-                tier: if o.hot.is_some() && o.seq.kv_len() > 0 {
+                tier: if o.hot().is_some() && o.seq.kv_len() > 0 {
                     "hot".into()
                 } else if o
                     .live
@@ -58,7 +56,7 @@ impl<'c, 'm> Engine<'c, 'm> {
             .collect();
         sessions.extend(
             self.conversations
-                .stored_unnamed
+                .stored_unnamed()
                 .iter()
                 .map(|s| SessionStatus {
                     name: s.name.clone(),
@@ -87,12 +85,11 @@ impl<'c, 'm> Engine<'c, 'm> {
             checkpoint_ms: c.checkpoint_ms,
             checkpoint_bytes: self
                 .conversations
-                .open
                 .iter()
                 .map(|o| o.seq.checkpoints().bytes() as u64)
                 .sum(),
-            queued: self.schedule.queue.len(),
-            active: self.schedule.active.len(),
+            queued: self.schedule.waiting(),
+            active: self.schedule.decoding(),
             hot_cells_used: self.conversations.hot_cells() as u64,
             hot_cells: u64::from(ctx.info().n_ctx),
             ctx_ceiling: self.max_cells() as u64,

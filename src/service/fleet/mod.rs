@@ -6,19 +6,23 @@
 //! [`Lease`], which keeps the model loaded while the request is queued or decoding. To make
 //! room, idle models first give back their idle conversations' context, then the least
 //! recently used idle model is unloaded ([`budget`]): its engine saves every conversation
-//! before it exits. A model idle past its `keep_alive` is unloaded by the reaper task.
+//! before it exits. A busy model that holds the room another model's request has waited
+//! for past `swap_wait` stops admitting requests until that model has had its turn
+//! ([`turns`]). A model idle past its `keep_alive` is unloaded by the reaper task.
 //!
 //! Loads and unloads run one at a time (the `swap` lock); requests to loaded models never
 //! take it.
 
+mod admission;
 pub mod budget;
 pub mod keep_alive;
 pub mod roster;
 mod status;
 mod swap;
 mod totals;
+pub mod turns;
 
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -35,8 +39,12 @@ use crate::tiers::WarmPool;
 
 /// How often the reaper looks for models idle past their keep-alive.
 const REAP_EVERY: Duration = Duration::from_millis(250);
-/// How long a load waits for generating models to finish and make room.
-const ROOM_WAIT: Duration = Duration::from_secs(120);
+/// How long a request waits for its model's turn before it is answered 503, and the
+/// longest expected wait it waits for at all.
+const HOLD_LIMIT: Duration = Duration::from_secs(30);
+/// How long a model's waiting request lets busy models that hold its room run on
+/// (`serve --swap-wait`).
+pub const DEFAULT_SWAP_WAIT: Duration = Duration::from_secs(3);
 
 /// What a fleet is started with.
 pub struct FleetOptions {
@@ -47,6 +55,8 @@ pub struct FleetOptions {
     pub budget: u64,
     /// How long an idle model stays loaded when its requests do not say.
     pub keep_alive: KeepAlive,
+    /// How long a request waits for busy models before they stop admitting others.
+    pub swap_wait: Duration,
 }
 
 /// Why a model could not be had.
@@ -68,9 +78,14 @@ pub enum FleetError {
     },
     #[error(
         "model '{model}' does not fit the memory budget beside models that are generating \
-         now; retry when they finish"
+         now, and its turn is about {}s away; retry then",
+        retry_after.as_secs_f64().ceil()
     )]
-    Busy { model: String },
+    Busy {
+        model: String,
+        /// The wait it should expect.
+        retry_after: Duration,
+    },
     #[error("model '{model}' failed to load: {detail}")]
     LoadFailed { model: String, detail: String },
     #[error("model '{model}' is loading")]
@@ -101,6 +116,10 @@ struct Slot {
     thread: Option<EngineThread>,
     /// Leases out (requests queued or decoding, and sessions calls).
     in_use: usize,
+    /// When its last load ended (its turn began).
+    turn_since: Option<Instant>,
+    /// Requests waiting for it to load or to admit them again: (ticket, since when).
+    waiting: Vec<(u64, Instant)>,
     last_used: Option<Instant>,
     last_used_unix: u64,
     /// The last request's keep-alive (the fleet's default when None).
@@ -123,7 +142,10 @@ struct Inner {
     service: Option<ServiceOptions>,
     budget: u64,
     keep_alive: KeepAlive,
+    swap_wait: Duration,
     slots: Vec<Mutex<Slot>>,
+    /// Numbers each waiting request.
+    tickets: AtomicU64,
     swap: tokio::sync::Mutex<()>,
     /// Told when a lease ends (room may have been made).
     changed: tokio::sync::Notify,
@@ -222,7 +244,9 @@ impl Fleet {
             service: Some(options.service),
             budget: options.budget,
             keep_alive: options.keep_alive,
+            swap_wait: options.swap_wait,
             slots,
+            tickets: AtomicU64::new(0),
             swap: tokio::sync::Mutex::new(()),
             changed: tokio::sync::Notify::new(),
             retired: Mutex::default(),
@@ -255,7 +279,9 @@ impl Fleet {
                 service: None,
                 budget: u64::MAX,
                 keep_alive: KeepAlive::Forever,
+                swap_wait: DEFAULT_SWAP_WAIT,
                 slots: vec![Mutex::new(slot)],
+                tickets: AtomicU64::new(0),
                 swap: tokio::sync::Mutex::new(()),
                 changed: tokio::sync::Notify::new(),
                 retired: Mutex::default(),
@@ -317,33 +343,6 @@ impl Fleet {
         })
     }
 
-    /// The model `name` names, loaded (and loading it first when it is not).
-    pub async fn acquire(
-        &self,
-        name: Option<&str>,
-        keep_alive: Option<KeepAlive>,
-    ) -> Result<Lease, FleetError> {
-        let entry = self.inner.roster.resolve(name)?;
-        loop {
-            if self.inner.shutting_down.load(Ordering::SeqCst) {
-                return Err(FleetError::ShuttingDown);
-            }
-            if let Some(lease) = self.try_lease(entry, Some(keep_alive))? {
-                return Ok(lease);
-            }
-            let _swap = self.inner.swap.lock().await;
-            if let Some(lease) = self.try_lease(entry, Some(keep_alive))? {
-                return Ok(lease);
-            }
-            self.make_room(entry).await?;
-            self.load(entry, false).await?;
-            // Leased before the swap lock goes: the reaper cannot unload it in between.
-            if let Some(lease) = self.try_lease(entry, Some(keep_alive))? {
-                return Ok(lease);
-            }
-        }
-    }
-
     /// Every model with the ids it answers to, and its facts once it has been loaded
     /// (`/v1/models`).
     pub fn listing(&self) -> Vec<ListedModel> {
@@ -378,14 +377,18 @@ impl Fleet {
             .collect()
     }
 
-    /// A lease when `entry` is loaded; None when it must be loaded first. `keep_alive`:
-    /// a request's (`Some(None)`: the server's default), or None to leave it (the
-    /// sessions API's calls).
+    /// A lease when `entry` is loaded (and, for a request, admitting); None when it must
+    /// be loaded first or its turn is over. `keep_alive`: a request's (`Some(None)`: the
+    /// server's default), or None to leave it (the sessions API's calls, which are let in
+    /// while it finishes its turn).
     fn try_lease(
         &self,
         entry: usize,
         keep_alive: Option<Option<KeepAlive>>,
     ) -> Result<Option<Lease>, FleetError> {
+        if keep_alive.is_some() && !self.admits(entry) {
+            return Ok(None);
+        }
         let mut slot = lock(&self.inner.slots[entry]);
         let handle = match &slot.state {
             State::Loaded(handle) => handle.clone(),

@@ -42,6 +42,8 @@ pub struct ModelStatus {
     pub default: bool,
     /// Requests holding it now.
     pub in_use: usize,
+    /// Requests waiting for its turn.
+    pub waiting: usize,
     /// When its last request ended (seconds since the Unix epoch; 0: none yet).
     pub idle_since_unix: u64,
     pub keep_alive: String,
@@ -96,6 +98,7 @@ impl Fleet {
                     state,
                     default: self.inner.roster.default_entry() == Some(entry),
                     in_use: slot.in_use,
+                    waiting: slot.waiting.len(),
                     idle_since_unix: if slot.in_use == 0 {
                         slot.last_used_unix
                     } else {

@@ -5,7 +5,7 @@ use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
 use super::budget::{self, Loaded, Plan};
-use super::{lock, totals, Fleet, FleetError, State, REAP_EVERY, ROOM_WAIT};
+use super::{lock, totals, Fleet, FleetError, State, REAP_EVERY};
 use crate::clock::unix_now;
 use crate::service::engine::{start, ContextSizing, EngineThread};
 
@@ -98,7 +98,9 @@ impl Fleet {
             slot.last_used = Some(Instant::now());
             slot.last_used_unix = unix_now();
             slot.last_error = None;
+            slot.turn_since = Some(Instant::now());
         }
+        self.inner.changed.notify_waiters();
         tracing::info!(
             "loaded model '{}' in {:.0} ms ({} of the {} budget)",
             self.id(entry),
@@ -125,18 +127,17 @@ impl Fleet {
         Ok(())
     }
 
-    /// Unloads idle models until `entry`'s charge fits (the swap lock held). Idle models
-    /// give back their idle conversations' context first; generating ones are waited for.
-    pub(super) async fn make_room(&self, entry: usize) -> Result<(), FleetError> {
-        self.estimate_first_load(entry).await;
+    /// Unloads idle models until `entry`'s charge fits (the swap lock held): true once it
+    /// does, false while generating models hold the room (the caller waits for them). Idle
+    /// models give back their idle conversations' context first.
+    pub(super) async fn make_room(&self, entry: usize) -> Result<bool, FleetError> {
         let need = lock(&self.inner.slots[entry]).charge;
-        let deadline = Instant::now() + ROOM_WAIT;
         let mut released = false;
         loop {
             let loaded = self.measure().await;
             let plan = budget::plan(self.inner.budget, need.total(), &loaded);
             match plan {
-                Plan::Fits => return Ok(()),
+                Plan::Fits => return Ok(true),
                 Plan::NeverFits => {
                     return Err(FleetError::TooLarge {
                         model: self.id(entry).to_string(),
@@ -152,22 +153,13 @@ impl Fleet {
                 Plan::Unload(victims) => {
                     self.unload(victims[0]).await;
                 }
-                Plan::WaitForBusy => {
-                    let left = deadline.saturating_duration_since(Instant::now());
-                    if left.is_zero() {
-                        return Err(FleetError::Busy {
-                            model: self.id(entry).to_string(),
-                        });
-                    }
-                    let changed = self.inner.changed.notified();
-                    let _ = tokio::time::timeout(left.min(REAP_EVERY), changed).await;
-                }
+                Plan::WaitForBusy => return Ok(false),
             }
         }
     }
 
     /// A model never loaded yet is charged from its file's metadata.
-    async fn estimate_first_load(&self, entry: usize) {
+    pub(super) async fn estimate_first_load(&self, entry: usize) {
         let (Some(service), false) = (
             self.inner.service.clone(),
             lock(&self.inner.slots[entry]).loads > 0,
@@ -269,6 +261,7 @@ impl Fleet {
             slot.last_error = Some(e.clone());
         }
         drop(slot);
+        self.inner.changed.notify_waiters();
         tracing::info!(
             "unloaded model '{}' in {:.0} ms (its conversations saved)",
             self.id(entry),

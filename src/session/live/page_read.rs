@@ -172,9 +172,9 @@ fn in_parallel<J: Send, R: Send>(
     (results, hashing)
 }
 
-/// One placed page, every check of [`read_one`] applied. Pages are read one per thread:
-/// a page read in ranges by two threads, a page per chunk, restored the 8B shape's
-/// 8,192 tokens in 446-477 ms against 340-343 ms for two-page chunks read a page per thread.
+/// One placed page, every check of [`read_one`] applied. Pages are read one per thread: a
+/// page read in ranges by two threads, a page per chunk, restored the 8B shape more slowly
+/// than two-page chunks read a page per thread (`bench restore --shape llama-8b`).
 fn read_one_placed(
     store: &ObjectStore,
     warm: Option<&WarmPool>,
@@ -210,8 +210,8 @@ fn read_one_placed(
     // into, so that its memory (the first touch of a page costs more here than the copy
     // that fills it) is prepared in parallel and while other pages wait on the disk, in one
     // call per area rather than a fault per 4 KiB. A reused buffer's are already in memory,
-    // and asking again walked its page tables: 9 ms of CPU time in an 8B-shaped restore
-    // of 2,048 tokens (about a tenth of its CPU time).
+    // and asking again walked its page tables for a noticeable share of a restore's CPU
+    // time.
     let fresh = read.prefault;
     let prefault = |area: &mut [u8]| {
         if fresh {

@@ -31,9 +31,8 @@ use crate::store::ObjectId;
 /// Bytes per chunk of a chunked restore, at least a page. Every chunk after a reader's
 /// first two reuses a buffer whose memory is already mapped (as do those two after an
 /// earlier restore in the process, up to a bound), and mapping fresh memory costs about as
-/// much here as reading it from disk, so chunks are small: SmolLM2's 4,096-token session
-/// restored in 111 ms in 64 MiB chunks (90 MB of fresh memory) and in 55-68 ms in chunks
-/// of a page or two, while llama.cpp's cost per loaded chunk stays below 0.5 ms.
+/// much as reading it from disk, so chunks are small: a page or two restored faster than
+/// large chunks of fresh memory, while llama.cpp's cost per loaded chunk stays small.
 const CHUNK_BYTES: usize = 16 << 20;
 
 /// The chunk buffers a restore reads into at once (each stream has two) stay within this
@@ -456,9 +455,8 @@ impl LiveSession<'_> {
         }
         // The chunks are read by this many threads at once (one per core, at least two, and
         // no more than [`IN_FLIGHT_BYTES`] allow), and each chunk's pages by as many again,
-        // a page each: small pages are bound by each file's first read, and SmolLM2's
-        // 1,024-token session restored in 10-11 ms with a page per thread against 14-15 ms
-        // with a chunk's two pages read one after the other.
+        // a page each: small pages are bound by each file's first read, so a page per
+        // thread beats a chunk's pages read one after the other.
         let chunk_bytes = per_chunk * page_bytes;
         let by_memory = (IN_FLIGHT_BYTES / (2 * chunk_bytes).max(1)).max(2);
         let streams = readers().min(by_memory).min(starts.len());

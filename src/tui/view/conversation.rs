@@ -55,10 +55,13 @@ pub(crate) fn rows(app: &App, width: usize) -> Vec<Line<'static>> {
     let width = width.max(4);
     let mut out = Vec::new();
     if app.messages.is_empty() && !app.generating {
-        out.push(Line::styled(
-            "Type a message and press Enter. ? shows the keys.",
-            Style::new().fg(Color::DarkGray),
-        ));
+        // A monitor (`kvrun top`) takes no messages: it shows a session picked in the list.
+        let hint = if app.read_only {
+            "Pick a session (↑↓, Enter) to see its conversation. ? shows the keys."
+        } else {
+            "Type a message and press Enter. ? shows the keys."
+        };
+        out.push(Line::styled(hint, Style::new().fg(Color::DarkGray)));
         return out;
     }
     for (i, message) in app.messages.iter().enumerate() {

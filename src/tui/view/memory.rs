@@ -38,7 +38,7 @@ pub(super) fn draw_panel(frame: &mut Frame, area: Rect, app: &App) {
 fn lines(app: &App, width: u16) -> Vec<Line<'static>> {
     let Some(m) = &app.memory else {
         return vec![Line::styled(
-            "waiting for the engine…",
+            "waiting for the chat thread…",
             Style::new().fg(Color::DarkGray),
         )];
     };

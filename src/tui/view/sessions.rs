@@ -43,8 +43,8 @@ pub(super) fn draw(frame: &mut Frame, area: Rect, app: &App, alone: bool) {
         let active = if s.active { "●" } else { " " };
         Row::new(vec![
             Line::from(format!("{cursor}{active}")),
-            Line::from(s.name.clone()),
-            Line::from(compact_count(s.tokens as u64)).right_aligned(),
+            Line::from(s.name().to_string()),
+            Line::from(compact_count(s.tokens() as u64)).right_aligned(),
             Line::styled(tier_name(s.tier), Style::new().fg(tier_color(s.tier))),
             Line::from(ago(s.last_used_unix, app.now_unix)).right_aligned(),
         ])

@@ -4,7 +4,7 @@
 use std::path::Path;
 use std::sync::atomic::AtomicBool;
 
-use kvrun::conversation::Conversation;
+use kvrun::dialogue::Dialogue;
 use kvrun::llama::{Context, Model, Sampler};
 use kvrun::sequence::{GenerateOptions, NoObserver};
 use kvrun::settings::{ContextOverflow, FlashAttn, KvType, LlamaSettings, SamplingSettings};
@@ -67,7 +67,7 @@ pub fn uninterrupted_on(
         flash_attn,
     };
     let mut ctx = Context::new(&model, &llama, 256, 2).unwrap();
-    let mut conversation = Conversation::new(&model, raw, None);
+    let mut conversation = Dialogue::new(&model, raw, None);
     let greedy = SamplingSettings::greedy();
     let cancel = AtomicBool::new(false);
     let mut out = Vec::new();

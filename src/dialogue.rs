@@ -1,4 +1,10 @@
-//! A conversation: chat messages (or raw text) and the token log they produce.
+//! A front end's dialogue: chat messages (or raw text) and the token log they produce.
+//!
+//! Named apart from the engine's conversations on purpose: a [`Dialogue`] is what a chat or
+//! `kvrun run` holds in its own process (the messages, and how the chat template renders
+//! them into tokens); the service engine's `Conversations` are the persisted sessions it
+//! serves requests into, which a dialogue reaches through its handle (its Save sends a
+//! `Transcript` of the dialogue). One dialogue continues one conversation.
 //!
 //! New turns are tokenized as the chat template's text *after* what earlier turns rendered,
 //! so earlier tokens, and the KV cache that holds them, are never re-tokenized or recomputed.
@@ -58,7 +64,7 @@ pub enum TurnError {
 
 type Result<T, E = TurnError> = std::result::Result<T, E>;
 
-pub struct Conversation<'m> {
+pub struct Dialogue<'m> {
     model: &'m Model,
     pub messages: Vec<ChatMessage>,
     pub seq: Sequence,
@@ -117,7 +123,7 @@ fn common_prefix_bytes(a: &str, b: &str) -> usize {
     byte
 }
 
-impl<'m> Conversation<'m> {
+impl<'m> Dialogue<'m> {
     pub fn new(model: &'m Model, raw: bool, system: Option<&str>) -> Self {
         let mut messages = Vec::new();
         if let Some(system) = system {

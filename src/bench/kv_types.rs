@@ -15,11 +15,11 @@ use std::sync::atomic::AtomicBool;
 
 use anyhow::{bail, Context as _, Result};
 
+use crate::bench::harness::bench_tokens;
+use crate::bench::harness::{child_json, drop_page_cache, prefill_session};
 use crate::cli::BenchKvTypesArgs;
-use crate::commands::bench::harness::bench_tokens;
-use crate::commands::bench::harness::{child_json, drop_page_cache, prefill_session};
-use crate::commands::env::SESSION_SEQS;
-use crate::commands::env::{load_model, Env};
+use crate::env::SESSION_SEQS;
+use crate::env::{load_model, Env};
 use crate::llama::{Context, Model, Sampler, TokenId, TokenLogprob};
 use crate::paths::Paths;
 use crate::sequence::{GenerateOptions, NoObserver, Sequence, MAIN_SEQ};

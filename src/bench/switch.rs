@@ -10,13 +10,13 @@ use std::time::{Duration, Instant};
 
 use anyhow::{bail, Result};
 
-use crate::chat::protocol::{EngineEvent, UserCommand};
+use crate::bench::harness::bench_tokens;
+use crate::bench::harness::{child_json, drop_page_cache, median, prefill_session};
+use crate::chat::protocol::{ChatEvent, UserCommand};
 use crate::chat::{self, ChatOptions};
 use crate::cli::BenchSwitchArgs;
-use crate::commands::bench::harness::bench_tokens;
-use crate::commands::bench::harness::{child_json, drop_page_cache, median, prefill_session};
-use crate::commands::env::SESSION_SEQS;
-use crate::commands::env::{load_model, Env};
+use crate::env::SESSION_SEQS;
+use crate::env::{load_model, Env};
 use crate::format::human_bytes;
 use crate::llama::Context;
 use crate::models::ModelChoice;
@@ -156,18 +156,18 @@ fn options(
 
 /// Waits for an event matching `pick`, keeping track of memory snapshots.
 fn until<T>(
-    events: &Receiver<EngineEvent>,
+    events: &Receiver<ChatEvent>,
     stats: &mut SwitchStats,
-    mut pick: impl FnMut(&EngineEvent) -> Option<T>,
+    mut pick: impl FnMut(&ChatEvent) -> Option<T>,
 ) -> Result<T> {
     loop {
         let event = events.recv_timeout(Duration::from_secs(600))?;
-        if let EngineEvent::Memory(m) = &event {
+        if let ChatEvent::Memory(m) = &event {
             stats.hot_high = stats.hot_high.max(m.hot.used_bytes);
             stats.warm_high = stats.warm_high.max(m.warm.used_bytes);
             stats.cold_bytes = m.cold.used_bytes;
         }
-        if let EngineEvent::Error(e) = &event {
+        if let ChatEvent::Error(e) = &event {
             bail!("{e}");
         }
         if let Some(found) = pick(&event) {
@@ -197,7 +197,7 @@ fn switch_rounds(
         cold_bytes: 0,
     };
     until(&events, &mut stats, |e| {
-        matches!(e, EngineEvent::Ready { .. }).then_some(())
+        matches!(e, ChatEvent::Ready { .. }).then_some(())
     })?;
     for _ in 0..rounds {
         for i in 0..n {
@@ -205,17 +205,17 @@ fn switch_rounds(
             commands.send(UserCommand::Switch(format!("agent{i}")))?;
             commands.send(UserCommand::Send(" Next step:".into()))?;
             until(&events, &mut stats, |e| {
-                matches!(e, EngineEvent::Token(_) | EngineEvent::TurnDone { .. }).then_some(())
+                matches!(e, ChatEvent::Token(_) | ChatEvent::TurnDone { .. }).then_some(())
             })?;
             stats.ttft_ms.push(started.elapsed().as_secs_f64() * 1e3);
             until(&events, &mut stats, |e| {
-                matches!(e, EngineEvent::Context { .. }).then_some(())
+                matches!(e, ChatEvent::Context { .. }).then_some(())
             })?;
         }
     }
     commands.send(UserCommand::Quit)?;
     until(&events, &mut stats, |e| {
-        matches!(e, EngineEvent::Exited).then_some(())
+        matches!(e, ChatEvent::Exited).then_some(())
     })?;
     let _ = handle.join();
     Ok(stats)
@@ -245,17 +245,17 @@ fn prefetch_effect(
         };
         if start_in.is_none() {
             until(&events, &mut stats, |e| {
-                matches!(e, EngineEvent::Ready { .. }).then_some(())
+                matches!(e, ChatEvent::Ready { .. }).then_some(())
             })?;
             commands.send(UserCommand::Switch("agent1".into()))?;
         }
         let ms = until(&events, &mut stats, |e| match e {
-            EngineEvent::Restored { ms, .. } => Some(*ms),
+            ChatEvent::Restored { ms, .. } => Some(*ms),
             _ => None,
         })?;
         commands.send(UserCommand::Quit)?;
         until(&events, &mut stats, |e| {
-            matches!(e, EngineEvent::Exited).then_some(())
+            matches!(e, ChatEvent::Exited).then_some(())
         })?;
         let _ = handle.join();
         Ok(ms)

@@ -13,12 +13,12 @@ use std::time::Instant;
 use anyhow::{bail, Result};
 
 use super::agent_prompt::{agent_messages, agent_system_text, agent_tools};
-use super::engine::Service;
 use super::harness::{Call, ChildServer};
+use super::streams::submit;
 use crate::cli::BenchServeArgs;
-use crate::commands::env::Env;
+use crate::env::Env;
 use crate::models::ModelChoice;
-use crate::paths::Paths;
+use crate::service::harness::ServiceHarness;
 use crate::service::protocol::Reply;
 use crate::settings::LlamaSettings;
 
@@ -37,7 +37,7 @@ pub fn run(env: &Env, args: BenchServeArgs) -> Result<ExitCode> {
     let target = args.prompt_tokens.max(64) as usize;
     let ctx = (target + 2048).next_multiple_of(256) as u32;
     // Loaded here only to size the prompt with the model's own tokenizer.
-    let (model, _) = crate::commands::env::load_model(&choice, 0)?;
+    let (model, _) = crate::env::load_model(&choice, 0)?;
     if ctx > model.facts().n_ctx_train {
         bail!(
             "--prompt-tokens {target} does not fit the model's context ({}) with room for replies",
@@ -147,12 +147,16 @@ fn in_process_call(
 ) -> Result<Call> {
     let mut llama = llama.clone();
     llama.ctx_size = ctx;
-    let service = Service::start(choice, &llama, Paths::under(home), 1)?;
+    let service = ServiceHarness::new(home, &choice.path)
+        .with_model(choice.clone())
+        .with_llama(llama.clone())
+        .with_max_queue(1)
+        .start()?;
     let model = service.model();
     let mut prompt = model.tokenize_prompt(&agent_system_text(&model, tokens as usize));
     prompt.truncate(tokens.max(1) as usize);
     let sent = Instant::now();
-    let mut stream = service.submit(&prompt, max_tokens as usize)?;
+    let mut stream = submit(&service, &prompt, max_tokens as usize)?;
     let (mut first, mut last) = (None, sent);
     let (prompt_tokens, cached_tokens, generated) = loop {
         match stream.next()? {
@@ -170,7 +174,7 @@ fn in_process_call(
             _ => {}
         }
     };
-    service.stop()?;
+    service.stop_when_saved()?;
     let first = first.unwrap_or(last);
     Ok(Call {
         prompt_tokens,

@@ -377,7 +377,7 @@ pub(super) fn stream_chat(
     })
 }
 
-const BENCH_TEXT: &str = include_str!("../../../assets/bench-prompt.txt");
+const BENCH_TEXT: &str = include_str!("../../assets/bench-prompt.txt");
 
 /// About `chars` characters of the bench text (repeated as needed), cut at a word.
 pub(super) fn bench_text(chars: usize) -> String {
