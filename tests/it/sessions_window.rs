@@ -17,7 +17,7 @@ const CTX: u32 = 8192;
 /// A prefix of the tests' prose that a raw turn of `model` tokenizes to `tokens` tokens,
 /// or the first that does to more (a word can be two tokens).
 fn document_of(model: &Model, tokens: usize) -> (String, usize) {
-    let text = long_text(8);
+    let text = long_text(16);
     let words: Vec<&str> = text.split_inclusive(' ').collect();
     let count = |n: usize| {
         let doc: String = words[..n].concat();
