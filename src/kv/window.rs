@@ -19,7 +19,7 @@ use super::blob::{assemble_section, parse_attention, BlobError, BlobShape, CellM
 /// Whether a sequence whose window is `n_swa` tokens is laid out afresh before the batch
 /// that starts at `pos` (batches never cross a page boundary).
 pub fn settles_at(pos: usize, n_swa: usize, page: usize) -> bool {
-    n_swa > 0 && page > 0 && pos % page == 0 && pos >= n_swa + page
+    n_swa > 0 && page > 0 && pos.is_multiple_of(page) && pos >= n_swa + page
 }
 
 /// The first position a sliding-window cache holds after `len` tokens were decoded in the
