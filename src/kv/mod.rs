@@ -7,6 +7,7 @@ pub mod blob;
 pub mod layout;
 pub mod memory;
 pub mod page;
+pub mod window;
 
 pub use layout::KvLayout;
 pub use memory::{CellExt, MemoryFacts, MemoryKind};

@@ -11,6 +11,7 @@ use llama_cpp_2::token::LlamaToken;
 use llama_cpp_2::LlamaStateSeqFlags;
 
 use super::{backend, LlamaError, Model, TokenId};
+use crate::kv::{window, MemoryKind};
 use crate::settings::{FlashAttn, KvType, LlamaSettings};
 
 /// What the context was created with, after capping to the model.
@@ -228,6 +229,7 @@ impl<'m> Context<'m> {
         let mut pos = start_pos;
         let end = start_pos + tokens.len();
         while pos < end {
+            self.settle_window(seq, pos)?;
             let span_end = (pos / span + 1) * span;
             let batch_end = end.min(span_end).min(pos + cap);
             self.batch.clear();
@@ -299,6 +301,9 @@ impl<'m> Context<'m> {
                 return Err(LlamaError::BadToken(bad));
             }
         }
+        for e in entries {
+            self.settle_window(e.seq, e.start_pos)?;
+        }
         self.batch.clear();
         let mut indices = Vec::with_capacity(entries.len());
         for e in entries {
@@ -322,6 +327,29 @@ impl<'m> Context<'m> {
                 detail: err.to_string(),
             })?;
         Ok(indices)
+    }
+
+    /// Lays the sliding window of `seq` out afresh before a batch that starts at `pos`, where
+    /// [`window::settles_at`] says: its window is read out and loaded back, which llama.cpp
+    /// puts in the lowest free cells in position order, so every context (whatever its ring
+    /// size) and every restore ([`window::cells_start`]) holds the same cells in the same
+    /// slots, and attention sums them in the same order.
+    fn settle_window(&mut self, seq: i32, pos: usize) -> Result<(), LlamaError> {
+        let n_swa = match self.model.facts().memory {
+            MemoryKind::Attention { n_swa, .. } | MemoryKind::Hybrid { n_swa, .. } => n_swa,
+            MemoryKind::Recurrent => 0,
+        };
+        if !window::settles_at(pos, n_swa as usize, self.info.page_tokens as usize)
+            || self.seq_len(seq) != pos
+        {
+            return Ok(());
+        }
+        let rows = self.state_get(seq, KvCapture::SlidingWindowOnly)?;
+        self.state_set(seq, &rows, KvCapture::SlidingWindowOnly)
+            .map_err(|e| LlamaError::Decode {
+                pos,
+                detail: format!("laying out the sliding window again: {e}"),
+            })
     }
 
     /// Logits at batch index `idx` of the last [`Self::decode_many`].

@@ -40,6 +40,7 @@ mod session_gc;
 mod session_identity;
 mod session_reliability;
 mod sessions;
+mod sessions_window;
 mod special_tokens;
 mod template_fidelity;
 mod tiers;

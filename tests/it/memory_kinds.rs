@@ -24,7 +24,7 @@ use kvrun::synth::TinyRecurrentArch;
 
 /// The tiny model of `arch`, written once per test binary (tests run in parallel threads,
 /// so each file is written under its own lock).
-fn tiny_memory_model(arch: TinyRecurrentArch) -> PathBuf {
+pub(crate) fn tiny_memory_model(arch: TinyRecurrentArch) -> PathBuf {
     static PATHS: [OnceLock<PathBuf>; 5] = [const { OnceLock::new() }; 5];
     let index = ARCHS.iter().position(|&a| a == arch).unwrap();
     PATHS[index]

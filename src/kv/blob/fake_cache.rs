@@ -5,7 +5,30 @@
 use std::ops::Range;
 
 use super::rows::{assemble_blob, write_blob_header, SectionParts};
-use super::{BlobShape, SeqState, CELL_EXT_BYTES};
+use super::{BlobShape, KLayer, SectionLayout, SeqState, VLayer, CELL_EXT_BYTES};
+
+/// A section of `n_layer` f16 layers whose K and V rows (plain, not transposed) are
+/// `k_row` and `v_row` bytes.
+pub(crate) fn plain_layout(n_layer: u32, k_row: u64, v_row: u64) -> SectionLayout {
+    SectionLayout {
+        v_trans: false,
+        n_layer,
+        n_rot_k: 0,
+        n_rot_v: 0,
+        k: (0..n_layer)
+            .map(|_| KLayer {
+                type_id: 1,
+                row_size: k_row,
+            })
+            .collect(),
+        v: (0..n_layer)
+            .map(|_| VLayer::Plain {
+                type_id: 1,
+                row_size: v_row,
+            })
+            .collect(),
+    }
+}
 
 /// splitmix64: deterministic, dependency-free randomness (also drives the parsers'
 /// property tests in `store` and `session`).

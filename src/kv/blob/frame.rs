@@ -244,30 +244,9 @@ pub fn fill_chunk(
 
 #[cfg(test)]
 mod tests {
-    use super::super::fake_cache::Rng;
-    use super::super::{assemble_blob, KLayer, SectionParts, VLayer};
+    use super::super::fake_cache::{plain_layout as layout, Rng};
+    use super::super::{assemble_blob, SectionParts, VLayer};
     use super::*;
-
-    fn layout(n_layer: u32, k_row: u64, v_row: u64) -> SectionLayout {
-        SectionLayout {
-            v_trans: false,
-            n_layer,
-            n_rot_k: 0,
-            n_rot_v: 0,
-            k: (0..n_layer)
-                .map(|_| KLayer {
-                    type_id: 1,
-                    row_size: k_row,
-                })
-                .collect(),
-            v: (0..n_layer)
-                .map(|_| VLayer::Plain {
-                    type_id: 1,
-                    row_size: v_row,
-                })
-                .collect(),
-        }
-    }
 
     #[test]
     fn a_filled_frame_is_the_assembled_blob() {

@@ -244,7 +244,7 @@ impl LiveSession<'_> {
         }
         let keep = checkpoint.kv_len;
         let back = match self.read_state_object(&checkpoint, "checkpoint", report) {
-            Some(bytes) => ctx.load_checkpoint(seq, &bytes, keep),
+            Some(bytes) => ctx.load_checkpoint(seq, &self.window_as_run(bytes, 1, keep), keep),
             None => {
                 ctx.clear_seq(seq);
                 return 0;

@@ -63,11 +63,15 @@ impl ChunkReader<'_> {
             first_pos: first * p,
             chunk_cells: with_tail(vec![p; plan.pages]),
         }];
+        let stale = plan.window.as_ref().map_or(0, |w| w.stale);
         if let Some(w) = &plan.window {
+            // The cells that left the window come first, as a chunk of their own.
+            let stale_chunk = (stale > 0).then_some(stale);
+            let pieces = w.pieces.iter().map(|(_, skip)| p - skip);
             sections.push(FrameSection {
                 layout: layout.sections.get(SWA)?,
-                first_pos: w.start,
-                chunk_cells: with_tail(w.pieces.iter().map(|(_, skip)| p - skip).collect()),
+                first_pos: w.first_pos(),
+                chunk_cells: with_tail(stale_chunk.into_iter().chain(pieces).collect()),
             });
         }
         let widths: Vec<Vec<usize>> = sections.iter().map(|s| layer_widths(s.layout)).collect();
@@ -106,7 +110,12 @@ impl ChunkReader<'_> {
             .collect();
         if let Some(w) = &plan.window {
             let ids: BTreeMap<usize, ObjectId> = self.snap.swa_pages.iter().copied().collect();
-            for (&(k, skip), areas) in w.pieces.iter().zip(areas.next()?) {
+            let mut chunks = areas.next()?.into_iter();
+            if stale > 0 {
+                // A reused buffer holds an earlier restore's bytes: zero rows, as planned.
+                chunks.next()?.into_iter().for_each(|area| area.fill(0));
+            }
+            for (&(k, skip), areas) in w.pieces.iter().zip(chunks) {
                 reads.push(PlacedRead {
                     id: *ids.get(&k)?,
                     header: None,

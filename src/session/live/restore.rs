@@ -213,6 +213,9 @@ impl LiveSession<'_> {
                 source => source.flatten(),
             };
             let plan = &recurrent.map_or(plan.clone(), |r| limit_plan(plan, r.kv_len, p));
+            let plan = &plan
+                .clone()
+                .laid_out_as_run(snap.kv_len - cut, self.n_swa(), p);
             // Restore or recompute, from this process's running estimates (on a CPU loading
             // all but always wins; without a prefill estimate it is not even asked).
             let bytes = plan_bytes(layout, plan);
@@ -324,6 +327,7 @@ impl LiveSession<'_> {
         let plan = recurrent
             .as_ref()
             .map_or(plan.clone(), |r| limit_plan(&plan, r.kv_len, p));
+        let plan = plan.laid_out_as_run(snap.kv_len - cut, self.n_swa(), p);
         let trailer = recurrent.as_ref().map_or(&[][..], |r| r.trailer());
         let tail_rows = |swa: bool| {
             let rows = tail_record.filter(|_| plan.tail_cells > 0);
@@ -354,13 +358,15 @@ impl LiveSession<'_> {
                 })
             })
             .collect();
+        let swa_cell = layout.sections.get(SWA).map_or(0, |l| l.bytes_per_cell());
+        let stale_rows = vec![0u8; plan.window.as_ref().map_or(0, |w| w.stale) * swa_cell as usize];
         if let Some(w) = &plan.window {
             sections.push(RestoreSection {
-                first_pos: w.start,
-                count: plan.end - w.start,
-                chunks: swa_pieces
-                    .iter()
-                    .map(|c| &c[..])
+                first_pos: w.first_pos(),
+                count: plan.end - w.first_pos(),
+                chunks: std::iter::once(&stale_rows[..])
+                    .filter(|rows| !rows.is_empty())
+                    .chain(swa_pieces.iter().map(|c| &c[..]))
                     .chain(tail_rows(true))
                     .collect(),
             });

@@ -40,12 +40,45 @@ pub struct RestorePlan {
 }
 
 /// The sliding-window section of an iSWA restore: positions `start..end`, from pages'
-/// window rows (each from cell `skip` of its page on) and then the tail's.
+/// window rows (each from cell `skip` of its page on) and then the tail's, after `stale`
+/// cells of zero rows ([`WindowPlan::lay_out_as_run`]).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct WindowPlan {
     pub start: usize,
     /// `(page, skip)`, in order.
     pub pieces: Vec<(usize, usize)>,
+    /// Cells before `start` the section begins with: positions that left the window but
+    /// that an uninterrupted run still holds in its first slots.
+    pub stale: usize,
+}
+
+impl WindowPlan {
+    /// Begins the section where an uninterrupted run's cells begin after `keep` tokens
+    /// ([`crate::kv::window::cells_start`]), so the window lands in the slots that run had.
+    /// Attention skips the cells that left the window, so their rows are zeros. (A window
+    /// that already starts before them, widened for a cut, is left as it is.)
+    pub fn lay_out_as_run(&mut self, keep: usize, n_swa: usize, page: usize) {
+        let first = crate::kv::window::cells_start(keep, n_swa, page);
+        self.stale = self.start.saturating_sub(first);
+    }
+
+    /// The first position of the section.
+    pub fn first_pos(&self) -> usize {
+        self.start - self.stale
+    }
+}
+
+impl RestorePlan {
+    /// This plan with its window section begun where the cells of an uninterrupted run of
+    /// the first `keep` tokens begin ([`WindowPlan::lay_out_as_run`]): `keep` is where the
+    /// caller cuts the sequence after loading (the plan's end when it does not).
+    pub fn laid_out_as_run(mut self, keep: usize, n_swa: u32, page: usize) -> Self {
+        let keep = keep.min(self.end);
+        if let Some(w) = self.window.as_mut() {
+            w.lay_out_as_run(keep, n_swa as usize, page);
+        }
+        self
+    }
 }
 
 /// Whether a tail record of `n_cells` cells completes a snapshot of `pages` pages to the
@@ -83,7 +116,11 @@ pub fn plan_restore(input: &PlanInput) -> Option<RestorePlan> {
                 if pieces.iter().any(|(k, _)| !intact.contains(k)) {
                     continue;
                 }
-                Some(WindowPlan { start, pieces })
+                Some(WindowPlan {
+                    start,
+                    pieces,
+                    stale: 0,
+                })
             }
         };
         return Some(RestorePlan {
@@ -138,6 +175,7 @@ mod tests {
         p.window = Some(WindowPlan {
             start,
             pieces: pieces.to_vec(),
+            stale: 0,
         });
         p
     }
@@ -162,6 +200,32 @@ mod tests {
         ];
         for (what, i, want) in cases {
             assert_eq!(plan_restore(&i), want, "{what}");
+        }
+    }
+
+    #[test]
+    fn a_window_begins_where_an_uninterrupted_runs_cells_do() {
+        // Gemma 3's window (512) over 256-token pages, restored whole or cut back.
+        let window = |end: usize| {
+            let start = end.saturating_sub(512);
+            with_window(plan(end, end / 256, end % 256), start, &[])
+        };
+        let cases = [
+            (300, 300, 0, 0),
+            (768, 768, 256, 0),
+            (782, 782, 270, 256),
+            (1024, 1024, 512, 256),
+            (1300, 1300, 788, 768),
+            (1300, 1290, 788, 768),
+            (1300, 1100, 788, 512),
+        ];
+        for (end, keep, start, first) in cases {
+            let w = window(end).laid_out_as_run(keep, 512, 256).window.unwrap();
+            assert_eq!(
+                (w.start, w.first_pos()),
+                (start, first),
+                "end {end}, keep {keep}"
+            );
         }
     }
 

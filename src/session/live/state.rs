@@ -11,7 +11,8 @@
 //! it loads; a refusal, a damaged object or a log that no longer matches means recompute
 //! (the token log is the truth).
 
-use crate::kv::PageKey;
+use crate::kv::blob::BlobShape;
+use crate::kv::{window, KvLayout, MemoryKind, PageKey};
 use crate::llama::{Context, KvCapture, TokenId};
 use crate::sequence::{common_prefix, Sequence};
 use crate::session::kv_error::LiveResult as Result;
@@ -78,6 +79,7 @@ impl LiveSession<'_> {
         let Some(bytes) = self.read_state_object(&state, "state", report) else {
             return 0;
         };
+        let bytes = self.window_as_run(bytes, 2, state.kv_len);
         let seq = self.slot.seq;
         ctx.clear_seq(seq);
         let started = std::time::Instant::now();
@@ -100,6 +102,29 @@ impl LiveSession<'_> {
                 ));
                 0
             }
+        }
+    }
+
+    /// A saved state (`sections`: 2) or checkpoint (1: the window alone) of a hybrid whose
+    /// attention keeps a sliding window, with the window laid out as an uninterrupted run
+    /// of its first `keep` tokens holds it ([`window::begin_window_at`]); any other bytes
+    /// as they are. (llama.cpp checks what it loads; bytes that do not parse here go to it
+    /// unchanged.)
+    pub(super) fn window_as_run(&self, bytes: Vec<u8>, sections: u32, keep: usize) -> Vec<u8> {
+        let MemoryKind::Hybrid { n_swa, cell_ext } = self.memory else {
+            return bytes;
+        };
+        if n_swa == 0 {
+            return bytes;
+        }
+        let shape = BlobShape {
+            sections,
+            ..KvLayout::shape_for(n_swa, cell_ext)
+        };
+        let first = window::cells_start(keep, n_swa as usize, self.page_tokens);
+        match window::begin_window_at(&bytes, &shape, first) {
+            Ok(Some(laid_out)) => laid_out,
+            _ => bytes,
         }
     }
 
