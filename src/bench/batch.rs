@@ -62,7 +62,7 @@ pub fn run(env: &Env, args: BenchBatchArgs) -> Result<ExitCode> {
         // only one of them.
         for _ in 0..args.rounds {
             let work = tempfile::Builder::new().prefix("kvrun-bench-").tempdir()?;
-            let service = ServiceHarness::new(work.path(), &choice.path)
+            let service = ServiceHarness::builder(work.path(), &choice.path)
                 .with_model(choice.clone())
                 .with_llama(llama.clone())
                 .with_parallel(n + 1)

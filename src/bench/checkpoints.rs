@@ -84,7 +84,7 @@ pub fn run(env: &Env, args: BenchCheckpointsArgs) -> Result<ExitCode> {
             let mut llama = llama.clone();
             llama.ctx_size = (2 * n + 2 * QUESTION) as u32;
             let folder = tempfile::Builder::new().prefix("kvrun-bench-").tempdir()?;
-            let service = ServiceHarness::new(folder.path(), &choice.path)
+            let service = ServiceHarness::builder(folder.path(), &choice.path)
                 .with_model(choice.clone())
                 .with_llama(llama.clone())
                 .with_parallel(2)

@@ -162,7 +162,7 @@ fn in_process_call(
 ) -> Result<Call> {
     let mut llama = llama.clone();
     llama.ctx_size = ctx;
-    let service = ServiceHarness::new(home, &choice.path)
+    let service = ServiceHarness::builder(home, &choice.path)
         .with_model(choice.clone())
         .with_llama(llama.clone())
         .with_max_queue(1)

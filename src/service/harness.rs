@@ -21,7 +21,7 @@ use crate::settings::{FlashAttn, KvType, LlamaSettings, TierSettings, DEFAULT_BA
 /// How long a model may take to load before [`HarnessBuilder::start`] gives up.
 const READY_DEADLINE: Duration = Duration::from_secs(120);
 
-/// A service started by [`ServiceHarness::new`]`(..).start()`.
+/// A service started by [`ServiceHarness::builder`]`(..).start()`.
 pub struct ServiceHarness {
     handle: ServiceHandle,
     thread: Option<EngineThread>,
@@ -36,7 +36,7 @@ pub struct HarnessBuilder {
 
 impl ServiceHarness {
     /// A service on the model file `model`, with its folders under `home`.
-    pub fn new(home: &Path, model: &Path) -> HarnessBuilder {
+    pub fn builder(home: &Path, model: &Path) -> HarnessBuilder {
         HarnessBuilder {
             options: ServiceOptions {
                 paths: Paths::under(home),

@@ -369,7 +369,7 @@ fn served_conversations_sharing_a_prefix_continue_exactly_and_after_a_restart() 
     for arch in ARCHS {
         let model = tiny_memory_model(arch);
         let home = Home::new();
-        let service = ServiceHarness::new(home.path(), &model)
+        let service = ServiceHarness::builder(home.path(), &model)
             .with_parallel(4)
             .start()
             .unwrap();
@@ -422,7 +422,7 @@ fn served_conversations_sharing_a_prefix_continue_exactly_and_after_a_restart() 
         service.stop().unwrap();
 
         // A restart.
-        let service = ServiceHarness::new(home.path(), &model)
+        let service = ServiceHarness::builder(home.path(), &model)
             .with_parallel(4)
             .start()
             .unwrap();
@@ -446,7 +446,7 @@ fn served_conversations_sharing_a_prefix_continue_exactly_and_after_a_restart() 
         // Another restart: the other returns from its saved state (alone in the context
         // too: beside another conversation's cells, the split of CPU flash attention over
         // the cells in view changes, and the rounding with it).
-        let service = ServiceHarness::new(home.path(), &model)
+        let service = ServiceHarness::builder(home.path(), &model)
             .with_parallel(4)
             .start()
             .unwrap();

@@ -33,7 +33,7 @@ fn parallel_1_is_bit_identical_to_kvrun_run() {
             &text,
         ],
     );
-    let service = ServiceHarness::new(home.path(), &model)
+    let service = ServiceHarness::builder(home.path(), &model)
         .with_parallel(1)
         .start()
         .unwrap();
@@ -53,7 +53,7 @@ fn parallel_1_is_bit_identical_to_kvrun_run() {
 fn a_conversation_continues_from_its_hot_cells_and_after_a_restart_from_the_store() {
     let model = tiny_model();
     let home = Home::new();
-    let service = ServiceHarness::new(home.path(), &model)
+    let service = ServiceHarness::builder(home.path(), &model)
         .with_parallel(2)
         .start()
         .unwrap();
@@ -72,7 +72,7 @@ fn a_conversation_continues_from_its_hot_cells_and_after_a_restart_from_the_stor
 
     // A restart: the prefix comes from the cold store, to the token (the session's own
     // save reaches into its last, partial page and the reply).
-    let service = ServiceHarness::new(home.path(), &model)
+    let service = ServiceHarness::builder(home.path(), &model)
         .with_parallel(2)
         .start()
         .unwrap();
@@ -88,7 +88,7 @@ fn a_conversation_continues_from_its_hot_cells_and_after_a_restart_from_the_stor
 
     // Bit for bit what the conversation computes when the server never stops.
     let fresh = Home::new();
-    let service = ServiceHarness::new(fresh.path(), &model)
+    let service = ServiceHarness::builder(fresh.path(), &model)
         .with_parallel(2)
         .start()
         .unwrap();
@@ -115,7 +115,7 @@ fn a_session_opened_before_its_request_continues_exactly_as_if_never_closed() {
     };
     // Reference: two turns in one engine, the second from the first's hot cells.
     let reference_home = Home::new();
-    let service = ServiceHarness::new(reference_home.path(), &model)
+    let service = ServiceHarness::builder(reference_home.path(), &model)
         .with_parallel(1)
         .start()
         .unwrap();
@@ -128,7 +128,7 @@ fn a_session_opened_before_its_request_continues_exactly_as_if_never_closed() {
     service.stop().unwrap();
 
     let home = Home::new();
-    let service = ServiceHarness::new(home.path(), &model)
+    let service = ServiceHarness::builder(home.path(), &model)
         .with_parallel(1)
         .start()
         .unwrap();
@@ -161,7 +161,7 @@ fn a_session_opened_before_its_request_continues_exactly_as_if_never_closed() {
         .unwrap();
     service.stop().unwrap();
 
-    let service = ServiceHarness::new(home.path(), &model)
+    let service = ServiceHarness::builder(home.path(), &model)
         .with_parallel(1)
         .start()
         .unwrap();
@@ -207,7 +207,7 @@ fn a_session_opened_before_its_request_continues_exactly_as_if_never_closed() {
 fn an_anonymous_prompt_is_found_by_content_after_a_restart() {
     let model = tiny_model();
     let home = Home::new();
-    let service = ServiceHarness::new(home.path(), &model)
+    let service = ServiceHarness::builder(home.path(), &model)
         .with_parallel(1)
         .start()
         .unwrap();
@@ -219,7 +219,7 @@ fn an_anonymous_prompt_is_found_by_content_after_a_restart() {
     let manifest = manifest_json(&home, &session);
     assert_eq!(manifest["unnamed"], true);
 
-    let service = ServiceHarness::new(home.path(), &model)
+    let service = ServiceHarness::builder(home.path(), &model)
         .with_parallel(1)
         .start()
         .unwrap();
@@ -236,7 +236,7 @@ fn an_anonymous_prompt_is_found_by_content_after_a_restart() {
 
     // Bit for bit what the conversation computes when the server never stops.
     let fresh = Home::new();
-    let service = ServiceHarness::new(fresh.path(), &model)
+    let service = ServiceHarness::builder(fresh.path(), &model)
         .with_parallel(1)
         .start()
         .unwrap();
@@ -251,7 +251,7 @@ fn an_anonymous_prompt_is_found_by_content_after_a_restart() {
 fn conversations_differing_in_one_early_token_share_nothing_after_it() {
     let model = tiny_model();
     let home = Home::new();
-    let service = ServiceHarness::new(home.path(), &model)
+    let service = ServiceHarness::builder(home.path(), &model)
         .with_parallel(2)
         .start()
         .unwrap();
@@ -264,7 +264,7 @@ fn conversations_differing_in_one_early_token_share_nothing_after_it() {
     assert_eq!(b.usage().prefilled, b_prompt.len() - 3);
     service.stop().unwrap();
     // After a restart, nothing of `a`'s pages fits `b`'s prompt either.
-    let service = ServiceHarness::new(home.path(), &model)
+    let service = ServiceHarness::builder(home.path(), &model)
         .with_parallel(2)
         .start()
         .unwrap();
@@ -283,7 +283,7 @@ fn conversations_differing_in_one_early_token_share_nothing_after_it() {
 fn bad_requests_are_refused_with_their_variant() {
     let model = tiny_model();
     let home = Home::new();
-    let service = ServiceHarness::new(home.path(), &model)
+    let service = ServiceHarness::builder(home.path(), &model)
         .with_ctx_size(512)
         .start()
         .unwrap();
@@ -332,7 +332,7 @@ fn a_session_of_another_model_is_incompatible() {
         "2",
     ]);
     assert!(out.status.success(), "{}", stderr(&out));
-    let service = ServiceHarness::new(home.path(), &tiny_model())
+    let service = ServiceHarness::builder(home.path(), &tiny_model())
         .with_parallel(1)
         .start()
         .unwrap();
@@ -348,7 +348,7 @@ fn a_session_of_another_model_is_incompatible() {
 fn cancel_and_a_dropped_receiver_end_the_reply_within_a_token() {
     let model = tiny_model();
     let home = Home::new();
-    let service = ServiceHarness::new(home.path(), &model)
+    let service = ServiceHarness::builder(home.path(), &model)
         .with_parallel(1)
         .start()
         .unwrap();
@@ -408,7 +408,7 @@ fn cancel_and_a_dropped_receiver_end_the_reply_within_a_token() {
 fn stop_strings_end_the_reply_and_are_never_sent() {
     let model = tiny_model();
     let home = Home::new();
-    let service = ServiceHarness::new(home.path(), &model)
+    let service = ServiceHarness::builder(home.path(), &model)
         .with_parallel(1)
         .start()
         .unwrap();

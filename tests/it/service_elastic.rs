@@ -26,7 +26,7 @@ fn start(home: &std::path::Path, elastic: bool, hot_idle: Option<Duration>) -> S
         hot_idle,
         ..Default::default()
     };
-    let harness = ServiceHarness::new(home, &tiny_model())
+    let harness = ServiceHarness::builder(home, &tiny_model())
         .with_parallel(2)
         .with_ctx_size(CEILING)
         .with_tiers(tiers)
@@ -186,7 +186,7 @@ fn a_conversation_admitted_while_another_decodes_grows_the_context_beside_it() {
     // Gemma, not the tiny model: random weights leave near ties that batching flips.
     let model = default_model();
     let home = Home::new();
-    let service = ServiceHarness::new(home.path(), &model)
+    let service = ServiceHarness::builder(home.path(), &model)
         .with_parallel(2)
         .with_elastic(CEILING)
         .start()

@@ -10,7 +10,7 @@ use kvrun::service::protocol::{ConversationKey, FinishReason, Reply, ServiceErro
 fn sliding_window_continuations_inside_the_reply_and_far_back_are_correct() {
     let model = default_model();
     let home = Home::new();
-    let service = ServiceHarness::new(home.path(), &model)
+    let service = ServiceHarness::builder(home.path(), &model)
         .with_parallel(1)
         .start()
         .unwrap();
@@ -48,7 +48,7 @@ fn two_conversations_decoding_together_get_the_tokens_they_get_alone() {
     // Gemma, not the tiny model: random weights leave near ties that any rounding flips.
     let model = default_model();
     let home = Home::new();
-    let service = ServiceHarness::new(home.path(), &model)
+    let service = ServiceHarness::builder(home.path(), &model)
         .with_parallel(2)
         .start()
         .unwrap();
@@ -92,7 +92,7 @@ fn two_conversations_decoding_together_get_the_tokens_they_get_alone() {
 fn a_request_alone_and_in_a_batch_of_four_differ_at_most_by_rounding() {
     let model = chat_model();
     let home = Home::new();
-    let service = ServiceHarness::new(home.path(), &model)
+    let service = ServiceHarness::builder(home.path(), &model)
         .with_parallel(4)
         .start()
         .unwrap();
@@ -126,7 +126,7 @@ fn a_request_alone_and_in_a_batch_of_four_differ_at_most_by_rounding() {
 fn a_full_queue_refuses_and_shutdown_cancels_what_runs() {
     let model = tiny_model();
     let home = Home::new();
-    let service = ServiceHarness::new(home.path(), &model)
+    let service = ServiceHarness::builder(home.path(), &model)
         .with_max_queue(1)
         .start()
         .unwrap();
@@ -177,7 +177,7 @@ fn the_cold_budget_collects_unnamed_sessions_and_keeps_named_and_pinned_ones() {
         .build()
         .unwrap();
     // Without a budget: an unnamed session, then pinned.
-    let service = ServiceHarness::new(home.path(), &model)
+    let service = ServiceHarness::builder(home.path(), &model)
         .with_parallel(1)
         .start()
         .unwrap();
@@ -198,7 +198,7 @@ fn the_cold_budget_collects_unnamed_sessions_and_keeps_named_and_pinned_ones() {
         cold_budget: Some(1),
         ..Default::default()
     };
-    let service = ServiceHarness::new(home.path(), &model)
+    let service = ServiceHarness::builder(home.path(), &model)
         .with_tiers(tiers)
         .with_max_queue(4)
         .start()
@@ -232,7 +232,7 @@ fn the_cold_budget_collects_unnamed_sessions_and_keeps_named_and_pinned_ones() {
 fn a_shared_prefix_far_behind_another_conversations_end_is_restored_from_pages() {
     let model = default_model();
     let home = Home::new();
-    let service = ServiceHarness::new(home.path(), &model)
+    let service = ServiceHarness::builder(home.path(), &model)
         .with_parallel(1)
         .start()
         .unwrap();
@@ -257,7 +257,7 @@ fn a_shared_prefix_far_behind_another_conversations_end_is_restored_from_pages()
     let second = ask(" Second question: and the pears?");
     service.stop().unwrap();
 
-    let service = ServiceHarness::new(home.path(), &model)
+    let service = ServiceHarness::builder(home.path(), &model)
         .with_parallel(1)
         .start()
         .unwrap();
@@ -278,7 +278,7 @@ fn a_shared_prefix_far_behind_another_conversations_end_is_restored_from_pages()
 fn a_prompt_parting_inside_a_page_reuses_its_cells_to_the_token() {
     let model = tiny_model();
     let home = Home::new();
-    let service = ServiceHarness::new(home.path(), &model)
+    let service = ServiceHarness::builder(home.path(), &model)
         .with_parallel(1)
         .start()
         .unwrap();
@@ -299,7 +299,7 @@ fn a_prompt_parting_inside_a_page_reuses_its_cells_to_the_token() {
     generate(&service, named("one"), first.clone(), 8);
     service.stop().unwrap();
 
-    let service = ServiceHarness::new(home.path(), &model)
+    let service = ServiceHarness::builder(home.path(), &model)
         .with_parallel(1)
         .start()
         .unwrap();

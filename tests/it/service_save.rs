@@ -18,7 +18,7 @@ const SECOND_REPLY: usize = 64;
 /// Starts an engine with `requests` already queued: both are admitted in the engine's
 /// first step, whatever the machine's load, so two runs decode in the same batches.
 fn start_with_requests(home: &Path, model: &Path, requests: Vec<Request>) -> ServiceHarness {
-    ServiceHarness::new(home, model)
+    ServiceHarness::builder(home, model)
         .with_parallel(2)
         .with_queued(requests)
         .start()
@@ -161,7 +161,7 @@ fn a_reply_saved_while_another_decodes_is_durable_and_the_other_stream_is_unchan
 
     // A restart continues "first" from its stored pages (computed in batches shared with
     // "second", so within batch rounding of a run from scratch).
-    let service = ServiceHarness::new(broken.path(), &model)
+    let service = ServiceHarness::builder(broken.path(), &model)
         .with_parallel(1)
         .start()
         .unwrap();

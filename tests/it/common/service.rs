@@ -167,7 +167,7 @@ pub fn named(name: &str) -> ConversationKey {
 
 pub fn from_scratch(model: &Path, prompt: &[TokenId], n: usize) -> Outcome {
     let home = Home::new();
-    let service = ServiceHarness::new(home.path(), model).start().unwrap();
+    let service = ServiceHarness::builder(home.path(), model).start().unwrap();
     let out = generate(&service, ConversationKey::Anonymous, prompt.to_vec(), n);
     service.stop().unwrap();
     out
