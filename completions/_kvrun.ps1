@@ -137,6 +137,7 @@ Register-ArgumentCompleter -Native -CommandName 'kvrun' -ScriptBlock {
             [CompletionResult]::new('--max-body-bytes', '--max-body-bytes', [CompletionResultType]::ParameterName, 'Largest request body, e.g. 32MiB; past it, 413 [default: 32MiB]')
             [CompletionResult]::new('--request-timeout', '--request-timeout', [CompletionResultType]::ParameterName, 'Longest time to the start of a response (a stream, once started, runs on), e.g. 10m; 0 turns it off [default: 10m]')
             [CompletionResult]::new('--header-timeout', '--header-timeout', [CompletionResultType]::ParameterName, 'Longest time a client may take to send a request''s headers, and the longest a keep-alive connection may idle, e.g. 30s [default: 30s]')
+            [CompletionResult]::new('--body-timeout', '--body-timeout', [CompletionResultType]::ParameterName, 'Longest time a client may take to send a request''s whole body once its headers are in; past it, 408, e.g. 60s [default: 60s]')
             [CompletionResult]::new('--cors-origin', '--cors-origin', [CompletionResultType]::ParameterName, 'Allow browser requests from this origin (repeatable; `*` for any) [default: none, CORS off]')
             [CompletionResult]::new('--durability', '--durability', [CompletionResultType]::ParameterName, 'When a finished reply''s save is on disk: `before` its final event (`[DONE]`, `message_stop`, `response.completed`) or body is sent, so a reply the client has read survives a crash (no exit path loses a turn); or `after`, tens of ms sooner and lost to a crash in between. Tokens stream as they come either way [default: before]')
             [CompletionResult]::new('--default-model', '--default-model', [CompletionResultType]::ParameterName, 'The model a request gets when its `model` names none of the server''s models or aliases; `none` answers those with 404 [default: the config file''s `default-model`, then KVRUN_MODEL, the config file''s `model`, then gemma3 when it is pulled]')
@@ -346,6 +347,7 @@ Register-ArgumentCompleter -Native -CommandName 'kvrun' -ScriptBlock {
         }
         'kvrun;session;import' {
             [CompletionResult]::new('--name', '--name', [CompletionResultType]::ParameterName, 'Import under this name instead of the exported one')
+            [CompletionResult]::new('--model', '--model', [CompletionResultType]::ParameterName, 'The session''s model (a path, or a name in the models folder), checked against the session''s fingerprint [default: the model of that fingerprint in the models folder]')
             [CompletionResult]::new('-v', '-v', [CompletionResultType]::ParameterName, 'Show more diagnostics on stderr (-v: info and llama.cpp''s log, -vv: debug). KVRUN_LOG takes a tracing filter instead (e.g. KVRUN_LOG=kvrun=debug)')
             [CompletionResult]::new('--verbose', '--verbose', [CompletionResultType]::ParameterName, 'Show more diagnostics on stderr (-v: info and llama.cpp''s log, -vv: debug). KVRUN_LOG takes a tracing filter instead (e.g. KVRUN_LOG=kvrun=debug)')
             [CompletionResult]::new('-q', '-q', [CompletionResultType]::ParameterName, 'Hide progress bars and notes; errors still print')
@@ -629,6 +631,9 @@ Register-ArgumentCompleter -Native -CommandName 'kvrun' -ScriptBlock {
             [CompletionResult]::new('--prompt-tokens', '--prompt-tokens', [CompletionResultType]::ParameterName, 'Prompt tokens of each conversation (about: the text is tokenized by each model)')
             [CompletionResult]::new('--rounds', '--rounds', [CompletionResultType]::ParameterName, 'Times each model is swapped back in')
             [CompletionResult]::new('--budget', '--budget', [CompletionResultType]::ParameterName, 'The memory budget [default: the larger model''s measured charge, plus 5%]')
+            [CompletionResult]::new('--clients', '--clients', [CompletionResultType]::ParameterName, 'Mixed load: clients per model looping on both models at once')
+            [CompletionResult]::new('--mixed-secs', '--mixed-secs', [CompletionResultType]::ParameterName, 'Mixed load: seconds the clients loop')
+            [CompletionResult]::new('--swap-wait', '--swap-wait', [CompletionResultType]::ParameterName, 'Mixed load: the server''s `--swap-wait` [default: serve''s]')
             [CompletionResult]::new('-c', '-c', [CompletionResultType]::ParameterName, 'Context size in tokens, or `auto`: grow with the live tokens (kvrun serve up to --max-ctx-size, kvrun chat up to the model''s training context; other commands take 8192) [default: auto for kvrun serve, else 8192; capped at the model''s training context]')
             [CompletionResult]::new('--ctx-size', '--ctx-size', [CompletionResultType]::ParameterName, 'Context size in tokens, or `auto`: grow with the live tokens (kvrun serve up to --max-ctx-size, kvrun chat up to the model''s training context; other commands take 8192) [default: auto for kvrun serve, else 8192; capped at the model''s training context]')
             [CompletionResult]::new('-t', '-t', [CompletionResultType]::ParameterName, 'CPU threads [default: the number of cores]')

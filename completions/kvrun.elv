@@ -131,6 +131,7 @@ set edit:completion:arg-completer[kvrun] = {|@words|
             cand --max-body-bytes 'Largest request body, e.g. 32MiB; past it, 413 [default: 32MiB]'
             cand --request-timeout 'Longest time to the start of a response (a stream, once started, runs on), e.g. 10m; 0 turns it off [default: 10m]'
             cand --header-timeout 'Longest time a client may take to send a request''s headers, and the longest a keep-alive connection may idle, e.g. 30s [default: 30s]'
+            cand --body-timeout 'Longest time a client may take to send a request''s whole body once its headers are in; past it, 408, e.g. 60s [default: 60s]'
             cand --cors-origin 'Allow browser requests from this origin (repeatable; `*` for any) [default: none, CORS off]'
             cand --durability 'When a finished reply''s save is on disk: `before` its final event (`[DONE]`, `message_stop`, `response.completed`) or body is sent, so a reply the client has read survives a crash (no exit path loses a turn); or `after`, tens of ms sooner and lost to a crash in between. Tokens stream as they come either way [default: before]'
             cand --default-model 'The model a request gets when its `model` names none of the server''s models or aliases; `none` answers those with 404 [default: the config file''s `default-model`, then KVRUN_MODEL, the config file''s `model`, then gemma3 when it is pulled]'
@@ -328,6 +329,7 @@ set edit:completion:arg-completer[kvrun] = {|@words|
         }
         &'kvrun;session;import'= {
             cand --name 'Import under this name instead of the exported one'
+            cand --model 'The session''s model (a path, or a name in the models folder), checked against the session''s fingerprint [default: the model of that fingerprint in the models folder]'
             cand -v 'Show more diagnostics on stderr (-v: info and llama.cpp''s log, -vv: debug). KVRUN_LOG takes a tracing filter instead (e.g. KVRUN_LOG=kvrun=debug)'
             cand --verbose 'Show more diagnostics on stderr (-v: info and llama.cpp''s log, -vv: debug). KVRUN_LOG takes a tracing filter instead (e.g. KVRUN_LOG=kvrun=debug)'
             cand -q 'Hide progress bars and notes; errors still print'
@@ -590,6 +592,9 @@ set edit:completion:arg-completer[kvrun] = {|@words|
             cand --prompt-tokens 'Prompt tokens of each conversation (about: the text is tokenized by each model)'
             cand --rounds 'Times each model is swapped back in'
             cand --budget 'The memory budget [default: the larger model''s measured charge, plus 5%]'
+            cand --clients 'Mixed load: clients per model looping on both models at once'
+            cand --mixed-secs 'Mixed load: seconds the clients loop'
+            cand --swap-wait 'Mixed load: the server''s `--swap-wait` [default: serve''s]'
             cand -c 'Context size in tokens, or `auto`: grow with the live tokens (kvrun serve up to --max-ctx-size, kvrun chat up to the model''s training context; other commands take 8192) [default: auto for kvrun serve, else 8192; capped at the model''s training context]'
             cand --ctx-size 'Context size in tokens, or `auto`: grow with the live tokens (kvrun serve up to --max-ctx-size, kvrun chat up to the model''s training context; other commands take 8192) [default: auto for kvrun serve, else 8192; capped at the model''s training context]'
             cand -t 'CPU threads [default: the number of cores]'

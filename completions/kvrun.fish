@@ -118,6 +118,7 @@ complete -c kvrun -n "__fish_kvrun_using_subcommand serve" -l max-queue -d 'Requ
 complete -c kvrun -n "__fish_kvrun_using_subcommand serve" -l max-body-bytes -d 'Largest request body, e.g. 32MiB; past it, 413 [default: 32MiB]' -r
 complete -c kvrun -n "__fish_kvrun_using_subcommand serve" -l request-timeout -d 'Longest time to the start of a response (a stream, once started, runs on), e.g. 10m; 0 turns it off [default: 10m]' -r
 complete -c kvrun -n "__fish_kvrun_using_subcommand serve" -l header-timeout -d 'Longest time a client may take to send a request\'s headers, and the longest a keep-alive connection may idle, e.g. 30s [default: 30s]' -r
+complete -c kvrun -n "__fish_kvrun_using_subcommand serve" -l body-timeout -d 'Longest time a client may take to send a request\'s whole body once its headers are in; past it, 408, e.g. 60s [default: 60s]' -r
 complete -c kvrun -n "__fish_kvrun_using_subcommand serve" -l cors-origin -d 'Allow browser requests from this origin (repeatable; `*` for any) [default: none, CORS off]' -r
 complete -c kvrun -n "__fish_kvrun_using_subcommand serve" -l durability -d 'When a finished reply\'s save is on disk: `before` its final event (`[DONE]`, `message_stop`, `response.completed`) or body is sent, so a reply the client has read survives a crash (no exit path loses a turn); or `after`, tens of ms sooner and lost to a crash in between. Tokens stream as they come either way [default: before]' -r -f -a "before\t''
 after\t''"
@@ -246,6 +247,7 @@ complete -c kvrun -n "__fish_kvrun_using_subcommand session; and __fish_seen_sub
 complete -c kvrun -n "__fish_kvrun_using_subcommand session; and __fish_seen_subcommand_from export" -s h -l help -d 'Print help'
 complete -c kvrun -n "__fish_kvrun_using_subcommand session; and __fish_seen_subcommand_from export" -s V -l version -d 'Print version'
 complete -c kvrun -n "__fish_kvrun_using_subcommand session; and __fish_seen_subcommand_from import" -l name -d 'Import under this name instead of the exported one' -r
+complete -c kvrun -n "__fish_kvrun_using_subcommand session; and __fish_seen_subcommand_from import" -l model -d 'The session\'s model (a path, or a name in the models folder), checked against the session\'s fingerprint [default: the model of that fingerprint in the models folder]' -r
 complete -c kvrun -n "__fish_kvrun_using_subcommand session; and __fish_seen_subcommand_from import" -s v -l verbose -d 'Show more diagnostics on stderr (-v: info and llama.cpp\'s log, -vv: debug). KVRUN_LOG takes a tracing filter instead (e.g. KVRUN_LOG=kvrun=debug)'
 complete -c kvrun -n "__fish_kvrun_using_subcommand session; and __fish_seen_subcommand_from import" -s q -l quiet -d 'Hide progress bars and notes; errors still print'
 complete -c kvrun -n "__fish_kvrun_using_subcommand session; and __fish_seen_subcommand_from import" -s h -l help -d 'Print help'
@@ -435,6 +437,9 @@ complete -c kvrun -n "__fish_kvrun_using_subcommand bench; and __fish_seen_subco
 complete -c kvrun -n "__fish_kvrun_using_subcommand bench; and __fish_seen_subcommand_from swap" -l prompt-tokens -d 'Prompt tokens of each conversation (about: the text is tokenized by each model)' -r
 complete -c kvrun -n "__fish_kvrun_using_subcommand bench; and __fish_seen_subcommand_from swap" -l rounds -d 'Times each model is swapped back in' -r
 complete -c kvrun -n "__fish_kvrun_using_subcommand bench; and __fish_seen_subcommand_from swap" -l budget -d 'The memory budget [default: the larger model\'s measured charge, plus 5%]' -r
+complete -c kvrun -n "__fish_kvrun_using_subcommand bench; and __fish_seen_subcommand_from swap" -l clients -d 'Mixed load: clients per model looping on both models at once' -r
+complete -c kvrun -n "__fish_kvrun_using_subcommand bench; and __fish_seen_subcommand_from swap" -l mixed-secs -d 'Mixed load: seconds the clients loop' -r
+complete -c kvrun -n "__fish_kvrun_using_subcommand bench; and __fish_seen_subcommand_from swap" -l swap-wait -d 'Mixed load: the server\'s `--swap-wait` [default: serve\'s]' -r
 complete -c kvrun -n "__fish_kvrun_using_subcommand bench; and __fish_seen_subcommand_from swap" -s c -l ctx-size -d 'Context size in tokens, or `auto`: grow with the live tokens (kvrun serve up to --max-ctx-size, kvrun chat up to the model\'s training context; other commands take 8192) [default: auto for kvrun serve, else 8192; capped at the model\'s training context]' -r
 complete -c kvrun -n "__fish_kvrun_using_subcommand bench; and __fish_seen_subcommand_from swap" -s t -l threads -d 'CPU threads [default: the number of cores]' -r
 complete -c kvrun -n "__fish_kvrun_using_subcommand bench; and __fish_seen_subcommand_from swap" -l gpu-layers -d 'Layers to offload to the GPU (needs a GPU build) [default: all when built with a GPU backend, else 0]' -r

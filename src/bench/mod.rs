@@ -17,5 +17,6 @@ pub(crate) mod serve;
 mod serve_compare;
 pub(crate) mod speed;
 pub(crate) mod swap;
+mod swap_mixed;
 pub(crate) mod switch;
 mod synthetic;

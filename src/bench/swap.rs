@@ -10,6 +10,8 @@
 //!   back (restored from the store), against its first, cold prefill.
 //! - Memory: the server's peak resident set against the budget (the warm tier, budgeted
 //!   apart, is in it too).
+//! - Mixed load: clients on both models at once, so that the models take turns
+//!   ([`super::swap_mixed`]): time to first token per model, p50 and p99.
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -125,6 +127,19 @@ pub fn run(env: &Env, args: BenchSwapArgs) -> Result<ExitCode> {
     let (peak_rss, hwm) = peak.stop();
     server.stop()?;
 
+    // Both models under load at once, on a server of the same budget.
+    let mut mixed_args = vec!["--memory-budget", &budget_arg, "--default-model", "none"];
+    if let Some(wait) = &args.swap_wait {
+        mixed_args.extend(["--swap-wait", wait.as_str()]);
+    }
+    let mixed_home = self::home(work.path(), "mixed", &paths)?;
+    let server = ChildServer::spawn_serving(&mixed_home, None, &llama, &mixed_args)?;
+    let window = Duration::from_secs(args.mixed_secs);
+    let opening = bench_text(256 * CHARS_PER_TOKEN);
+    let mixed = super::swap_mixed::run(&server, &ids, args.clients, window, &opening)?;
+    let stats = server.get_json("/v1/kvrun/stats")?;
+    server.stop()?;
+
     // A fresh process per model, as a router that restarts llama.cpp would pay.
     let mut fresh = Vec::new();
     for (m, path) in paths.iter().enumerate() {
@@ -201,6 +216,38 @@ pub fn run(env: &Env, args: BenchSwapArgs) -> Result<ExitCode> {
                 .map_or(f64::NAN, |t| t.ttft.as_secs_f64() * 1e3)
         );
     }
+    println!();
+    println!(
+        "Mixed load, {} clients per model for {} s (swap wait: {}), time to first token, ms",
+        args.clients,
+        args.mixed_secs,
+        args.swap_wait.as_deref().unwrap_or("serve's default")
+    );
+    println!(
+        "{:<28} {:>8} {:>10} {:>10} {:>10} {:>8} {:>10}",
+        "model", "turns", "p50", "p99", "max", "503s", "swaps in"
+    );
+    for m in &mixed {
+        let loads = stats["models"]["models"]
+            .as_array()
+            .and_then(|all| all.iter().find(|x| x["id"] == m.id.as_str()))
+            .map_or(0, |x| x["loads"].as_u64().unwrap_or(0));
+        println!(
+            "{:<28} {:>8} {:>10.1} {:>10.1} {:>10.1} {:>8} {:>10}",
+            m.id,
+            m.ttft.len(),
+            super::swap_mixed::quantile_ms(&m.ttft, 0.5),
+            super::swap_mixed::quantile_ms(&m.ttft, 0.99),
+            super::swap_mixed::quantile_ms(&m.ttft, 1.0),
+            m.refused,
+            loads
+        );
+    }
+    let fewest = mixed.iter().filter_map(|m| m.turns.first()).min();
+    println!(
+        "fewest turns of any client: {}",
+        fewest.copied().unwrap_or(0)
+    );
     println!();
     println!("Memory");
     println!("{:<44} {:>12}", "budget", human_bytes(budget));

@@ -56,6 +56,11 @@ impl Table<'_> {
             .sum()
     }
 
+    /// The model whose turn is next: the one with the oldest waiting request.
+    pub fn next(&self) -> Option<usize> {
+        self.queue().first().map(|&(_, i)| i)
+    }
+
     /// The loaded models that stop admitting requests now: the fewest, oldest turns first,
     /// whose leaving makes room for the next waiting model, once that model has waited
     /// `bound` since each of their turns began. Empty while it fits beside them, or
@@ -247,6 +252,9 @@ mod tests {
             table(&seats, 100, now).expected_wait(2),
             SWAP + BOUND + SWAP
         );
+        // The oldest waiter's model is next (a loaded one never is).
+        assert_eq!(table(&seats, 100, now).next(), Some(1));
+        assert_eq!(table(&seats[..1], 100, now).next(), None);
         // A request for a loaded model that closed: behind every waiting model.
         assert_eq!(
             table(&seats, 100, now).expected_wait(0),
