@@ -8,12 +8,12 @@ use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context as _, Result};
 
-use crate::bench::engine::Service;
 use crate::bench::harness::bench_tokens;
+use crate::bench::streams::{late_arrival, streams};
 use crate::cli::BenchBatchArgs;
-use crate::commands::env::{load_model, Env};
+use crate::env::{load_model, Env};
 use crate::llama::{BatchEntry, Context, Model, Sampler, TokenId};
-use crate::paths::Paths;
+use crate::service::harness::ServiceHarness;
 use crate::settings::{LlamaSettings, SamplingSettings, DEFAULT_PAGE_TOKENS};
 
 pub fn run(env: &Env, args: BenchBatchArgs) -> Result<ExitCode> {
@@ -62,11 +62,16 @@ pub fn run(env: &Env, args: BenchBatchArgs) -> Result<ExitCode> {
         // only one of them.
         for _ in 0..args.rounds {
             let work = tempfile::Builder::new().prefix("kvrun-bench-").tempdir()?;
-            let service = Service::start(&choice, &llama, Paths::under(work.path()), n + 1)?;
-            let served = service.streams(&prompts[..n], decode)?;
+            let service = ServiceHarness::new(work.path(), &choice.path)
+                .with_model(choice.clone())
+                .with_llama(llama.clone())
+                .with_parallel(n + 1)
+                .with_max_queue(n + 1)
+                .start()?;
+            let served = streams(&service, &prompts[..n], decode)?;
             // The late arrival: one more request while n streams decode.
-            let late = service.late_arrival(&prompts[..n], &prompts[n], decode)?;
-            let stats = service.stop()?;
+            let late = late_arrival(&service, &prompts[..n], &prompts[n], decode)?;
+            let stats = service.stop_when_saved()?;
             row.saves += stats.saves;
             row.save_engine_ms += stats.save_engine_ms;
             row.saves_landed += stats.saves_landed;

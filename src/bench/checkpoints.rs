@@ -9,14 +9,14 @@ use std::time::Duration;
 
 use anyhow::{bail, Result};
 
-use crate::bench::engine::Service;
 use crate::bench::harness::bench_tokens;
+use crate::bench::streams::submit;
 use crate::cli::BenchCheckpointsArgs;
-use crate::commands::env::{load_model, Env};
+use crate::env::{load_model, Env};
 use crate::llama::TokenId;
 use crate::models::ModelChoice;
-use crate::paths::Paths;
 use crate::sequence::MAX_CHECKPOINTS;
+use crate::service::harness::ServiceHarness;
 use crate::settings::LlamaSettings;
 use crate::synth::TinyRecurrentArch;
 
@@ -84,11 +84,16 @@ pub fn run(env: &Env, args: BenchCheckpointsArgs) -> Result<ExitCode> {
             let mut llama = llama.clone();
             llama.ctx_size = (2 * n + 2 * QUESTION) as u32;
             let folder = tempfile::Builder::new().prefix("kvrun-bench-").tempdir()?;
-            let service = Service::start(choice, &llama, Paths::under(folder.path()), 2)?;
-            let cold = service.submit(&first, 1)?.usage()?;
+            let service = ServiceHarness::new(folder.path(), &choice.path)
+                .with_model(choice.clone())
+                .with_llama(llama.clone())
+                .with_parallel(2)
+                .with_max_queue(2)
+                .start()?;
+            let cold = submit(&service, &first, 1)?.usage()?;
             let after_first = service.stats()?;
-            let parting = service.submit(&second, 1)?.usage()?;
-            service.stop()?;
+            let parting = submit(&service, &second, 1)?.usage()?;
+            service.stop_when_saved()?;
             let held = (after_first.checkpoints as usize).clamp(1, MAX_CHECKPOINTS);
             rows.push(Row {
                 label: label.clone(),

@@ -14,7 +14,7 @@ use anyhow::{anyhow, bail, Result};
 use crate::bench::harness::bench_tokens;
 use crate::bench::harness::ChildServer;
 use crate::cli::BenchCtxArgs;
-use crate::commands::env::{load_model, Env};
+use crate::env::{load_model, Env};
 use crate::llama::TokenId;
 use crate::models::ModelChoice;
 use crate::settings::LlamaSettings;

@@ -14,7 +14,7 @@ use serde_json::Value;
 
 use super::harness::median;
 use crate::cli::BenchGrammarArgs;
-use crate::commands::env::{load_model, Env};
+use crate::env::{load_model, Env};
 use crate::llama::{Context, Grammar, Model, Sampler};
 use crate::server::responses::flat_name;
 use crate::settings::{LlamaSettings, SamplingSettings, DEFAULT_PAGE_TOKENS};

@@ -236,6 +236,16 @@ impl ChildServer {
         stream_chat(&self.agent, &self.url, messages, tools, max_tokens)
     }
 
+    /// The same through Ollama's API.
+    pub(super) fn stream_ollama(
+        &self,
+        messages: &Value,
+        tools: &Value,
+        max_tokens: u32,
+    ) -> Result<Call> {
+        stream_ollama_chat(&self.agent, &self.url, messages, tools, max_tokens)
+    }
+
     /// `n` streams at once; the tokens they generated and the wall time.
     pub(super) fn concurrent(&self, n: usize, max_tokens: u32) -> Result<(u64, Duration)> {
         let started = Instant::now();
@@ -373,6 +383,54 @@ pub(super) fn stream_chat(
             .unwrap_or(0),
         ttft: first - sent,
         generated: usage["completion_tokens"].as_u64().unwrap_or(0),
+        decode: last - first,
+    })
+}
+
+/// The same turn through Ollama's `/api/chat` (an NDJSON stream), timed at the client.
+/// Ollama's `prompt_eval_count` counts the tokens evaluated; kvrun's final chunk adds
+/// those restored.
+pub(super) fn stream_ollama_chat(
+    agent: &ureq::Agent,
+    url: &str,
+    messages: &Value,
+    tools: &Value,
+    max_tokens: u32,
+) -> Result<Call> {
+    let mut body = json!({
+        "model": "bench", "messages": messages, "stream": true,
+        "options": {"num_predict": max_tokens, "temperature": 0},
+    });
+    if tools.is_array() {
+        body["tools"] = tools.clone();
+    }
+    let sent = Instant::now();
+    let mut response = post_ok(agent, url, "/api/chat", &body)?;
+    let (mut first, mut last) = (None, sent);
+    let mut done = Value::Null;
+    for line in BufReader::new(response.body_mut().as_reader()).lines() {
+        let chunk: Value = serde_json::from_str(&line?)?;
+        if let Some(error) = chunk["error"].as_str() {
+            bail!("the server's stream failed: {error}");
+        }
+        let message = &chunk["message"];
+        if message["content"].as_str().is_some_and(|t| !t.is_empty())
+            || message["tool_calls"].is_array()
+        {
+            first.get_or_insert_with(Instant::now);
+            last = Instant::now();
+        }
+        if chunk["done"] == true {
+            done = chunk;
+        }
+    }
+    let first = first.unwrap_or(last);
+    let cached = done["kvrun"]["cached_tokens"].as_u64().unwrap_or(0);
+    Ok(Call {
+        prompt_tokens: done["prompt_eval_count"].as_u64().unwrap_or(0) + cached,
+        cached_tokens: cached,
+        ttft: first - sent,
+        generated: done["eval_count"].as_u64().unwrap_or(0),
         decode: last - first,
     })
 }

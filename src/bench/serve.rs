@@ -1,7 +1,8 @@
 //! `kvrun bench serve`: what an agent sees over HTTP. An agent-shaped prompt (system blocks
 //! and tool schemas, generated to `--prompt-tokens`) is sent to a real `kvrun serve` child:
 //! the first call (prefill from scratch), the next turn (the prefix from the store), and the
-//! first call after a restart (the prefix from disk). The same-length prompt through the
+//! first call after a restart (the prefix from disk); then the same conversation through
+//! Ollama's `/api/chat` in a fresh home. The same-length prompt through the
 //! engine in this process gives the server's own overhead; streams side by side give the
 //! aggregate decode rate. `--llama-server` runs the conversation against llama.cpp's server
 //! instead ([`super::serve_compare`]).
@@ -13,12 +14,12 @@ use std::time::Instant;
 use anyhow::{bail, Result};
 
 use super::agent_prompt::{agent_messages, agent_system_text, agent_tools};
-use super::engine::Service;
 use super::harness::{Call, ChildServer};
+use super::streams::submit;
 use crate::cli::BenchServeArgs;
-use crate::commands::env::Env;
+use crate::env::Env;
 use crate::models::ModelChoice;
-use crate::paths::Paths;
+use crate::service::harness::ServiceHarness;
 use crate::service::protocol::Reply;
 use crate::settings::LlamaSettings;
 
@@ -37,7 +38,7 @@ pub fn run(env: &Env, args: BenchServeArgs) -> Result<ExitCode> {
     let target = args.prompt_tokens.max(64) as usize;
     let ctx = (target + 2048).next_multiple_of(256) as u32;
     // Loaded here only to size the prompt with the model's own tokenizer.
-    let (model, _) = crate::commands::env::load_model(&choice, 0)?;
+    let (model, _) = crate::env::load_model(&choice, 0)?;
     if ctx > model.facts().n_ctx_train {
         bail!(
             "--prompt-tokens {target} does not fit the model's context ({}) with room for replies",
@@ -77,6 +78,17 @@ pub fn run(env: &Env, args: BenchServeArgs) -> Result<ExitCode> {
     server.stop()?;
 
     env.ui
+        .note("Ollama API: the same conversation through /api/chat, in a fresh home ...");
+    let home = work.path().join("ollama");
+    let server = ChildServer::start(&home, &choice, &llama, ctx, 1)?;
+    let ollama_first = server.stream_ollama(&turn(0), &tools, args.decode_tokens)?;
+    let ollama_second = server.stream_ollama(&turn(1), &tools, args.decode_tokens)?;
+    server.stop()?;
+    let server = ChildServer::start(&home, &choice, &llama, ctx, 1)?;
+    let ollama_restarted = server.stream_ollama(&turn(2), &tools, args.decode_tokens)?;
+    server.stop()?;
+
+    env.ui
         .note("in-process: the same length through the engine directly ...");
     let in_process = in_process_call(
         &work.path().join("engine"),
@@ -110,6 +122,9 @@ pub fn run(env: &Env, args: BenchServeArgs) -> Result<ExitCode> {
         ("first call (prefill from scratch)", &first),
         ("second call, a new user turn", &second),
         ("first call after a server restart", &restarted),
+        ("Ollama API: first call", &ollama_first),
+        ("Ollama API: second call", &ollama_second),
+        ("Ollama API: after a server restart", &ollama_restarted),
         ("in-process engine, same length, fresh", &in_process),
     ];
     for (label, c) in rows {
@@ -147,12 +162,16 @@ fn in_process_call(
 ) -> Result<Call> {
     let mut llama = llama.clone();
     llama.ctx_size = ctx;
-    let service = Service::start(choice, &llama, Paths::under(home), 1)?;
+    let service = ServiceHarness::new(home, &choice.path)
+        .with_model(choice.clone())
+        .with_llama(llama.clone())
+        .with_max_queue(1)
+        .start()?;
     let model = service.model();
     let mut prompt = model.tokenize_prompt(&agent_system_text(&model, tokens as usize));
     prompt.truncate(tokens.max(1) as usize);
     let sent = Instant::now();
-    let mut stream = service.submit(&prompt, max_tokens as usize)?;
+    let mut stream = submit(&service, &prompt, max_tokens as usize)?;
     let (mut first, mut last) = (None, sent);
     let (prompt_tokens, cached_tokens, generated) = loop {
         match stream.next()? {
@@ -170,7 +189,7 @@ fn in_process_call(
             _ => {}
         }
     };
-    service.stop()?;
+    service.stop_when_saved()?;
     let first = first.unwrap_or(last);
     Ok(Call {
         prompt_tokens,

@@ -13,7 +13,7 @@ use serde_json::{json, Value};
 
 use super::harness::{Call, ChildServer};
 use super::llama_server::LlamaServer;
-use crate::commands::env::Env;
+use crate::env::Env;
 use crate::models::ModelChoice;
 use crate::settings::LlamaSettings;
 

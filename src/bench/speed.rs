@@ -11,7 +11,7 @@ use anyhow::{bail, Result};
 
 use super::harness::bench_tokens;
 use crate::cli::BenchArgs;
-use crate::commands::env::{load_model, Env};
+use crate::env::{load_model, Env};
 use crate::llama::{Context, Model, Sampler, TokenId};
 use crate::sequence::{GenerateOptions, NoObserver, Sequence};
 use crate::settings::{LlamaSettings, SamplingSettings, DEFAULT_PAGE_TOKENS};

@@ -22,9 +22,9 @@ use std::time::{Duration, Instant};
 use anyhow::{anyhow, bail, Result};
 use serde_json::{json, Value};
 
-use super::harness::{bench_text, drop_page_cache, post_ok, sse_events, ChildServer};
+use super::harness::{bench_text, drop_page_cache, median, post_ok, sse_events, ChildServer};
 use crate::cli::BenchSwapArgs;
-use crate::commands::env::Env;
+use crate::env::Env;
 use crate::format::human_bytes;
 use crate::settings::LlamaSettings;
 use crate::tiers::parse_bytes;
@@ -42,8 +42,47 @@ struct Turn {
     unload_ms: f64,
 }
 
+/// What one serving run measured: each model's first call, its returning calls (one per
+/// round), and a returning call after the page cache was dropped; the server's memory.
+struct Served {
+    first: Vec<Turn>,
+    warm: Vec<Vec<Turn>>,
+    cold: Vec<Turn>,
+    /// Whether the page cache could be dropped (root on Linux).
+    dropped: bool,
+    used: u64,
+    warm_tier: u64,
+    peak_rss: u64,
+    hwm: u64,
+}
+
 pub fn run(env: &Env, args: BenchSwapArgs) -> Result<ExitCode> {
     let llama = LlamaSettings::resolve(&args.llama, &env.config);
+    let (paths, ids) = two_models(env, &args)?;
+    let work = tempfile::Builder::new()
+        .prefix("kvrun-bench-swap-")
+        .tempdir()?;
+    let budget = budget(&args, work.path(), &paths, &llama, &ids)?;
+    println!(
+        "kvrun bench swap: {} and {} under a {} budget, {} prompt tokens, {} rounds, {} threads",
+        ids[0],
+        ids[1],
+        human_bytes(budget),
+        args.prompt_tokens,
+        args.rounds,
+        llama.threads
+    );
+    let served = serve_turns(&args, work.path(), &paths, &llama, &ids, budget)?;
+    let fresh = fresh_starts(work.path(), &paths, &llama, served.dropped)?;
+    print_swap_cost(&ids, &served, &fresh);
+    print_time_to_first_token(&ids, &served);
+    print_memory(&served, budget);
+    super::swap_mixed::measure(&args, work.path(), &paths, &llama, &ids, budget)?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// The two models of `--models`: their files and their ids (the files' stems).
+fn two_models(env: &Env, args: &BenchSwapArgs) -> Result<(Vec<PathBuf>, Vec<String>)> {
     let [a, b] = args.models.as_slice() else {
         bail!("--models takes two models, e.g. --models gemma3,smollm2");
     };
@@ -62,34 +101,42 @@ pub fn run(env: &Env, args: BenchSwapArgs) -> Result<ExitCode> {
     if ids[0] == ids[1] {
         bail!("--models names one model twice");
     }
-    let work = tempfile::Builder::new()
-        .prefix("kvrun-bench-swap-")
-        .tempdir()?;
+    Ok((paths, ids))
+}
 
-    // The budget: what the larger model holds once loaded, measured, plus 5%.
-    let budget = match &args.budget {
+/// `--budget`, or what the larger model holds once loaded, measured, plus 5%.
+fn budget(
+    args: &BenchSwapArgs,
+    work: &Path,
+    paths: &[PathBuf],
+    llama: &LlamaSettings,
+    ids: &[String],
+) -> Result<u64> {
+    Ok(match &args.budget {
         Some(text) => parse_bytes(text).map_err(|e| anyhow!("--budget: {e}"))?,
         None => {
-            let charges = probe_charges(&home(work.path(), "probe", &paths)?, &llama, &ids)?;
+            let charges = probe_charges(&home(work, "probe", paths)?, llama, ids)?;
             charges.iter().copied().max().unwrap_or(0) / 100 * 105
         }
-    };
-    println!(
-        "kvrun bench swap: {} and {} under a {} budget, {} prompt tokens, {} rounds, {} threads",
-        ids[0],
-        ids[1],
-        human_bytes(budget),
-        args.prompt_tokens,
-        args.rounds,
-        llama.threads
-    );
+    })
+}
 
-    let home = home(work.path(), "swap", &paths)?;
+/// Both models behind one server under `budget`: each one's first call, `args.rounds`
+/// rounds of returning calls, and a returning call from a cold page cache.
+fn serve_turns(
+    args: &BenchSwapArgs,
+    work: &Path,
+    paths: &[PathBuf],
+    llama: &LlamaSettings,
+    ids: &[String],
+    budget: u64,
+) -> Result<Served> {
+    let home = home(work, "swap", paths)?;
     let budget_arg = budget.to_string();
     let server = ChildServer::spawn_serving(
         &home,
         None,
-        &llama,
+        llama,
         &[
             "--memory-budget",
             &budget_arg,
@@ -103,14 +150,14 @@ pub fn run(env: &Env, args: BenchSwapArgs) -> Result<ExitCode> {
     let text = bench_text(args.prompt_tokens as usize * CHARS_PER_TOKEN);
     let mut first = Vec::new();
     let mut warm: Vec<Vec<Turn>> = vec![Vec::new(), Vec::new()];
-    let mut cold: Vec<Option<Turn>> = vec![None, None];
+    let mut cold = Vec::new();
     for (m, id) in ids.iter().enumerate() {
-        first.push(turn(&server, &ids, m, &format!("{text} {id}"), 0)?);
+        first.push(turn(&server, ids, m, &format!("{text} {id}"), 0)?);
     }
     for round in 1..=args.rounds {
         for (m, id) in ids.iter().enumerate() {
             let prompt = format!("{text} {id} round {round}.");
-            warm[m].push(turn(&server, &ids, m, &prompt, round)?);
+            warm[m].push(turn(&server, ids, m, &prompt, round)?);
         }
     }
     let dropped = drop_page_cache();
@@ -119,44 +166,54 @@ pub fn run(env: &Env, args: BenchSwapArgs) -> Result<ExitCode> {
             drop_page_cache();
         }
         let prompt = format!("{text} {id} cold.");
-        cold[m] = Some(turn(&server, &ids, m, &prompt, args.rounds + 1)?);
+        cold.push(turn(&server, ids, m, &prompt, args.rounds + 1)?);
     }
     let stats = server.get_json("/v1/kvrun/stats")?;
-    let used = stats["models"]["used"].as_u64().unwrap_or(0);
-    let warm_tier = stats["stats"]["warm"]["used"].as_u64().unwrap_or(0);
     let (peak_rss, hwm) = peak.stop();
     server.stop()?;
+    Ok(Served {
+        first,
+        warm,
+        cold,
+        dropped,
+        used: stats["models"]["used"].as_u64().unwrap_or(0),
+        warm_tier: stats["stats"]["warm"]["used"].as_u64().unwrap_or(0),
+        peak_rss,
+        hwm,
+    })
+}
 
-    // Both models under load at once, on a server of the same budget.
-    let mut mixed_args = vec!["--memory-budget", &budget_arg, "--default-model", "none"];
-    if let Some(wait) = &args.swap_wait {
-        mixed_args.extend(["--swap-wait", wait.as_str()]);
-    }
-    let mixed_home = self::home(work.path(), "mixed", &paths)?;
-    let server = ChildServer::spawn_serving(&mixed_home, None, &llama, &mixed_args)?;
-    let window = Duration::from_secs(args.mixed_secs);
-    let opening = bench_text(256 * CHARS_PER_TOKEN);
-    let mixed = super::swap_mixed::run(&server, &ids, args.clients, window, &opening)?;
-    let stats = server.get_json("/v1/kvrun/stats")?;
-    server.stop()?;
-
-    // A fresh process per model, as a router that restarts llama.cpp would pay.
+/// Each model's fresh `kvrun serve MODEL` process to `listening`, from the page cache and
+/// cold (ms): what a router that restarts llama.cpp per model pays.
+fn fresh_starts(
+    work: &Path,
+    paths: &[PathBuf],
+    llama: &LlamaSettings,
+    dropped: bool,
+) -> Result<Vec<[f64; 2]>> {
     let mut fresh = Vec::new();
     for (m, path) in paths.iter().enumerate() {
-        let mut times = Vec::new();
-        for cold_start in [false, true] {
-            let dir = home_of(work.path(), &format!("fresh-{m}-{cold_start}"))?;
+        let mut times = [0.0; 2];
+        for (i, cold_start) in [false, true].into_iter().enumerate() {
+            let dir = home_of(work, &format!("fresh-{m}-{cold_start}"))?;
             if cold_start && dropped {
                 drop_page_cache();
             }
             let started = Instant::now();
-            let child = ChildServer::spawn_serving(&dir, Some(path), &llama, &[])?;
-            times.push(started.elapsed().as_secs_f64() * 1e3);
+            let child = ChildServer::spawn_serving(&dir, Some(path), llama, &[])?;
+            times[i] = started.elapsed().as_secs_f64() * 1e3;
             child.stop()?;
         }
         fresh.push(times);
     }
+    Ok(fresh)
+}
 
+fn ms_median(turns: &[Turn], f: impl Fn(&Turn) -> f64) -> f64 {
+    median(&turns.iter().map(f).collect::<Vec<_>>())
+}
+
+fn print_swap_cost(ids: &[String], served: &Served, fresh: &[[f64; 2]]) {
     println!();
     println!(
         "Swap cost, ms: the loaded model unloaded (its conversations saved), the other loaded"
@@ -165,117 +222,71 @@ pub fn run(env: &Env, args: BenchSwapArgs) -> Result<ExitCode> {
         "{:<40} {:>12} {:>10} {:>10} {:>22}",
         "swap to", "unload+save", "load", "swap", "fresh process (serve)"
     );
+    let cold = match served.dropped {
+        true => "cold",
+        false => "page cache (no root: not dropped)",
+    };
     for (m, id) in ids.iter().enumerate() {
-        let unload = median(warm[m].iter().map(|t| t.unload_ms));
-        let load = median(warm[m].iter().map(|t| t.load_ms));
-        println!(
-            "{:<40} {:>12.1} {:>10.1} {:>10.1} {:>22.1}",
-            format!("{id}, page cache"),
-            unload,
-            load,
-            unload + load,
-            fresh[m][0]
-        );
-        if let Some(c) = &cold[m] {
+        let unload = ms_median(&served.warm[m], |t| t.unload_ms);
+        let load = ms_median(&served.warm[m], |t| t.load_ms);
+        let c = &served.cold[m];
+        for (label, unload, load, fresh) in [
+            ("page cache", unload, load, fresh[m][0]),
+            (cold, c.unload_ms, c.load_ms, fresh[m][1]),
+        ] {
             println!(
                 "{:<40} {:>12.1} {:>10.1} {:>10.1} {:>22.1}",
-                format!(
-                    "{id}, {}",
-                    if dropped {
-                        "cold"
-                    } else {
-                        "page cache (no root: not dropped)"
-                    }
-                ),
-                c.unload_ms,
-                c.load_ms,
-                c.unload_ms + c.load_ms,
-                fresh[m][1]
+                format!("{id}, {label}"),
+                unload,
+                load,
+                unload + load,
+                fresh
             );
         }
     }
+}
+
+fn print_time_to_first_token(ids: &[String], served: &Served) {
     println!();
     println!("Time to first token, ms: a conversation's first call, and after its model was swapped out and back");
     println!(
         "{:<28} {:>8} {:>14} {:>16} {:>8} {:>14}",
         "model", "prompt", "first call", "returning", "cached", "returning cold"
     );
+    let ms = |t: &Turn| t.ttft.as_secs_f64() * 1e3;
     for (m, id) in ids.iter().enumerate() {
-        let returning = median(warm[m].iter().map(|t| t.ttft.as_secs_f64() * 1e3));
-        let cached = warm[m].iter().map(|t| t.cached).min().unwrap_or(0);
-        let prompt = warm[m].first().map_or(0, |t| t.prompt_tokens);
+        let warm = &served.warm[m];
         println!(
             "{:<28} {:>8} {:>14.1} {:>16.1} {:>8} {:>14.1}",
             id,
-            prompt,
-            first[m].ttft.as_secs_f64() * 1e3,
-            returning,
-            cached,
-            cold[m]
-                .as_ref()
-                .map_or(f64::NAN, |t| t.ttft.as_secs_f64() * 1e3)
+            warm.first().map_or(0, |t| t.prompt_tokens),
+            ms(&served.first[m]),
+            ms_median(warm, ms),
+            warm.iter().map(|t| t.cached).min().unwrap_or(0),
+            ms(&served.cold[m])
         );
     }
-    println!();
-    println!(
-        "Mixed load, {} clients per model for {} s (swap wait: {}), time to first token, ms",
-        args.clients,
-        args.mixed_secs,
-        args.swap_wait.as_deref().unwrap_or("serve's default")
-    );
-    println!(
-        "{:<28} {:>8} {:>10} {:>10} {:>10} {:>8} {:>10}",
-        "model", "turns", "p50", "p99", "max", "503s", "swaps in"
-    );
-    for m in &mixed {
-        let loads = stats["models"]["models"]
-            .as_array()
-            .and_then(|all| all.iter().find(|x| x["id"] == m.id.as_str()))
-            .map_or(0, |x| x["loads"].as_u64().unwrap_or(0));
-        println!(
-            "{:<28} {:>8} {:>10.1} {:>10.1} {:>10.1} {:>8} {:>10}",
-            m.id,
-            m.ttft.len(),
-            super::swap_mixed::quantile_ms(&m.ttft, 0.5),
-            super::swap_mixed::quantile_ms(&m.ttft, 0.99),
-            super::swap_mixed::quantile_ms(&m.ttft, 1.0),
-            m.refused,
-            loads
-        );
-    }
-    let fewest = mixed.iter().filter_map(|m| m.turns.first()).min();
-    println!(
-        "fewest turns of any client: {}",
-        fewest.copied().unwrap_or(0)
-    );
+}
+
+fn print_memory(served: &Served, budget: u64) {
     println!();
     println!("Memory");
-    println!("{:<44} {:>12}", "budget", human_bytes(budget));
-    println!(
-        "{:<44} {:>12}",
-        "charged at the end (one model loaded)",
-        human_bytes(used)
-    );
-    println!(
-        "{:<44} {:>12}",
-        "peak resident set, sampled every 20 ms",
-        human_bytes(peak_rss)
-    );
-    println!(
-        "{:<44} {:>12}",
-        "peak resident set, VmHWM",
-        human_bytes(hwm)
-    );
-    println!(
-        "{:<44} {:>12}",
-        "of which may be the warm tier (budgeted apart)",
-        human_bytes(warm_tier)
-    );
-    Ok(ExitCode::SUCCESS)
+    for (what, bytes) in [
+        ("budget", budget),
+        ("charged at the end (one model loaded)", served.used),
+        ("peak resident set, sampled every 20 ms", served.peak_rss),
+        ("peak resident set, VmHWM", served.hwm),
+        (
+            "of which may be the warm tier (budgeted apart)",
+            served.warm_tier,
+        ),
+    ] {
+        println!("{what:<44} {:>12}", human_bytes(bytes));
+    }
 }
 
 /// A home under `work` with links to `models` in its models folder.
-fn home(work: &Path, name: &str, models: &[PathBuf]) -> Result<PathBuf> {
+pub(super) fn home(work: &Path, name: &str, models: &[PathBuf]) -> Result<PathBuf> {
     let dir = home_of(work, name)?;
     std::fs::create_dir_all(dir.join("models"))?;
     for path in models {
@@ -363,12 +374,6 @@ fn turn(server: &ChildServer, ids: &[String], m: usize, prompt: &str, round: u32
             0.0
         },
     })
-}
-
-fn median(values: impl Iterator<Item = f64>) -> f64 {
-    let mut v: Vec<f64> = values.collect();
-    v.sort_by(f64::total_cmp);
-    v.get(v.len() / 2).copied().unwrap_or(f64::NAN)
 }
 
 /// Samples a process's resident set every 20 ms until stopped; also reads its VmHWM.

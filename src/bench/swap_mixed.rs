@@ -7,10 +7,68 @@ use std::time::{Duration, Instant};
 use anyhow::{anyhow, Result};
 use serde_json::{json, Value};
 
-use super::harness::{sse_events, ChildServer};
+use super::harness::{bench_text, sse_events, ChildServer};
+use crate::cli::BenchSwapArgs;
+use crate::settings::LlamaSettings;
+
+/// Runs the mixed load on a server of `budget` and prints its table.
+pub(super) fn measure(
+    args: &BenchSwapArgs,
+    work: &std::path::Path,
+    paths: &[std::path::PathBuf],
+    llama: &LlamaSettings,
+    ids: &[String],
+    budget: u64,
+) -> Result<()> {
+    let budget_arg = budget.to_string();
+    let mut server_args = vec!["--memory-budget", &budget_arg, "--default-model", "none"];
+    if let Some(wait) = &args.swap_wait {
+        server_args.extend(["--swap-wait", wait.as_str()]);
+    }
+    let home = super::swap::home(work, "mixed", paths)?;
+    let server = ChildServer::spawn_serving(&home, None, llama, &server_args)?;
+    let window = Duration::from_secs(args.mixed_secs);
+    let opening = bench_text(256 * 4);
+    let mixed = run(&server, ids, args.clients, window, &opening)?;
+    let stats = server.get_json("/v1/kvrun/stats")?;
+    server.stop()?;
+    println!();
+    println!(
+        "Mixed load, {} clients per model for {} s (swap wait: {}), time to first token, ms",
+        args.clients,
+        args.mixed_secs,
+        args.swap_wait.as_deref().unwrap_or("serve's default")
+    );
+    println!(
+        "{:<28} {:>8} {:>10} {:>10} {:>10} {:>8} {:>10}",
+        "model", "turns", "p50", "p99", "max", "503s", "swaps in"
+    );
+    for m in &mixed {
+        let loads = stats["models"]["models"]
+            .as_array()
+            .and_then(|all| all.iter().find(|x| x["id"] == m.id.as_str()))
+            .map_or(0, |x| x["loads"].as_u64().unwrap_or(0));
+        println!(
+            "{:<28} {:>8} {:>10.1} {:>10.1} {:>10.1} {:>8} {:>10}",
+            m.id,
+            m.ttft.len(),
+            quantile_ms(&m.ttft, 0.5),
+            quantile_ms(&m.ttft, 0.99),
+            quantile_ms(&m.ttft, 1.0),
+            m.refused,
+            loads
+        );
+    }
+    let fewest = mixed.iter().filter_map(|m| m.turns.first()).min();
+    println!(
+        "fewest turns of any client: {}",
+        fewest.copied().unwrap_or(0)
+    );
+    Ok(())
+}
 
 /// One model's requests under the mixed load.
-pub(super) struct MixedModel {
+struct MixedModel {
     pub id: String,
     /// Each answered request's time to first token.
     pub ttft: Vec<Duration>,
@@ -21,7 +79,7 @@ pub(super) struct MixedModel {
 }
 
 /// `clients` clients per model loop on `ids` for `window`, each turn `max_tokens` long.
-pub(super) fn run(
+fn run(
     server: &ChildServer,
     ids: &[String],
     clients: usize,
@@ -122,7 +180,7 @@ fn client(server: &ChildServer, model: &str, opening: &str, until: Instant) -> R
 }
 
 /// The `q` quantile (0 to 1) of sorted `values`, in ms.
-pub(super) fn quantile_ms(values: &[Duration], q: f64) -> f64 {
+fn quantile_ms(values: &[Duration], q: f64) -> f64 {
     if values.is_empty() {
         return f64::NAN;
     }

@@ -15,8 +15,8 @@ use crate::bench::harness::{child_json, drop_page_cache, median, prefill_session
 use crate::chat::protocol::{ChatEvent, UserCommand};
 use crate::chat::{self, ChatOptions};
 use crate::cli::BenchSwitchArgs;
-use crate::commands::env::SESSION_SEQS;
-use crate::commands::env::{load_model, Env};
+use crate::env::SESSION_SEQS;
+use crate::env::{load_model, Env};
 use crate::format::human_bytes;
 use crate::llama::Context;
 use crate::models::ModelChoice;

@@ -4,9 +4,9 @@ use std::process::ExitCode;
 
 use anyhow::Result;
 
-use super::Env;
 use crate::bench;
 use crate::cli::BenchCommand;
+use crate::env::Env;
 
 pub fn run(env: &Env, command: BenchCommand) -> Result<ExitCode> {
     match command {

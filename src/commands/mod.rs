@@ -9,13 +9,12 @@
 //! - [`monitor`]: `kvrun stats` and `kvrun top`, of this machine or of a running server.
 //! - [`models`]: `kvrun models` and `kvrun pull`.
 //! - [`bench`]: `kvrun bench …`, dispatched to the programs in [`crate::bench`].
-//! - Shared by the families: [`env`] (folders, config, the model load) and [`input`]
-//!   (prompt reading and the checks that it may fit).
+//! - Shared by the families: [`crate::env`] (folders, config, the model load; the
+//!   benchmarks share it too) and [`input`] (prompt reading and the checks that it may fit).
 
 mod bench;
 mod chat;
 mod completions;
-pub(crate) mod env;
 mod input;
 mod man;
 mod models;
@@ -29,7 +28,7 @@ use std::process::ExitCode;
 use anyhow::Result;
 
 use crate::cli::{Cli, Command};
-pub use env::Env;
+use crate::env::Env;
 pub use man::generated_files;
 
 pub fn dispatch(cli: Cli) -> Result<ExitCode> {

@@ -14,7 +14,7 @@ use std::time::Duration;
 use anyhow::{Context as _, Result};
 
 use crate::cli::{ServeArgs, ServeModelsArgs};
-use crate::commands::env::Env;
+use crate::env::Env;
 use crate::exit::usage;
 use crate::server::listen::ConnectionLimits;
 use crate::server::{AppState, Guard};
@@ -208,8 +208,7 @@ fn settle(env: &Env, args: &ServeArgs) -> Result<ServeSettings> {
             tiers,
             parallel: parallel as usize,
             max_queue: max_queue as usize,
-            chat_template: crate::commands::env::chat_template_override(&args.model, env)
-                .map(str::to_string),
+            chat_template: crate::env::chat_template_override(&args.model, env).map(str::to_string),
             alias,
             warm: None,
             prefetch: None,

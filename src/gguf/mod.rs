@@ -23,8 +23,6 @@ mod types;
 mod vocab;
 
 #[cfg(test)]
-mod loadable_tests;
-#[cfg(test)]
 mod tests;
 
 pub use error::GgufError;

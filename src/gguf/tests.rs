@@ -7,6 +7,9 @@ use std::path::{Path, PathBuf};
 use super::*;
 use crate::synth::*;
 
+/// `check_loadable`, apart: its table of defects is long.
+mod loadable;
+
 fn tmp() -> tempfile::TempDir {
     tempfile::tempdir().expect("temp dir")
 }

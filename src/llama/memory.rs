@@ -1,9 +1,9 @@
 //! Faulting in fresh memory before it is filled. On this kind of VM the first write to a
 //! newly mapped page costs more than the copy that fills it (the kernel zeroes and maps
-//! each 4 KiB page on its own fault; measured 0.6-3.5 s per GiB under load), and asking for
-//! the whole range at once with `MADV_POPULATE_WRITE` does the same work in one pass, in
-//! about 0.4-0.8 s per GiB. A restore of a large model's session writes its whole state
-//! blob (4 GiB for 32k tokens of an 8B model) into such fresh memory.
+//! each 4 KiB page on its own fault), and asking for the whole range at once with
+//! `MADV_POPULATE_WRITE` does the same work in one pass, faster. A restore of a large
+//! model's session writes its whole state blob (gigabytes for an 8B model's long session)
+//! into such fresh memory.
 
 /// Populates `buf`'s whole pages for writing, so that filling it takes no page faults.
 /// Returns whether the kernel did it; when it cannot (before Linux 5.14, or another OS)

@@ -19,6 +19,9 @@ pub struct OpenAiBody<T>(pub T);
 /// A JSON body of an Anthropic endpoint (`/v1/messages`): refused in Anthropic's shape.
 pub struct AnthropicBody<T>(pub T);
 
+/// A JSON body of an Ollama endpoint (`/api/…`): refused in Ollama's shape.
+pub struct OllamaBody<T>(pub T);
+
 impl<S: Send + Sync, T: DeserializeOwned> FromRequest<S> for OpenAiBody<T> {
     type Rejection = Response;
 
@@ -38,6 +41,17 @@ impl<S: Send + Sync, T: DeserializeOwned> FromRequest<S> for AnthropicBody<T> {
             .await
             .map(Self)
             .map_err(|e| e.anthropic().into_response())
+    }
+}
+
+impl<S: Send + Sync, T: DeserializeOwned> FromRequest<S> for OllamaBody<T> {
+    type Rejection = Response;
+
+    async fn from_request(request: Request, state: &S) -> Result<Self, Self::Rejection> {
+        json_body(request, state)
+            .await
+            .map(Self)
+            .map_err(|e| e.ollama().into_response())
     }
 }
 

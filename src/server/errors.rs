@@ -1,7 +1,7 @@
 //! Errors in each API's own shape. A handler fails with an [`ApiError`]; the shape it is
-//! written in (OpenAI's `{"error": {message, type, param, code}}` or Anthropic's
-//! `{"type": "error", "error": {type, message}}`) is chosen by the API it belongs to, so
-//! every client's SDK can parse what it gets.
+//! written in (OpenAI's `{"error": {message, type, param, code}}`, Anthropic's
+//! `{"type": "error", "error": {type, message}}` or Ollama's `{"error": message}`) is
+//! chosen by the API it belongs to, so every client's SDK can parse what it gets.
 
 use axum::http::{header, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
@@ -16,14 +16,18 @@ pub enum Shape {
     #[default]
     OpenAi,
     Anthropic,
+    Ollama,
 }
 
 impl Shape {
     /// The shape a path answers in, for errors made before a handler runs (the key, the
-    /// body limit, the timeout): Anthropic's under `/v1/messages`, OpenAI's elsewhere.
+    /// body limit, the timeout): Anthropic's under `/v1/messages`, Ollama's under `/api/`,
+    /// OpenAI's elsewhere.
     pub fn for_path(path: &str) -> Self {
         if path.starts_with("/v1/messages") {
             Self::Anthropic
+        } else if path.starts_with("/api/") {
+            Self::Ollama
         } else {
             Self::OpenAi
         }
@@ -112,6 +116,11 @@ impl ApiError {
         self.shaped(Shape::Anthropic)
     }
 
+    /// The same error in Ollama's shape.
+    pub fn ollama(self) -> Self {
+        self.shaped(Shape::Ollama)
+    }
+
     pub fn shaped(mut self, shape: Shape) -> Self {
         self.shape = shape;
         self
@@ -167,6 +176,8 @@ impl ApiError {
                 "type": "error",
                 "error": {"type": self.anthropic_type(), "message": self.message},
             }),
+            // Ollama's clients read the message alone (and the status).
+            Shape::Ollama => json!({"error": self.message}),
         }
     }
 }
@@ -302,5 +313,8 @@ mod tests {
         );
         assert_eq!(Shape::for_path("/v1/chat/completions"), Shape::OpenAi);
         assert_eq!(Shape::for_path("/metrics"), Shape::OpenAi);
+        assert_eq!(Shape::for_path("/api/chat"), Shape::Ollama);
+        let e = ApiError::not_found("model 'x' not found").ollama();
+        assert_eq!(e.body(), json!({"error": "model 'x' not found"}));
     }
 }

@@ -175,7 +175,10 @@ async fn count_request(
     let streaming = response
         .headers()
         .get(header::CONTENT_TYPE)
-        .is_some_and(|v| v.as_bytes().starts_with(b"text/event-stream"));
+        .is_some_and(|v| {
+            let v = v.as_bytes();
+            v.starts_with(b"text/event-stream") || v.starts_with(b"application/x-ndjson")
+        });
     if !streaming {
         counters.record_request(&endpoint, status, started.elapsed());
         log.write();

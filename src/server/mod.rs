@@ -1,4 +1,4 @@
-//! `kvrun serve`: OpenAI- and Anthropic-compatible HTTP in front of the service engine
+//! `kvrun serve`: OpenAI-, Anthropic- and Ollama-compatible HTTP in front of the service engine
 //! ([`crate::service`]). Every conversation becomes a persistent paged session.
 //!
 //! The HTTP side renders and tokenizes (the model is shared read-only) and translates wire
@@ -8,7 +8,7 @@
 //!
 //! Layout: `state` (what every handler holds); `render`, `naming`, `errors`, `sse`,
 //! `generation`, `tool_choice`, `misses` (shared by the APIs); `openai`, `anthropic`,
-//! `responses` (the APIs); `guard` (key, limits, CORS, request counting) with `request_log`
+//! `responses`, `ollama` (the APIs); `guard` (key, limits, CORS, request counting) with `request_log`
 //! (a line per request at `-v`), `metrics` and `sessions` (kvrun's own endpoints).
 
 pub mod anthropic;
@@ -21,6 +21,7 @@ pub mod listen;
 pub mod metrics;
 pub mod misses;
 pub mod naming;
+pub mod ollama;
 pub mod openai;
 mod protocol_refusals;
 pub mod render;
@@ -52,6 +53,7 @@ pub fn router(state: AppState) -> Router {
         .merge(openai::routes())
         .merge(anthropic::routes())
         .merge(responses::routes())
+        .merge(ollama::routes())
         .fallback(unknown_route)
         .method_not_allowed_fallback(wrong_method)
         .with_state(state)

@@ -10,7 +10,8 @@ use crate::llama::Model;
 use crate::service::fleet::KeepAlive;
 use crate::service::{Lease, ServiceInfo};
 use crate::settings::{
-    Range, SamplingSettings, FREQUENCY_PENALTY, MIN_P, PRESENCE_PENALTY, TEMP, TOP_K, TOP_P,
+    Range, SamplingSettings, FREQUENCY_PENALTY, MIN_P, PRESENCE_PENALTY, REPEAT_PENALTY, TEMP,
+    TOP_K, TOP_P,
 };
 
 /// The most stop strings a request may give (OpenAI allows 4; Anthropic more).
@@ -22,10 +23,15 @@ const MAX_STOP: usize = 16;
 pub struct ModelFields {
     /// A name; absent picks the server's default model. Read as any JSON so that another
     /// type (`null` included) is refused naming the field (serde's error would not).
-    #[serde(default)]
+    #[serde(default, deserialize_with = "given")]
     pub model: Option<serde_json::Value>,
     #[serde(default)]
     pub keep_alive: Option<serde_json::Value>,
+}
+
+/// Any JSON value, `null` included (an `Option`'s own reading takes `null` for absent).
+fn given<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<serde_json::Value>, D::Error> {
+    serde_json::Value::deserialize(d).map(Some)
 }
 
 impl ModelFields {
@@ -63,6 +69,8 @@ pub struct SamplingFields {
     pub seed: Option<i64>,
     pub presence_penalty: Option<f32>,
     pub frequency_penalty: Option<f32>,
+    /// llama.cpp's and Ollama's `repeat_penalty` (1 is off).
+    pub repeat_penalty: Option<f32>,
 }
 
 impl SamplingFields {
@@ -106,6 +114,9 @@ impl SamplingFields {
         if let Some(p) = self.frequency_penalty {
             s.frequency_penalty = check(&FREQUENCY_PENALTY, "frequency_penalty", p.into())? as f32;
         }
+        if let Some(p) = self.repeat_penalty {
+            s.repeat_penalty = check(&REPEAT_PENALTY, "repeat_penalty", p.into())? as f32;
+        }
         Ok(s)
     }
 }
@@ -129,15 +140,20 @@ pub fn json_format_grammar(
             .ok_or_else(|| refused("json_schema needs a \"schema\"".into()))?,
         Some(other) => return Err(refused(format!("unknown {field} type '{other}'"))),
     };
-    if let Some(name) = undeclared_required(&schema) {
+    schema_grammar(&schema, field).map(Some)
+}
+
+/// The grammar of replies valid against a JSON schema; a schema that is not one is a 400
+/// naming `field`.
+pub fn schema_grammar(schema: &serde_json::Value, field: &str) -> Result<String, ApiError> {
+    let refused = |e: String| ApiError::bad_request(e).param(field);
+    if let Some(name) = undeclared_required(schema) {
         return Err(refused(format!(
             "{field}: the schema's required property {name} is not among its properties, so \
              no reply could satisfy it"
         )));
     }
-    crate::tools::schema_grammar(&schema)
-        .map(Some)
-        .map_err(|e| refused(e.to_string()))
+    crate::tools::schema_grammar(schema).map_err(|e| refused(e.to_string()))
 }
 
 /// A name an object schema, at any depth, requires without declaring any properties (the

@@ -10,6 +10,7 @@
 pub mod engine;
 pub mod fleet;
 pub mod handle;
+pub mod harness;
 pub mod protocol;
 
 pub use engine::{start, EngineThread, ServiceOptions};

@@ -571,5 +571,4 @@ fn lock_holder(lock_path: &Path) -> Option<LockHolder> {
 }
 
 #[cfg(test)]
-#[path = "catalog_tests.rs"]
 mod tests;

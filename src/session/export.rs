@@ -511,5 +511,4 @@ fn scan(file: &Path) -> Result<Scanned> {
 }
 
 #[cfg(test)]
-#[path = "export_tests.rs"]
 mod tests;

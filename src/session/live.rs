@@ -23,6 +23,7 @@ mod chunk_read;
 mod chunk_stream;
 mod commit;
 mod early;
+mod in_place;
 mod ledger;
 mod page_read;
 mod repair;

@@ -5,11 +5,10 @@
 //! here guards against damage (a flipped bit, a torn or truncated file), not against an
 //! adversary who can write the store: what names an object is its id, a blake3 chain over
 //! its tokens, which a reader recomputes itself ([`super::ObjectId`]). The hash sits on
-//! every restore's path, so speed decides: on this project's test VM one core hashed
-//! 25 GB/s with XXH3-128 against 4.6 GB/s with blake3, and with blake3 a SmolLM2 restore
-//! of 8,000 tokens spent a third of its CPU time hashing. twox-hash picks its AVX2 code at
-//! run time: on the same VM it hashed 256 MiB, piece by piece in cache, in 4.7 ms where
-//! xxhash-rust (SSE2 unless built for the CPU) took 9.9.
+//! every restore's path, so speed decides: XXH3-128 hashes several times faster than
+//! blake3 on one core, and with blake3 a restore spent a large share of its CPU time
+//! hashing. twox-hash picks its AVX2 code at run time, where xxhash-rust uses SSE2 unless
+//! built for the CPU.
 
 use twox_hash::XxHash3_128;
 

@@ -219,5 +219,4 @@ impl Drop for Lease {
 }
 
 #[cfg(test)]
-#[path = "lease_tests.rs"]
 mod tests;

@@ -593,5 +593,4 @@ impl ObjectStore {
 }
 
 #[cfg(test)]
-#[path = "object_tests.rs"]
 mod tests;

@@ -52,9 +52,8 @@ impl ObjectStore {
     ///
     /// Nothing asks for the whole file up front (`POSIX_FADV_WILLNEED`): the kernel then
     /// fills the page cache in 4 KiB pages, where a read's own read-ahead uses large folios,
-    /// and on this project's 2-core test VM that hint cost as much CPU as the read itself.
-    /// A restore without it took 16/47/91 ms for SmolLM2's 1k/4k/8k-token sessions against
-    /// 19/57/109 ms with it, the reading threads overlapping the disk well enough.
+    /// and on a machine with few cores that hint cost as much CPU as the read itself, while
+    /// the reading threads overlap the disk well enough without it.
     pub fn open_payload(&self, id: &ObjectId) -> Result<PayloadReader> {
         let (file, header) = self.open_checked(id)?;
         // A hint only: a filesystem that ignores it reads the same bytes.

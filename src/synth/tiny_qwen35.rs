@@ -87,7 +87,7 @@ impl Qwen35Spec {
     /// heads of 256 (64 KiB of f16 KV per token), 48 gated delta-net layers of 48 value and
     /// 16 key heads of 128 (150 MiB of state per sequence) and its M-RoPE sections; but a
     /// 256-wide residual stream, 4 query heads and a 512-wide FFN, so its weights take about
-    /// 0.6 GiB and a prefill of 16k tokens takes 4 minutes here, not hours. A
+    /// 0.6 GiB and a long prefill takes minutes on a CPU, not hours. A
     /// restore reads, checks and loads what the cache holds, which is the real model's.
     pub fn qwen35_27b_cache() -> Self {
         Self {

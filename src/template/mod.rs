@@ -12,7 +12,7 @@ mod guard;
 mod json;
 mod message;
 mod python;
-mod time;
+pub(crate) mod time;
 
 use std::collections::BTreeMap;
 

@@ -70,10 +70,8 @@ impl WarmPool {
 
     /// A page from RAM, else from the cold store (verified there) and kept in RAM. The page
     /// is shared with the pool, not copied: callers copy it once, straight to where it goes.
-    /// A copy here took fresh memory, whose first touch costs about as much as the copy on
-    /// the project's VM: SmolLM2's 6.8k-token session (148 MB), restored by `run --session`
-    /// from pages prefetched while the model loaded, took 76 ms with it and 56 without
-    /// (medians of five).
+    /// A copy here took fresh memory, whose first touch can cost about as much as the copy
+    /// itself, which made restores from prefetched pages slower.
     pub fn get_or_load(
         &self,
         store: &ObjectStore,

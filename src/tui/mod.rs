@@ -18,8 +18,6 @@ mod terminal;
 mod view;
 
 #[cfg(test)]
-mod behaviour_tests;
-#[cfg(test)]
 mod tests;
 
 use std::sync::mpsc::{Receiver, RecvTimeoutError, Sender, TryRecvError};

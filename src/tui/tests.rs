@@ -14,6 +14,9 @@ use ratatui::Terminal;
 
 use super::app::Focus;
 use super::*;
+
+/// Behaviour through the same helpers: keys, commands, streaming, scrolling, the loop.
+mod behaviour;
 use crate::chat::protocol::*;
 use crate::session::SessionSummary;
 

@@ -28,6 +28,8 @@ mod serve_durability;
 mod serve_edge;
 mod serve_malformed;
 mod serve_models;
+mod serve_ollama;
+mod serve_ollama_clients;
 mod serve_oversized;
 mod serve_sdk;
 mod service;

@@ -369,7 +369,10 @@ fn served_conversations_sharing_a_prefix_continue_exactly_and_after_a_restart() 
     for arch in ARCHS {
         let model = tiny_memory_model(arch);
         let home = Home::new();
-        let service = Service::start(home.path(), &model, 4);
+        let service = ServiceHarness::new(home.path(), &model)
+            .with_parallel(4)
+            .start()
+            .unwrap();
         let opening = service.tokenize(&long_text(1));
         let tail_a = service.tokenize(" The first question.");
         let tail_b = service.tokenize(" Another question entirely.");
@@ -416,10 +419,13 @@ fn served_conversations_sharing_a_prefix_continue_exactly_and_after_a_restart() 
             "{arch:?}: {:?}",
             b3.usage().cached
         );
-        service.stop();
+        service.stop().unwrap();
 
         // A restart.
-        let service = Service::start(home.path(), &model, 4);
+        let service = ServiceHarness::new(home.path(), &model)
+            .with_parallel(4)
+            .start()
+            .unwrap();
         // b's question rewritten once more: its saved checkpoint before the change.
         // (First, alone in the context: its cells land where from-scratch ones do.)
         let fourth_b: Vec<TokenId> = third_b[..third_b.len() - 2]
@@ -435,12 +441,15 @@ fn served_conversations_sharing_a_prefix_continue_exactly_and_after_a_restart() 
             (0, parted / PAGE * PAGE),
             "{arch:?}: {cached:?}"
         );
-        service.stop();
+        service.stop().unwrap();
 
         // Another restart: the other returns from its saved state (alone in the context
         // too: beside another conversation's cells, the split of CPU flash attention over
         // the cells in view changes, and the rounding with it).
-        let service = Service::start(home.path(), &model, 4);
+        let service = ServiceHarness::new(home.path(), &model)
+            .with_parallel(4)
+            .start()
+            .unwrap();
         let third_a = second_turn(&second_a, &a2.tokens(), usize::MAX, &more[1..]);
         let a3 = generate(&service, named("a"), third_a.clone(), 12);
         let cached = a3.usage().cached;
@@ -450,7 +459,7 @@ fn served_conversations_sharing_a_prefix_continue_exactly_and_after_a_restart() 
             (0, decoded),
             "{arch:?}: {cached:?}"
         );
-        service.stop();
+        service.stop().unwrap();
 
         // Each equals its conversation alone and uninterrupted, from scratch. From a
         // checkpoint, the rest is prefilled in the same page batches as from scratch:

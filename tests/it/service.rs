@@ -33,7 +33,10 @@ fn parallel_1_is_bit_identical_to_kvrun_run() {
             &text,
         ],
     );
-    let service = Service::start(home.path(), &model, 1);
+    let service = ServiceHarness::new(home.path(), &model)
+        .with_parallel(1)
+        .start()
+        .unwrap();
     let prompt = service.tokenize(&text);
     let out = generate(&service, ConversationKey::Anonymous, prompt.clone(), 24);
     let usage = out.usage();
@@ -42,7 +45,7 @@ fn parallel_1_is_bit_identical_to_kvrun_run() {
     let expected: Vec<TokenId> = tokens(&run).into_iter().map(|t| t as TokenId).collect();
     assert_eq!(out.tokens(), expected);
     assert_eq!(out.logprobs(), logprobs(&run));
-    service.stop();
+    service.stop().unwrap();
 }
 
 /// The same prompt from scratch in a fresh home: what every cached variant must equal.
@@ -50,7 +53,10 @@ fn parallel_1_is_bit_identical_to_kvrun_run() {
 fn a_conversation_continues_from_its_hot_cells_and_after_a_restart_from_the_store() {
     let model = tiny_model();
     let home = Home::new();
-    let service = Service::start(home.path(), &model, 2);
+    let service = ServiceHarness::new(home.path(), &model)
+        .with_parallel(2)
+        .start()
+        .unwrap();
     let first = service.tokenize(&long_text(2));
     let a = generate(&service, named("work"), first.clone(), 12);
     assert_eq!(a.usage().cached.total(), 0);
@@ -62,11 +68,14 @@ fn a_conversation_continues_from_its_hot_cells_and_after_a_restart_from_the_stor
     let cached = b.usage().cached;
     assert_eq!(cached.hot, first.len() + 5, "{cached:?}");
     assert_eq!(b.usage().prefilled, second.len() - cached.hot);
-    service.stop();
+    service.stop().unwrap();
 
     // A restart: the prefix comes from the cold store, to the token (the session's own
     // save reaches into its last, partial page and the reply).
-    let service = Service::start(home.path(), &model, 2);
+    let service = ServiceHarness::new(home.path(), &model)
+        .with_parallel(2)
+        .start()
+        .unwrap();
     let third = second_turn(&second, &b.tokens(), 3, &more[1..]);
     let c = generate(&service, named("work"), third.clone(), 12);
     let cached = c.usage().cached;
@@ -75,16 +84,19 @@ fn a_conversation_continues_from_its_hot_cells_and_after_a_restart_from_the_stor
         (0, second.len() + 3),
         "{cached:?}"
     );
-    service.stop();
+    service.stop().unwrap();
 
     // Bit for bit what the conversation computes when the server never stops.
     let fresh = Home::new();
-    let service = Service::start(fresh.path(), &model, 2);
+    let service = ServiceHarness::new(fresh.path(), &model)
+        .with_parallel(2)
+        .start()
+        .unwrap();
     generate(&service, named("work"), first, 12);
     generate(&service, named("work"), second.clone(), 12);
     let uninterrupted = generate(&service, named("work"), third, 12);
     assert_eq!(uninterrupted.usage().cached.hot, c.usage().cached.cold);
-    service.stop();
+    service.stop().unwrap();
     assert_close(&c, &uninterrupted, 0.0);
     // Cut back inside a page, the rest prefills in batches of other shapes than from
     // scratch (as a chat's next turn does): the same tokens, log-probabilities within
@@ -103,20 +115,26 @@ fn a_session_opened_before_its_request_continues_exactly_as_if_never_closed() {
     };
     // Reference: two turns in one engine, the second from the first's hot cells.
     let reference_home = Home::new();
-    let service = Service::start(reference_home.path(), &model, 1);
+    let service = ServiceHarness::new(reference_home.path(), &model)
+        .with_parallel(1)
+        .start()
+        .unwrap();
     let first = service.tokenize(&long_text(2));
     let more = service.tokenize(" And then some more words to read.")[1..].to_vec();
     let a = generate(&service, named("chat"), first.clone(), 12);
     let log: Vec<TokenId> = first.iter().chain(&a.usage().tokens).copied().collect();
     let second: Vec<TokenId> = log.iter().chain(&more).copied().collect();
     let reference = generate(&service, named("chat"), second.clone(), 12);
-    service.stop();
+    service.stop().unwrap();
 
     let home = Home::new();
-    let service = Service::start(home.path(), &model, 1);
+    let service = ServiceHarness::new(home.path(), &model)
+        .with_parallel(1)
+        .start()
+        .unwrap();
     let (mut req, pending) = request(named("chat"), first.clone(), 12);
     req.progress = true;
-    service.handle.submit(req).unwrap();
+    service.handle().submit(req).unwrap();
     let again = pending.collect();
     assert_eq!(again.tokens(), a.tokens());
     // Each prompt chunk without logits reports: a batch (two pages) at a time, then the
@@ -138,13 +156,16 @@ fn a_session_opened_before_its_request_continues_exactly_as_if_never_closed() {
         ..Transcript::raw()
     };
     service
-        .handle
+        .handle()
         .save_blocking("chat", transcript.clone())
         .unwrap();
-    service.stop();
+    service.stop().unwrap();
 
-    let service = Service::start(home.path(), &model, 1);
-    let opened = service.handle.open_blocking(open("chat")).unwrap();
+    let service = ServiceHarness::new(home.path(), &model)
+        .with_parallel(1)
+        .start()
+        .unwrap();
+    let opened = service.handle().open_blocking(open("chat")).unwrap();
     assert_eq!(opened.log, log);
     assert_eq!(opened.transcript, transcript);
     // Everything the log's cache held at the save: all but the last sampled token.
@@ -156,13 +177,13 @@ fn a_session_opened_before_its_request_continues_exactly_as_if_never_closed() {
     assert_close(&b, &reference, 0.0);
 
     // Fork copies the log under a new name; a taken or bad name is refused by variant.
-    service.handle.fork_blocking("chat", "copy").unwrap();
+    service.handle().fork_blocking("chat", "copy").unwrap();
     assert_eq!(
         manifest_json(&home, "copy")["tokens"],
         manifest_json(&home, "chat")["tokens"]
     );
     for to in ["copy", "../x"] {
-        let refused = service.handle.fork_blocking("chat", to);
+        let refused = service.handle().fork_blocking("chat", to);
         assert!(
             matches!(refused, Err(ServiceError::Refused(_))),
             "{to}: {refused:?}"
@@ -170,32 +191,38 @@ fn a_session_opened_before_its_request_continues_exactly_as_if_never_closed() {
     }
     // Reset empties the log and its cells; the transcript is what the save records.
     service
-        .handle
+        .handle()
         .reset_blocking("chat", Transcript::raw())
         .unwrap();
     assert_eq!(
         manifest_json(&home, "chat")["tokens"],
         serde_json::json!([])
     );
-    let again = service.handle.open_blocking(open("chat")).unwrap();
+    let again = service.handle().open_blocking(open("chat")).unwrap();
     assert!(again.log.is_empty() && again.transcript.messages.is_empty());
-    service.stop();
+    service.stop().unwrap();
 }
 
 #[test]
 fn an_anonymous_prompt_is_found_by_content_after_a_restart() {
     let model = tiny_model();
     let home = Home::new();
-    let service = Service::start(home.path(), &model, 1);
+    let service = ServiceHarness::new(home.path(), &model)
+        .with_parallel(1)
+        .start()
+        .unwrap();
     let first = service.tokenize(&long_text(2));
     let a = generate(&service, ConversationKey::Anonymous, first.clone(), 8);
     let session = a.usage().session.clone();
     assert!(session.starts_with("anon-"), "{session}");
-    service.stop();
+    service.stop().unwrap();
     let manifest = manifest_json(&home, &session);
     assert_eq!(manifest["unnamed"], true);
 
-    let service = Service::start(home.path(), &model, 1);
+    let service = ServiceHarness::new(home.path(), &model)
+        .with_parallel(1)
+        .start()
+        .unwrap();
     let more = service.tokenize(" A question about it.");
     let second = second_turn(&first, &a.tokens(), 8, &more[1..]);
     let b = generate(&service, ConversationKey::Anonymous, second.clone(), 8);
@@ -205,14 +232,17 @@ fn an_anonymous_prompt_is_found_by_content_after_a_restart() {
         "the same conversation continues"
     );
     assert!(b.usage().cached.cold >= 512, "{:?}", b.usage().cached);
-    service.stop();
+    service.stop().unwrap();
 
     // Bit for bit what the conversation computes when the server never stops.
     let fresh = Home::new();
-    let service = Service::start(fresh.path(), &model, 1);
+    let service = ServiceHarness::new(fresh.path(), &model)
+        .with_parallel(1)
+        .start()
+        .unwrap();
     generate(&service, ConversationKey::Anonymous, first, 8);
     let uninterrupted = generate(&service, ConversationKey::Anonymous, second, 8);
-    service.stop();
+    service.stop().unwrap();
     assert_eq!(uninterrupted.usage().cached.hot, b.usage().cached.cold);
     assert_close(&b, &uninterrupted, 0.0);
 }
@@ -221,7 +251,10 @@ fn an_anonymous_prompt_is_found_by_content_after_a_restart() {
 fn conversations_differing_in_one_early_token_share_nothing_after_it() {
     let model = tiny_model();
     let home = Home::new();
-    let service = Service::start(home.path(), &model, 2);
+    let service = ServiceHarness::new(home.path(), &model)
+        .with_parallel(2)
+        .start()
+        .unwrap();
     let a_prompt = service.tokenize(&long_text(1));
     let mut b_prompt = a_prompt.clone();
     b_prompt[3] = if b_prompt[3] == 7 { 8 } else { 7 };
@@ -229,9 +262,12 @@ fn conversations_differing_in_one_early_token_share_nothing_after_it() {
     let b = generate(&service, named("b"), b_prompt.clone(), 4);
     assert_eq!(b.usage().cached.total(), 3, "{:?}", b.usage().cached);
     assert_eq!(b.usage().prefilled, b_prompt.len() - 3);
-    service.stop();
+    service.stop().unwrap();
     // After a restart, nothing of `a`'s pages fits `b`'s prompt either.
-    let service = Service::start(home.path(), &model, 2);
+    let service = ServiceHarness::new(home.path(), &model)
+        .with_parallel(2)
+        .start()
+        .unwrap();
     let c = generate(&service, named("c"), b_prompt.clone(), 4);
     assert!(c.usage().cached.total() >= 256, "b's own pages are stored");
     let mut d_prompt = a_prompt.clone();
@@ -239,7 +275,7 @@ fn conversations_differing_in_one_early_token_share_nothing_after_it() {
     let d = generate(&service, named("d"), d_prompt, 4);
     // Only the three tokens all these prompts begin with (from c's hot cells).
     assert_eq!(d.usage().cached.total(), 3, "{:?}", d.usage().cached);
-    service.stop();
+    service.stop().unwrap();
     assert_close(&b, &from_scratch(&model, &b_prompt, 4), ROUNDING);
 }
 
@@ -247,8 +283,11 @@ fn conversations_differing_in_one_early_token_share_nothing_after_it() {
 fn bad_requests_are_refused_with_their_variant() {
     let model = tiny_model();
     let home = Home::new();
-    let service = Service::start_with(home.path(), &model, 1, 512);
-    let n_ctx = service.handle.info().unwrap().n_ctx;
+    let service = ServiceHarness::new(home.path(), &model)
+        .with_ctx_size(512)
+        .start()
+        .unwrap();
+    let n_ctx = service.handle().info().unwrap().n_ctx;
     let out = generate(&service, ConversationKey::Anonymous, Vec::new(), 4);
     assert_eq!(out.failed, Some(ServiceError::EmptyPrompt));
     let out = generate(&service, ConversationKey::Anonymous, vec![1, 99_999_999], 4);
@@ -274,7 +313,7 @@ fn bad_requests_are_refused_with_their_variant() {
     // The engine still serves after refusals.
     let ok = generate(&service, named("held"), vec![1, 2, 3], 4);
     assert_eq!(ok.usage().generated, 4);
-    service.stop();
+    service.stop().unwrap();
 }
 
 #[test]
@@ -293,23 +332,29 @@ fn a_session_of_another_model_is_incompatible() {
         "2",
     ]);
     assert!(out.status.success(), "{}", stderr(&out));
-    let service = Service::start(home.path(), &tiny_model(), 1);
+    let service = ServiceHarness::new(home.path(), &tiny_model())
+        .with_parallel(1)
+        .start()
+        .unwrap();
     let out = generate(&service, named("gemma"), vec![1, 2, 3], 4);
     assert!(
         matches!(&out.failed, Some(ServiceError::Incompatible { name, .. }) if name == "gemma"),
         "{out:?}"
     );
-    service.stop();
+    service.stop().unwrap();
 }
 
 #[test]
 fn cancel_and_a_dropped_receiver_end_the_reply_within_a_token() {
     let model = tiny_model();
     let home = Home::new();
-    let service = Service::start(home.path(), &model, 1);
+    let service = ServiceHarness::new(home.path(), &model)
+        .with_parallel(1)
+        .start()
+        .unwrap();
     let prompt = service.tokenize("Count on and on");
     let (req, mut pending) = request(named("c"), prompt.clone(), 10_000);
-    service.handle.submit(req).unwrap();
+    service.handle().submit(req).unwrap();
     let mut tokens = 0;
     // Tokens the engine had sent when the cancel was made: those received, and those
     // waiting in the channel (this thread may be scheduled late on a busy machine, and the
@@ -347,7 +392,7 @@ fn cancel_and_a_dropped_receiver_end_the_reply_within_a_token() {
 
     // A client that goes away: the engine notices at its next token and moves on.
     let (req, mut pending) = request(named("d"), prompt.clone(), 10_000);
-    service.handle.submit(req).unwrap();
+    service.handle().submit(req).unwrap();
     loop {
         if let Reply::Token(_) = pending.replies.blocking_recv().unwrap() {
             break;
@@ -356,14 +401,17 @@ fn cancel_and_a_dropped_receiver_end_the_reply_within_a_token() {
     drop(pending);
     let next = generate(&service, named("e"), prompt, 2);
     assert_eq!(next.usage().generated, 2);
-    service.stop();
+    service.stop().unwrap();
 }
 
 #[test]
 fn stop_strings_end_the_reply_and_are_never_sent() {
     let model = tiny_model();
     let home = Home::new();
-    let service = Service::start(home.path(), &model, 1);
+    let service = ServiceHarness::new(home.path(), &model)
+        .with_parallel(1)
+        .start()
+        .unwrap();
     let prompt = service.tokenize(&long_text(1));
     let free = generate(&service, ConversationKey::Anonymous, prompt.clone(), 24);
     let text = free.text();
@@ -374,9 +422,9 @@ fn stop_strings_end_the_reply_and_are_never_sent() {
     let before = &text[..text.find(&stop).unwrap()];
     let (mut req, pending) = request(ConversationKey::Anonymous, prompt, 24);
     req.ask.stop = vec![stop.clone()];
-    service.handle.submit(req).unwrap();
+    service.handle().submit(req).unwrap();
     let out = pending.collect();
     assert_eq!(out.usage().finish, FinishReason::StopString);
     assert_eq!(out.text(), before, "stop {stop:?}");
-    service.stop();
+    service.stop().unwrap();
 }

@@ -10,7 +10,10 @@ use kvrun::service::protocol::{ConversationKey, FinishReason, Reply, ServiceErro
 fn sliding_window_continuations_inside_the_reply_and_far_back_are_correct() {
     let model = default_model();
     let home = Home::new();
-    let service = Service::start(home.path(), &model, 1);
+    let service = ServiceHarness::new(home.path(), &model)
+        .with_parallel(1)
+        .start()
+        .unwrap();
     let first = service.tokenize(&long_text(4));
     assert!(first.len() > 1100, "{}", first.len());
     let a = generate(&service, named("swa"), first.clone(), 16);
@@ -35,7 +38,7 @@ fn sliding_window_continuations_inside_the_reply_and_far_back_are_correct() {
         "{:?}",
         c.usage().cached
     );
-    service.stop();
+    service.stop().unwrap();
     assert_close(&b, &from_scratch(&model, &near, 8), SWA_BATCH_SHAPES);
     assert_close(&c, &from_scratch(&model, &far, 8), SWA_BATCH_SHAPES);
 }
@@ -45,14 +48,17 @@ fn two_conversations_decoding_together_get_the_tokens_they_get_alone() {
     // Gemma, not the tiny model: random weights leave near ties that any rounding flips.
     let model = default_model();
     let home = Home::new();
-    let service = Service::start(home.path(), &model, 2);
+    let service = ServiceHarness::new(home.path(), &model)
+        .with_parallel(2)
+        .start()
+        .unwrap();
     let a_prompt = service.tokenize(&long_text(1));
     let b_prompt = service.tokenize("A short prompt of another conversation");
     // Both in flight at once: b's prompt prefills while a generates, in the same batches.
     let (req_a, pending_a) = request(named("a"), a_prompt.clone(), 24);
     let (req_b, pending_b) = request(named("b"), b_prompt.clone(), 24);
-    service.handle.submit(req_a).unwrap();
-    service.handle.submit(req_b).unwrap();
+    service.handle().submit(req_a).unwrap();
+    service.handle().submit(req_b).unwrap();
     let (a, b) = (pending_a.collect(), pending_b.collect());
     // Second turns, interleaved the other way round.
     let more = service.tokenize(" and more");
@@ -60,15 +66,15 @@ fn two_conversations_decoding_together_get_the_tokens_they_get_alone() {
     let b2_prompt = second_turn(&b_prompt, &b.tokens(), 24, &more[1..]);
     let (req_b2, pending_b2) = request(named("b"), b2_prompt.clone(), 16);
     let (req_a2, pending_a2) = request(named("a"), a2_prompt.clone(), 16);
-    service.handle.submit(req_b2).unwrap();
-    service.handle.submit(req_a2).unwrap();
+    service.handle().submit(req_b2).unwrap();
+    service.handle().submit(req_a2).unwrap();
     let (b2, a2) = (pending_b2.collect(), pending_a2.collect());
     assert!(a2.usage().cached.hot > a_prompt.len(), "{:?}", a2.usage());
     assert!(b2.usage().cached.hot > b_prompt.len(), "{:?}", b2.usage());
-    let stats = service.handle_stats();
+    let stats = service.stats().unwrap();
     assert_eq!(stats.requests, 4);
     assert_eq!(stats.sessions.len(), 2);
-    service.stop();
+    service.stop().unwrap();
     for (out, prompt, n) in [
         (&a, &a_prompt, 24),
         (&b, &b_prompt, 24),
@@ -86,7 +92,10 @@ fn two_conversations_decoding_together_get_the_tokens_they_get_alone() {
 fn a_request_alone_and_in_a_batch_of_four_differ_at_most_by_rounding() {
     let model = chat_model();
     let home = Home::new();
-    let service = Service::start(home.path(), &model, 4);
+    let service = ServiceHarness::new(home.path(), &model)
+        .with_parallel(4)
+        .start()
+        .unwrap();
     let prompts: Vec<_> = [
         "What is 1 + 2? Answer, then explain.",
         "Name a planet and say one thing about it.",
@@ -101,12 +110,12 @@ fn a_request_alone_and_in_a_batch_of_four_differ_at_most_by_rounding() {
         .enumerate()
         .map(|(i, prompt)| {
             let (req, pending) = request(named(&format!("c{i}")), prompt.clone(), 24);
-            service.handle.submit(req).unwrap();
+            service.handle().submit(req).unwrap();
             pending
         })
         .collect();
     let batched: Vec<Outcome> = pending.into_iter().map(Pending::collect).collect();
-    service.stop();
+    service.stop().unwrap();
     for (out, prompt) in batched.iter().zip(&prompts) {
         let alone = from_scratch(&model, prompt, 24);
         assert_close(out, &alone, BATCHED);
@@ -117,15 +126,18 @@ fn a_request_alone_and_in_a_batch_of_four_differ_at_most_by_rounding() {
 fn a_full_queue_refuses_and_shutdown_cancels_what_runs() {
     let model = tiny_model();
     let home = Home::new();
-    let service = Service::start_full(home.path(), &model, 1, 4096, Default::default(), 1);
+    let service = ServiceHarness::new(home.path(), &model)
+        .with_max_queue(1)
+        .start()
+        .unwrap();
     let prompt = service.tokenize("Go on and on");
     let (first, mut running) = request(named("long"), prompt.clone(), 100_000);
     let (second, waiting) = request(named("next"), prompt.clone(), 100_000);
     let (third, _) = request(named("third"), prompt.clone(), 4);
-    service.handle.submit(first).unwrap();
-    service.handle.submit(second).unwrap();
+    service.handle().submit(first).unwrap();
+    service.handle().submit(second).unwrap();
     assert!(matches!(
-        service.handle.submit(third),
+        service.handle().submit(third),
         Err(ServiceError::QueueFull(2))
     ));
     loop {
@@ -133,7 +145,7 @@ fn a_full_queue_refuses_and_shutdown_cancels_what_runs() {
             break;
         }
     }
-    service.handle.shutdown();
+    service.handle().shutdown();
     // More tokens may come before the shutdown lands; the reply ends with Done.
     let usage = loop {
         match running.replies.blocking_recv().unwrap() {
@@ -149,7 +161,7 @@ fn a_full_queue_refuses_and_shutdown_cancels_what_runs() {
             || waited.done.as_ref().map(|u| u.finish) == Some(FinishReason::Cancelled),
         "{waited:?}"
     );
-    service.stop();
+    service.stop().unwrap();
     // The cancelled conversation was saved, with its tokens so far.
     let manifest = manifest_json(&home, "long");
     let saved = manifest["tokens"].as_array().unwrap().len();
@@ -165,7 +177,10 @@ fn the_cold_budget_collects_unnamed_sessions_and_keeps_named_and_pinned_ones() {
         .build()
         .unwrap();
     // Without a budget: an unnamed session, then pinned.
-    let service = Service::start(home.path(), &model, 1);
+    let service = ServiceHarness::new(home.path(), &model)
+        .with_parallel(1)
+        .start()
+        .unwrap();
     let pinned = generate(
         &service,
         ConversationKey::Anonymous,
@@ -173,9 +188,9 @@ fn the_cold_budget_collects_unnamed_sessions_and_keeps_named_and_pinned_ones() {
         4,
     );
     let pinned_name = pinned.usage().session.clone();
-    rt.block_on(service.handle.pin_session(&pinned_name, true))
+    rt.block_on(service.handle().pin_session(&pinned_name, true))
         .unwrap();
-    service.stop();
+    service.stop().unwrap();
     assert_eq!(manifest_json(&home, &pinned_name)["pinned"], true);
 
     // Over a 1-byte budget, every unnamed session that is not pinned goes after its reply.
@@ -183,7 +198,11 @@ fn the_cold_budget_collects_unnamed_sessions_and_keeps_named_and_pinned_ones() {
         cold_budget: Some(1),
         ..Default::default()
     };
-    let service = Service::start_full(home.path(), &model, 1, 4096, tiers, 4);
+    let service = ServiceHarness::new(home.path(), &model)
+        .with_tiers(tiers)
+        .with_max_queue(4)
+        .start()
+        .unwrap();
     generate(&service, named("kept"), service.tokenize(&long_text(1)), 4);
     let anon = generate(
         &service,
@@ -191,16 +210,17 @@ fn the_cold_budget_collects_unnamed_sessions_and_keeps_named_and_pinned_ones() {
         service.tokenize("Drop me"),
         4,
     );
-    let stats = service.handle_stats();
+    let stats = service.stats().unwrap();
     let mut names: Vec<&str> = stats.sessions.iter().map(|s| s.name.as_str()).collect();
     names.sort();
     assert_eq!(names, vec![pinned_name.as_str(), "kept"], "{names:?}");
     assert!(!names.contains(&anon.usage().session.as_str()));
     assert!(stats.cold.used > 1 && stats.cold.budget == Some(1));
     // Removing a named session is explicit.
-    rt.block_on(service.handle.remove_session("kept")).unwrap();
-    assert_eq!(service.handle_stats().sessions.len(), 1);
-    service.stop();
+    rt.block_on(service.handle().remove_session("kept"))
+        .unwrap();
+    assert_eq!(service.stats().unwrap().sessions.len(), 1);
+    service.stop().unwrap();
     assert!(!home.path().join("sessions").join("kept").exists());
 }
 
@@ -212,7 +232,10 @@ fn the_cold_budget_collects_unnamed_sessions_and_keeps_named_and_pinned_ones() {
 fn a_shared_prefix_far_behind_another_conversations_end_is_restored_from_pages() {
     let model = default_model();
     let home = Home::new();
-    let service = Service::start(home.path(), &model, 1);
+    let service = ServiceHarness::new(home.path(), &model)
+        .with_parallel(1)
+        .start()
+        .unwrap();
     let shared = service.tokenize(&long_text(4));
     assert!(shared.len() > 1100, "{}", shared.len());
     let ask = |text: &str| {
@@ -232,15 +255,18 @@ fn a_shared_prefix_far_behind_another_conversations_end_is_restored_from_pages()
     let a2 = generate(&service, named("run-1"), onward.clone(), 4);
     assert!(a2.usage().cached.hot > first.len(), "{:?}", a2.usage());
     let second = ask(" Second question: and the pears?");
-    service.stop();
+    service.stop().unwrap();
 
-    let service = Service::start(home.path(), &model, 1);
+    let service = ServiceHarness::new(home.path(), &model)
+        .with_parallel(1)
+        .start()
+        .unwrap();
     let b = generate(&service, named("run-2"), second.clone(), 8);
     let cached = b.usage().cached;
     // To the token: the page where the prompts part comes from the first run's save.
     assert!(!shared.len().is_multiple_of(256), "{}", shared.len());
     assert_eq!(cached.cold + cached.warm, shared.len(), "{cached:?}");
-    service.stop();
+    service.stop().unwrap();
     assert_close(&b, &from_scratch(&model, &second, 8), SWA_BATCH_SHAPES);
 }
 
@@ -252,7 +278,10 @@ fn a_shared_prefix_far_behind_another_conversations_end_is_restored_from_pages()
 fn a_prompt_parting_inside_a_page_reuses_its_cells_to_the_token() {
     let model = tiny_model();
     let home = Home::new();
-    let service = Service::start(home.path(), &model, 1);
+    let service = ServiceHarness::new(home.path(), &model)
+        .with_parallel(1)
+        .start()
+        .unwrap();
     let shared = service.tokenize(&long_text(1));
     let ask = |text: &str| {
         let mut prompt = shared.clone();
@@ -268,9 +297,12 @@ fn a_prompt_parting_inside_a_page_reuses_its_cells_to_the_token() {
         .count();
     assert!(parting > 256 && parting % 256 != 0, "{parting}");
     generate(&service, named("one"), first.clone(), 8);
-    service.stop();
+    service.stop().unwrap();
 
-    let service = Service::start(home.path(), &model, 1);
+    let service = ServiceHarness::new(home.path(), &model)
+        .with_parallel(1)
+        .start()
+        .unwrap();
     let b = generate(&service, named("two"), second.clone(), 8);
     let cached = b.usage().cached;
     assert_eq!(cached.cold + cached.warm, parting, "{cached:?}");
@@ -282,7 +314,7 @@ fn a_prompt_parting_inside_a_page_reuses_its_cells_to_the_token() {
         "{:?}",
         again.usage()
     );
-    service.stop();
+    service.stop().unwrap();
     // b prefills from inside a batch of its from-scratch schedule: other batch shapes.
     assert_close(&b, &from_scratch(&model, &second, 8), ROUNDING);
     assert_close(&again, &from_scratch(&model, &first, 8), 0.0);

@@ -17,43 +17,23 @@ const SECOND_REPLY: usize = 64;
 
 /// Starts an engine with `requests` already queued: both are admitted in the engine's
 /// first step, whatever the machine's load, so two runs decode in the same batches.
-fn start_with_requests(home: &Path, model: &Path, requests: Vec<Request>) -> Service {
-    let options = kvrun::service::ServiceOptions {
-        paths: kvrun::paths::Paths::under(home),
-        model: kvrun::models::ModelChoice::argument(model.to_path_buf()),
-        llama: kvrun::settings::LlamaSettings {
-            ctx_size: 4096,
-            threads: THREADS,
-            gpu_layers: 0,
-            batch_size: kvrun::settings::DEFAULT_BATCH_SIZE,
-            kv_type: kvrun::settings::KvType::F16,
-            flash_attn: kvrun::settings::FlashAttn::Auto,
-        },
-        sizing: kvrun::service::engine::ContextSizing::Fixed,
-        tiers: Default::default(),
-        parallel: 2,
-        max_queue: 16,
-        chat_template: None,
-        alias: None,
-        warm: None,
-        prefetch: None,
-        keep_latest_hot: false,
-    };
-    let (handle, thread) = kvrun::service::start(options).unwrap();
-    for r in requests {
-        handle.submit(r).unwrap();
-    }
-    Service {
-        handle,
-        thread: Some(thread),
-    }
+fn start_with_requests(home: &Path, model: &Path, requests: Vec<Request>) -> ServiceHarness {
+    ServiceHarness::new(home, model)
+        .with_parallel(2)
+        .with_queued(requests)
+        .start()
+        .unwrap()
 }
 
 /// Polls the engine's stats until `done` holds (a minute at most).
-fn wait_for(service: &Service, what: &str, done: impl Fn(&ServiceStats) -> bool) -> ServiceStats {
+fn wait_for(
+    service: &ServiceHarness,
+    what: &str,
+    done: impl Fn(&ServiceStats) -> bool,
+) -> ServiceStats {
     let deadline = Instant::now() + Duration::from_secs(60);
     loop {
-        let stats = service.handle_stats();
+        let stats = service.stats().unwrap();
         if done(&stats) {
             return stats;
         }
@@ -125,19 +105,19 @@ fn a_reply_saved_while_another_decodes_is_durable_and_the_other_stream_is_unchan
     );
     // The client's Save after it: durable when it answers.
     let saved = service
-        .handle
+        .handle()
         .save_blocking("first", Transcript::raw())
         .unwrap();
     assert!(saved.warnings.is_empty(), "{:?}", saved.warnings);
     let b = pending_b.collect();
-    let stats = service.handle_stats();
+    let stats = service.stats().unwrap();
     // Three saves queued (two of "first", one of "second"), each by the engine thread.
     assert_eq!(stats.saves, 3, "{stats:?}");
     assert!(
         stats.save_engine_ms > 0.0 && stats.save_writer_ms > 0.0,
         "{stats:?}"
     );
-    service.stop();
+    service.stop().unwrap();
     assert_eq!(tokens(&manifest_json(&home, "second")), log_of(&second, &b));
 
     // The same two requests over a store that refuses every write: "first"'s saves fail
@@ -150,7 +130,7 @@ fn a_reply_saved_while_another_decodes_is_durable_and_the_other_stream_is_unchan
     assert_eq!(a_broken.tokens(), a.tokens());
     wait_for(&service, "the first save to fail", |s| s.save_failures >= 1);
     let refused = service
-        .handle
+        .handle()
         .save_blocking("first", Transcript::raw())
         .unwrap_err();
     assert!(refused.to_string().contains("first"), "{refused}");
@@ -172,20 +152,23 @@ fn a_reply_saved_while_another_decodes_is_durable_and_the_other_stream_is_unchan
         std::fs::remove_file(path).unwrap();
     }
     let saved = service
-        .handle
+        .handle()
         .save_blocking("first", Transcript::raw())
         .unwrap();
     assert!(saved.bytes > 0, "{saved:?}");
     assert_eq!(tokens(&manifest_json(&broken, "first")), log_of(&first, &a));
-    service.stop();
+    service.stop().unwrap();
 
     // A restart continues "first" from its stored pages (computed in batches shared with
     // "second", so within batch rounding of a run from scratch).
-    let service = Service::start(broken.path(), &model, 1);
+    let service = ServiceHarness::new(broken.path(), &model)
+        .with_parallel(1)
+        .start()
+        .unwrap();
     let more = service.tokenize(" and then");
     let next = second_turn(&first, &a.tokens(), FIRST_REPLY, &more[1..]);
     let c = generate(&service, named("first"), next.clone(), 8);
-    service.stop();
+    service.stop().unwrap();
     let cached = c.usage().cached;
     // (Its own save, to the token: the reply's cells too.)
     assert!(cached.cold >= 512 && cached.hot == 0, "{cached:?}");

@@ -268,7 +268,7 @@ fn import_takes_the_model_and_says_when_it_has_none() {
     let out = other.run(&["session", "import", path_str(&file), "--name", "bare"]);
     assert!(out.status.success(), "{}", stderr(&out));
     let out = other.run(&["session", "restore", "bare", "--check"]);
-    assert_one_line_error(&out, 1, "which is not in the models folder");
+    assert_one_line_error(&out, 2, "which is not in the models folder");
     assert!(!stderr(&out).contains(" at ,"), "{}", stderr(&out));
     let out = other.run(&[
         "session",

@@ -22,7 +22,7 @@ use anyhow::{bail, Result};
 use crate::chat::protocol::{ChatEvent, MemorySnapshot, UserCommand};
 use crate::chat::slash::{self, Slash};
 use crate::commands::chat::leaving::{Leaving, Outcome};
-use crate::commands::env::Env;
+use crate::env::Env;
 use crate::format::human_bytes;
 use crate::interrupt::{signal_exit_code, Interrupt};
 

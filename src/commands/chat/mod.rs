@@ -18,8 +18,8 @@ use self::leaving::{Leaving, Outcome};
 use crate::chat::protocol::{ChatEvent, UserCommand};
 use crate::chat::{self, ChatOptions};
 use crate::cli::ChatArgs;
-use crate::commands::env::Env;
 use crate::commands::session::setup as session_setup;
+use crate::env::Env;
 use crate::exit::usage;
 use crate::interrupt::{signal_exit_code, Interrupt};
 use crate::models::ModelChoice;
@@ -197,8 +197,7 @@ fn options(env: &Env, args: &ChatArgs) -> Result<ChatOptions> {
         overflow,
         max_tokens: args.max_tokens,
         tiers,
-        chat_template: crate::commands::env::chat_template_override(&args.model, env)
-            .map(str::to_string),
+        chat_template: crate::env::chat_template_override(&args.model, env).map(str::to_string),
         // `-c auto`: up to the model's training context, as `kvrun serve` does.
         sizing: if args.llama.ctx_size == Some(CtxSize::Auto) {
             ContextSizing::Elastic { ceiling: None }

@@ -8,7 +8,7 @@ use anyhow::Result;
 use serde::Serialize;
 
 use crate::cli::ModelsArgs;
-use crate::commands::env::Env;
+use crate::env::Env;
 use crate::format::human_bytes;
 use crate::gguf;
 use crate::models::Purpose;

@@ -6,7 +6,7 @@ use std::process::ExitCode;
 use anyhow::{Context, Result};
 
 use crate::cli::PullArgs;
-use crate::commands::env::Env;
+use crate::env::Env;
 use crate::exit::usage;
 use crate::format::human_bytes;
 use crate::pull::{self, KnownModel, PullError, PullOutcome, Source};

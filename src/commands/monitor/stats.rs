@@ -10,7 +10,7 @@ use serde::Serialize;
 
 use super::devices::{hot_device, print_devices};
 use crate::cli::StatsArgs;
-use crate::commands::env::Env;
+use crate::env::Env;
 use crate::exit::usage;
 use crate::format::human_bytes;
 use crate::llama::{gpu_devices, GpuDevice};

@@ -16,8 +16,8 @@ use crate::chat::protocol::{
     ChatEvent, MemorySnapshot, SessionRow, ShownMessage, Tier, TierUsage, UserCommand,
 };
 use crate::cli::TopArgs;
-use crate::commands::env::Env;
 use crate::commands::monitor::remote::{fetch_stats, RemoteStats};
+use crate::env::Env;
 use crate::service::fleet::ModelState;
 use crate::service::handle::TierBytes;
 use crate::session::SessionSummary;

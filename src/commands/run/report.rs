@@ -9,8 +9,8 @@ use serde::Serialize;
 
 use super::tools::{ReplyFields, ToolRequest};
 use crate::cli::RunArgs;
-use crate::commands::env::Env;
 use crate::dialogue::{CacheMiss, Dialogue};
+use crate::env::Env;
 use crate::llama::{TokenId, TokenLogprob};
 use crate::sequence::{Generated, StopReason};
 use crate::session::live::{RestoreDecision, RestorePhases};

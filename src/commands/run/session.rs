@@ -20,10 +20,10 @@ use anyhow::{Context as _, Result};
 use super::report::{self as run, SessionFields};
 use super::tools::{self, ToolRequest};
 use crate::cli::RunArgs;
-use crate::commands::env::Env;
 use crate::commands::input::{check_text_may_fit, read_prompt};
 use crate::commands::session::setup as session_setup;
 use crate::dialogue::Dialogue;
+use crate::env::Env;
 use crate::exit::usage;
 use crate::interrupt::{signal_exit_code, Interrupt};
 use crate::llama::{Model, TokenLogprob};
@@ -66,8 +66,7 @@ pub fn run_session(env: &Env, args: &RunArgs, name: &str) -> Result<ExitCode> {
         tiers,
         parallel: 1,
         max_queue: 1,
-        chat_template: crate::commands::env::chat_template_override(&args.model, env)
-            .map(str::to_string),
+        chat_template: crate::env::chat_template_override(&args.model, env).map(str::to_string),
         alias: None,
         warm: None,
         // The session's pages are read while the model loads.

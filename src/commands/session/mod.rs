@@ -15,10 +15,10 @@ use crate::cli::{
     ChatArgs, SessionCommand, SessionExportArgs, SessionForkArgs, SessionImportArgs, SessionLsArgs,
     SessionNameArg, SessionRestoreArgs, SessionSaveArgs, SessionShowArgs,
 };
-use crate::commands::env::SESSION_SEQS;
-use crate::commands::env::{load_model, Env};
 use crate::commands::input::{check_text_may_fit, read_stdin, read_text_file};
 use crate::commands::session::setup as session_setup;
+use crate::env::SESSION_SEQS;
+use crate::env::{load_model, Env};
 use crate::exit::usage;
 use crate::format::human_bytes;
 use crate::llama::{Context, Sampler};

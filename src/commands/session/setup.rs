@@ -5,8 +5,8 @@
 use anyhow::Result;
 
 use crate::cli::{LlamaArgs, SamplingArgs};
-use crate::commands::env::Env;
 use crate::dialogue::Dialogue;
+use crate::env::Env;
 use crate::exit::usage;
 use crate::llama::{Context, Model};
 use crate::models::ModelChoice;

@@ -343,6 +343,17 @@ impl Fleet {
         })
     }
 
+    /// Unloads the model `name` names now, if it is loaded and idle (Ollama's request with
+    /// nothing to generate and `keep_alive: 0`): its engine saves every conversation and
+    /// exits. One still in use is unloaded by the reaper once its requests end. Returns
+    /// whether it was unloaded now.
+    pub async fn unload_now(&self, name: Option<&str>) -> Result<bool, FleetError> {
+        let entry = self.inner.roster.resolve(name)?;
+        lock(&self.inner.slots[entry]).keep_alive = Some(KeepAlive::For(Duration::ZERO));
+        let _swap = self.inner.swap.lock().await;
+        Ok(self.unload(entry).await)
+    }
+
     /// Every model with the ids it answers to, and its facts once it has been loaded
     /// (`/v1/models`).
     pub fn listing(&self) -> Vec<ListedModel> {

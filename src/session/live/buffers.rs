@@ -1,6 +1,6 @@
 //! The buffers a restore reads into, kept for the process's next restore: a server or a
-//! chat restores session after session, and faulting in fresh memory costs about as much as
-//! reading it from disk here (0.35-0.5 ms per MB). The allocator keeps buffers below 32 MiB
+//! chat restores session after session, and faulting in fresh memory can cost about as much
+//! as reading it from disk (`bench restore` shows it). The allocator keeps buffers below 32 MiB
 //! on its own heap, but an 8B model's chunks hold a 32 MiB page and more, and a hybrid's
 //! recurrent state 150 MiB: mapped and unmapped by every restore without this.
 

@@ -3,12 +3,8 @@
 //! order and gives each buffer back to its reader. A reader moves on to its next chunk as
 //! soon as its last one is read: no reader waits for another's pages, and the disk always
 //! has reads queued. Chunks can then be small (a page each for an 8B model), so the load
-//! that follows the last read is short.
-//!
-//! Reading a chunk at a time in two-page chunks, a page per thread, each chunk waiting for
-//! the slower of its two pages, restored the 8B shape's 2,048 tokens in 79-104 ms in
-//! process and 8,192 in 282-335 ms; streams of one-page chunks took 71-90 and 237-297 ms
-//! (alternating runs on the 2-core test VM).
+//! that follows the last read is short. (Reading one chunk at a time, each waiting for the
+//! slower of its pages, was slower in `bench restore --shape llama-8b`.)
 
 use std::sync::mpsc;
 use std::time::Instant;

@@ -8,8 +8,11 @@
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
+use crate::kv::layout::{BASE, SWA};
+use crate::kv::KvLayout;
 use crate::session::capture::RestorePhases;
 use crate::session::kv_error::{LiveError, LiveResult as Result};
+use crate::session::manifest::KvSnapshot;
 use crate::store::{ObjectId, ObjectStore, PayloadPart};
 use crate::tiers::WarmPool;
 
@@ -28,6 +31,44 @@ pub struct PageReads {
     pub read_ms: f64,
     /// Checksum time summed over the reading threads.
     pub verify_ms: f64,
+}
+
+/// A snapshot's page objects as read, in snapshot order.
+pub struct Fetched {
+    pub base: Vec<Result<Vec<u8>>>,
+    pub swa: Vec<Result<Vec<u8>>>,
+}
+
+/// Reads every page `snap` names (pages of `page_tokens` tokens) in one parallel pass
+/// (pages after a damaged one are read too: the reads overlap, and a restore rarely meets
+/// damage), adding the time to `phases`.
+pub fn fetch_pages(
+    (store, warm): (&ObjectStore, Option<&WarmPool>),
+    snap: &KvSnapshot,
+    layout: &KvLayout,
+    page_tokens: usize,
+    phases: &mut RestorePhases,
+) -> Fetched {
+    let p = page_tokens;
+    let page = |id: &ObjectId, section| PageRequest {
+        id: *id,
+        expected_len: Some(p * layout.bytes_per_token(section)),
+    };
+    let mut requests: Vec<PageRequest> = snap.pages.iter().map(|id| page(id, BASE)).collect();
+    let swa: &[(usize, ObjectId)] = if layout.is_iswa() {
+        &snap.swa_pages
+    } else {
+        &[]
+    };
+    requests.extend(swa.iter().map(|(_, id)| page(id, SWA)));
+    let reads = read_pages(store, warm, &requests);
+    phases.read_ms += reads.read_ms;
+    phases.verify_ms += reads.verify_ms;
+    let mut results = reads.results.into_iter();
+    Fetched {
+        base: results.by_ref().take(snap.pages.len()).collect(),
+        swa: results.collect(),
+    }
 }
 
 /// Reads and verifies one object (a tail record, a recurrent state) through the warm pool,
@@ -172,9 +213,9 @@ fn in_parallel<J: Send, R: Send>(
     (results, hashing)
 }
 
-/// One placed page, every check of [`read_one`] applied. Pages are read one per thread:
-/// a page read in ranges by two threads, a page per chunk, restored the 8B shape's
-/// 8,192 tokens in 446-477 ms against 340-343 ms for two-page chunks read a page per thread.
+/// One placed page, every check of [`read_one`] applied. Pages are read one per thread: a
+/// page read in ranges by two threads, a page per chunk, restored the 8B shape more slowly
+/// than two-page chunks read a page per thread (`bench restore --shape llama-8b`).
 fn read_one_placed(
     store: &ObjectStore,
     warm: Option<&WarmPool>,
@@ -210,8 +251,8 @@ fn read_one_placed(
     // into, so that its memory (the first touch of a page costs more here than the copy
     // that fills it) is prepared in parallel and while other pages wait on the disk, in one
     // call per area rather than a fault per 4 KiB. A reused buffer's are already in memory,
-    // and asking again walked its page tables: 9 ms of CPU time in an 8B-shaped restore
-    // of 2,048 tokens (about a tenth of its CPU time).
+    // and asking again walked its page tables for a noticeable share of a restore's CPU
+    // time.
     let fresh = read.prefault;
     let prefault = |area: &mut [u8]| {
         if fresh {

@@ -1,20 +1,22 @@
 //! Restoring a saved session from its pages: the snapshot is bound to the token log (the
 //! log wins where the manifest's ids disagree), pages are read through the warm pool and
 //! verified, and the furthest restore point they support is loaded without prefill.
+//!
+//! The common case reads pages in place ([`super::in_place`]); when a read fails, every page
+//! is read again into buffers of its own ([`super::page_read::fetch_pages`]) and the
+//! furthest point the intact ones support is assembled here.
 
 use std::borrow::Cow;
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::Instant;
 
-use super::buffers::{keep_or_free, kept_buffer_for};
-use super::chunk_read::ChunkReader;
-use super::chunk_stream::{stream_chunks, StreamEnd};
-use super::page_read::{read_pages, readers, PageRequest};
+use super::buffers::keep_or_free;
+use super::page_read::fetch_pages;
 use super::restore_choice::{choose_restore, current_rates, record_restore, SourceRange};
 use super::restore_plan::{
     expected_tail_cells, plan_restore, tail_matches, PlanInput, RestorePlan,
 };
-use super::restore_recurrent::{limit_plan, RecurrentSource};
+use super::restore_recurrent::limit_plan;
 use super::tail_read::PendingTail;
 use super::{LiveSession, RestoreReport};
 use crate::kv::blob::CellExts;
@@ -22,35 +24,11 @@ use crate::kv::layout::{slice_cells, BASE, SWA};
 use crate::kv::{KvLayout, TailRecord};
 use crate::llama::{Context, TokenId};
 use crate::sequence::Sequence;
-use crate::session::capture::{self, RestorePhases, RestoreSection};
+use crate::session::capture::{self, RestoreSection};
 use crate::session::identity::bind_snapshot;
 use crate::session::kv_error::{LiveError, LiveResult as Result};
 use crate::session::manifest::{KvSnapshot, SessionManifest};
 use crate::store::ObjectId;
-
-/// Bytes per chunk of a chunked restore, at least a page. Every chunk after a reader's
-/// first two reuses a buffer whose memory is already mapped (as do those two after an
-/// earlier restore in the process, up to a bound), and mapping fresh memory costs about as
-/// much here as reading it from disk, so chunks are small: SmolLM2's 4,096-token session
-/// restored in 111 ms in 64 MiB chunks (90 MB of fresh memory) and in 55-68 ms in chunks
-/// of a page or two, while llama.cpp's cost per loaded chunk stays below 0.5 ms.
-const CHUNK_BYTES: usize = 16 << 20;
-
-/// The chunk buffers a restore reads into at once (each stream has two) stay within this
-/// when chunks allow two streams: an 8B model's 32 MiB pages read on two streams.
-const IN_FLIGHT_BYTES: usize = 128 << 20;
-
-/// Pages per chunk for pages of `page_bytes`: [`CHUNK_BYTES`] of them, at least one; or
-/// `KVRUN_RESTORE_CHUNK_BYTES` of them (tests use it to restore small sessions a page at a
-/// time).
-fn pages_per_chunk(page_bytes: usize) -> usize {
-    let bytes = std::env::var("KVRUN_RESTORE_CHUNK_BYTES")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .filter(|&n: &usize| n > 0)
-        .unwrap_or(CHUNK_BYTES);
-    (bytes / page_bytes).max(1)
-}
 
 impl LiveSession<'_> {
     /// Loads the saved snapshot into the (fresh) context. Damaged or missing pages are
@@ -283,7 +261,8 @@ impl LiveSession<'_> {
             return Ok(self.recompute_whole(snap, report));
         }
         let mut damaged = Vec::new();
-        let fetched = self.fetch_pages(snap, layout, report);
+        let (store, warm) = (self.catalog.store(), self.warm.as_deref());
+        let fetched = fetch_pages((store, warm), snap, layout, p, &mut report.phases);
         // Full-attention pages, up to the first damaged one.
         let mut base: Vec<Vec<u8>> = Vec::with_capacity(snap.pages.len());
         for (i, (id, read)) in snap.pages.iter().zip(fetched.base).enumerate() {
@@ -413,134 +392,6 @@ impl LiveSession<'_> {
         0
     }
 
-    /// Reads the plan's pages and tail straight into their places in the blob handed to
-    /// llama.cpp, and loads it. A unified cache is loaded in chunks of
-    /// about [`CHUNK_BYTES`] through a few reused buffers, as llama.cpp's own `load_file`
-    /// reads through one: a blob of the whole session would be as large as its KV (4 GiB for
-    /// 32k tokens of an 8B model), and writing that much fresh memory costs more here than
-    /// reading it from disk. The chunks are pipelined ([`stream_chunks`]): while llama.cpp
-    /// copies one chunk into the cache on this thread, the readers read (and verify) the
-    /// next ones.
-    ///
-    /// A hybrid's chunks carry an empty recurrent part, and its checkpoint (`recurrent`),
-    /// read on a thread of its own meanwhile, is loaded after the last chunk
-    /// ([`capture::load_recurrent`]). `None` when a read failed (nothing usable is loaded
-    /// then), or the layout cannot be filled in place.
-    fn load_in_place(
-        &mut self,
-        ctx: &mut Context<'_>,
-        (snap, exts): (&KvSnapshot, CellExts<'_>),
-        layout: &KvLayout,
-        (plan, recurrent): (&RestorePlan, Option<RecurrentSource>),
-        report: &mut RestoreReport,
-    ) -> Option<Result<()>> {
-        let p = self.page_tokens;
-        let page_bytes = (p * layout.bytes_per_token(BASE)).max(1);
-        // A sliding-window section is loaded with the last chunk's state only, so iSWA
-        // caches (small pages, a fixed window) keep one chunk.
-        let per_chunk = match layout.is_iswa() {
-            true => plan.pages.max(1),
-            false => pages_per_chunk(page_bytes),
-        };
-        let mut starts: Vec<usize> = (0..plan.pages.max(1)).step_by(per_chunk).collect();
-        // A unified cache's tail is a chunk of its own, read beside the last pages, so no
-        // chunk outgrows the buffers an earlier restore left.
-        if plan.tail_cells > 0 && plan.pages > 0 && !layout.is_iswa() {
-            starts.push(plan.pages);
-        }
-        // The chunks are read by this many threads at once (one per core, at least two, and
-        // no more than [`IN_FLIGHT_BYTES`] allow), and each chunk's pages by as many again,
-        // a page each: small pages are bound by each file's first read, and SmolLM2's
-        // 1,024-token session restored in 10-11 ms with a page per thread against 14-15 ms
-        // with a chunk's two pages read one after the other.
-        let chunk_bytes = per_chunk * page_bytes;
-        let by_memory = (IN_FLIGHT_BYTES / (2 * chunk_bytes).max(1)).max(2);
-        let streams = readers().min(by_memory).min(starts.len());
-        tracing::debug!(
-            "session '{}': restoring {} tokens in {} chunks{}",
-            self.name,
-            plan.end,
-            starts.len(),
-            match recurrent {
-                Some(r) => format!(", then the recurrent state at {}", r.kv_len),
-                None => String::new(),
-            }
-        );
-        let chunk_plan = |n: usize| {
-            let first = starts[n];
-            let pages = first..(first + per_chunk).min(plan.pages);
-            let last = n + 1 == starts.len();
-            RestorePlan {
-                end: if last { plan.end } else { pages.end * p },
-                pages: pages.len(),
-                tail_cells: if last { plan.tail_cells } else { 0 },
-                window: if last { plan.window.clone() } else { None },
-            }
-        };
-        let slot = self.slot;
-        let trailer = match recurrent {
-            Some(_) => capture::empty_recurrent_part(ctx, slot).ok()?,
-            None => Vec::new(),
-        };
-        let (store, warm) = (self.catalog.store(), self.warm.as_deref());
-        let reader = ChunkReader {
-            store,
-            warm,
-            snap,
-            layout,
-            trailer: &trailer,
-            exts,
-            page_tokens: p,
-            seq: slot.seq,
-            threads: readers(),
-        };
-        let read = |n: usize, buffer: Vec<u8>, phases: &mut RestorePhases| {
-            reader.read(&chunk_plan(n), starts[n], buffer, phases)
-        };
-        std::thread::scope(|outer| {
-            let checkpoint = recurrent.map(|r| {
-                // Taken here, before the chunks take theirs: the kept buffer that fits it.
-                let buffer = kept_buffer_for(r.payload_len);
-                outer.spawn(move || {
-                    let mut phases = RestorePhases::default();
-                    (r.read(store, warm, buffer, &mut phases), phases)
-                })
-            });
-            let load = |n: usize, blob: &[u8], phases: &mut RestorePhases| match n {
-                0 => capture::load_blob(ctx, slot, blob, phases),
-                // A later chunk goes through the scratch sequence, and a hybrid's `seq_cp`
-                // copies the scratch's (empty) recurrent state along with the range:
-                // harmless, the checkpoint is loaded after the last chunk.
-                _ => {
-                    capture::append_blob(ctx, slot, blob, starts[n] * p..chunk_plan(n).end, phases)
-                }
-            };
-            match stream_chunks(starts.len(), streams, read, load, &mut report.phases) {
-                StreamEnd::Loaded => {}
-                StreamEnd::LoadFailed(e) => return Some(Err(e)),
-                StreamEnd::ReadFailed { loaded } => {
-                    // The chunks loaded so far go too: the fallback starts from an empty slot.
-                    if loaded > 0 {
-                        capture::empty(ctx, slot);
-                    }
-                    return None;
-                }
-            }
-            let Some(checkpoint) = checkpoint else {
-                return Some(Ok(()));
-            };
-            let (blob, phases) = checkpoint.join().unwrap_or_default();
-            report.phases.add(&phases);
-            let Some(blob) = blob else {
-                capture::empty(ctx, slot);
-                return None;
-            };
-            let loaded = capture::load_recurrent(ctx, slot, &blob, &mut report.phases);
-            keep_or_free(vec![blob]);
-            Some(loaded)
-        })
-    }
-
     /// Reports a tail record that cannot complete the restore, and marks it for rewriting
     /// when its object is damaged or does not match the log.
     fn note_tail(
@@ -648,42 +499,4 @@ fn plan_bytes(layout: &KvLayout, plan: &RestorePlan) -> u64 {
         layout.bytes_per_token(SWA) * (plan.end - w.start.min(plan.end))
     });
     (base + swa) as u64
-}
-
-/// A snapshot's page objects as read, in snapshot order.
-struct Fetched {
-    base: Vec<Result<Vec<u8>>>,
-    swa: Vec<Result<Vec<u8>>>,
-}
-
-impl LiveSession<'_> {
-    /// Reads every page the snapshot names in one parallel pass (pages after a damaged
-    /// one are read too: the reads overlap, and a restore rarely meets damage).
-    fn fetch_pages(
-        &self,
-        snap: &KvSnapshot,
-        layout: &KvLayout,
-        report: &mut RestoreReport,
-    ) -> Fetched {
-        let p = self.page_tokens;
-        let page = |id: &ObjectId, section| PageRequest {
-            id: *id,
-            expected_len: Some(p * layout.bytes_per_token(section)),
-        };
-        let mut requests: Vec<PageRequest> = snap.pages.iter().map(|id| page(id, BASE)).collect();
-        let swa: &[(usize, ObjectId)] = if layout.is_iswa() {
-            &snap.swa_pages
-        } else {
-            &[]
-        };
-        requests.extend(swa.iter().map(|(_, id)| page(id, SWA)));
-        let reads = read_pages(self.catalog.store(), self.warm.as_deref(), &requests);
-        report.phases.read_ms += reads.read_ms;
-        report.phases.verify_ms += reads.verify_ms;
-        let mut results = reads.results.into_iter();
-        Fetched {
-            base: results.by_ref().take(snap.pages.len()).collect(),
-            swa: results.collect(),
-        }
-    }
 }

@@ -207,7 +207,7 @@ mod tests {
         // (what, ranges, rates, tokens loaded)
         let cases = [
             (
-                // Gemma on this CPU: 500 MB/s against 0.5 tokens per ms.
+                // A disk read at 500 MB/s against a prefill of 0.5 tokens per ms.
                 "on a CPU loading wins",
                 vec![cold(4096, 40 * MB)],
                 rates(500_000.0, None, Some(0.5)),

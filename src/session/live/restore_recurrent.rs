@@ -55,8 +55,8 @@ impl RecurrentSource {
     /// damaged one.
     ///
     /// A state of 150 MiB is read in ranges by a few threads at once, each faulting its
-    /// range in first: read by one thread into fresh memory, Granite-4.0-H-Small's 1k-token
-    /// session restored in 131 ms here, against 70 ms with two threads and a kept buffer.
+    /// range in first: one thread reading into fresh memory restored a large hybrid state
+    /// markedly slower than two threads and a kept buffer.
     pub fn read(
         &self,
         store: &ObjectStore,

@@ -357,20 +357,3 @@ pub fn jinja2_renderings(corpus: &Path, conversations: &Path) -> serde_json::Val
     );
     serde_json::from_slice(&out.stdout).unwrap()
 }
-
-/// Starts the service engine in this process and waits until its model is loaded.
-pub fn start_service(
-    options: kvrun::service::ServiceOptions,
-) -> (kvrun::service::ServiceHandle, kvrun::service::EngineThread) {
-    let (handle, thread) = kvrun::service::start(options).unwrap();
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(120);
-    while handle.info().is_none() {
-        assert!(!thread.is_finished(), "the engine ended while loading");
-        assert!(
-            std::time::Instant::now() < deadline,
-            "the engine did not get ready"
-        );
-        std::thread::sleep(std::time::Duration::from_millis(20));
-    }
-    (handle, thread)
-}

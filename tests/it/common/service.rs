@@ -1,19 +1,15 @@
-//! The service engine's test harness: an engine on real llama.cpp in this process, driven
-//! over its protocol (requests with reply channels, session commands), and the bounds its
-//! outputs are compared by.
+//! Driving the service over its protocol in the tests (requests with reply channels, what
+//! they got back) on a [`ServiceHarness`], and the bounds its outputs are compared by.
 
 use std::path::Path;
 use std::time::Instant;
 
 use super::*;
 use kvrun::llama::TokenId;
-use kvrun::models::ModelChoice;
-use kvrun::service::engine::ContextSizing;
+pub use kvrun::service::harness::ServiceHarness;
 use kvrun::service::protocol::{
     Ask, CancelToken, ConversationKey, Reply, Request, ServiceError, Started, TokenPiece, Usage,
 };
-use kvrun::service::{EngineThread, ServiceHandle, ServiceOptions};
-use kvrun::settings::{FlashAttn, KvType, LlamaSettings};
 
 pub const THREADS: u32 = 2;
 /// A prefix kept in the context and the rest prefilled from inside a page: the batches have
@@ -53,100 +49,6 @@ pub fn assert_close(out: &Outcome, reference: &Outcome, bound: f32) {
         diff <= bound,
         "log-probabilities differ by {diff} (bound {bound})"
     );
-}
-
-pub struct Service {
-    pub handle: ServiceHandle,
-    pub thread: Option<EngineThread>,
-}
-
-impl Service {
-    pub fn start(home: &Path, model: &Path, parallel: usize) -> Self {
-        Self::start_with(home, model, parallel, 4096)
-    }
-
-    pub fn start_with(home: &Path, model: &Path, parallel: usize, ctx_size: u32) -> Self {
-        Self::start_full(home, model, parallel, ctx_size, Default::default(), 16)
-    }
-
-    pub fn start_full(
-        home: &Path,
-        model: &Path,
-        parallel: usize,
-        ctx_size: u32,
-        tiers: kvrun::settings::TierSettings,
-        max_queue: usize,
-    ) -> Self {
-        Self::start_options(options(home, model, parallel, ctx_size, tiers, max_queue))
-    }
-
-    /// An elastic context (`--ctx-size auto`) that grows from its floor to `ceiling` cells.
-    pub fn start_elastic(home: &Path, model: &Path, parallel: usize, ceiling: u32) -> Self {
-        Self::start_options(ServiceOptions {
-            sizing: ContextSizing::Elastic {
-                ceiling: Some(ceiling),
-            },
-            ..options(home, model, parallel, ceiling, Default::default(), 16)
-        })
-    }
-
-    fn start_options(options: ServiceOptions) -> Self {
-        let (handle, thread) = start_service(options);
-        Self {
-            handle,
-            thread: Some(thread),
-        }
-    }
-
-    pub fn tokenize(&self, text: &str) -> Vec<TokenId> {
-        self.handle.model().unwrap().tokenize_prompt(text)
-    }
-
-    pub fn stop(mut self) {
-        self.handle.shutdown();
-        self.thread.take().unwrap().join().unwrap();
-    }
-}
-
-/// The options of a test engine with a fixed context of `ctx_size` cells.
-pub fn options(
-    home: &Path,
-    model: &Path,
-    parallel: usize,
-    ctx_size: u32,
-    tiers: kvrun::settings::TierSettings,
-    max_queue: usize,
-) -> ServiceOptions {
-    ServiceOptions {
-        paths: kvrun::paths::Paths::under(home),
-        model: ModelChoice::argument(model.to_path_buf()),
-        llama: LlamaSettings {
-            ctx_size,
-            threads: THREADS,
-            gpu_layers: 0,
-            batch_size: kvrun::settings::DEFAULT_BATCH_SIZE,
-            kv_type: KvType::F16,
-            flash_attn: FlashAttn::Auto,
-        },
-        sizing: ContextSizing::Fixed,
-        tiers,
-        parallel,
-        max_queue,
-        chat_template: None,
-        alias: None,
-        warm: None,
-        prefetch: None,
-        keep_latest_hot: false,
-    }
-}
-
-impl Drop for Service {
-    fn drop(&mut self) {
-        if let Some(thread) = self.thread.take() {
-            self.handle.shutdown();
-            let _ = thread.join();
-        }
-    }
 }
 
 /// What one request got back.
@@ -249,13 +151,13 @@ impl Pending {
 }
 
 pub fn generate(
-    service: &Service,
+    service: &ServiceHarness,
     key: ConversationKey,
     prompt: Vec<TokenId>,
     n: usize,
 ) -> Outcome {
     let (req, pending) = request(key, prompt, n);
-    service.handle.submit(req).unwrap();
+    service.handle().submit(req).unwrap();
     pending.collect()
 }
 
@@ -265,9 +167,9 @@ pub fn named(name: &str) -> ConversationKey {
 
 pub fn from_scratch(model: &Path, prompt: &[TokenId], n: usize) -> Outcome {
     let home = Home::new();
-    let service = Service::start(home.path(), model, 1);
+    let service = ServiceHarness::new(home.path(), model).start().unwrap();
     let out = generate(&service, ConversationKey::Anonymous, prompt.to_vec(), n);
-    service.stop();
+    service.stop().unwrap();
     out
 }
 
@@ -283,14 +185,4 @@ pub fn second_turn(
     prompt.extend_from_slice(&reply[..keep_reply.min(reply.len())]);
     prompt.extend_from_slice(more);
     prompt
-}
-
-impl Service {
-    pub fn handle_stats(&self) -> kvrun::service::ServiceStats {
-        tokio::runtime::Builder::new_current_thread()
-            .build()
-            .unwrap()
-            .block_on(self.handle.stats())
-            .unwrap()
-    }
 }

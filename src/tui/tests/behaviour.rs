@@ -1,5 +1,5 @@
 //! The TUI's behaviour: keys, commands, streaming, scrolling and the loop, through the same
-//! helpers as the snapshots in `tests.rs`.
+//! helpers as the snapshots in `tests.rs`, its parent.
 
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
@@ -8,10 +8,9 @@ use crossterm::event::{Event, KeyCode, KeyModifiers};
 use ratatui::backend::TestBackend;
 use ratatui::Terminal;
 
-use super::app::Role;
-use super::tests::*;
 use super::*;
 use crate::chat::protocol::*;
+use crate::tui::app::Role;
 
 #[test]
 fn enter_sends_and_alt_enter_makes_a_newline() {
@@ -130,7 +129,7 @@ fn ctrl_c_after_the_reply_finished_quits() {
 fn paste_is_accepted_whole() {
     let mut app = ready_app();
     let big: String = (0..2_000).map(|i| format!("fn f{i}() {{}}\r\n")).collect();
-    super::keys::handle_event(&mut app, Event::Paste(big.clone()), Instant::now());
+    crate::tui::keys::handle_event(&mut app, Event::Paste(big.clone()), Instant::now());
     assert_eq!(app.input.text(), big.replace("\r\n", "\n"));
     // Enter right after a paste sends it all, newlines included.
     let sent = press(&mut app, [key(KeyCode::Enter)]);

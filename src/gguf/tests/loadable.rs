@@ -3,8 +3,8 @@
 
 use std::time::{Duration, Instant};
 
-use super::reader::read_header_bytes;
-use super::*;
+use crate::gguf::reader::read_header_bytes;
+use crate::gguf::*;
 use crate::synth::*;
 
 /// A small tiny model (fast to write and mutate in memory).

@@ -1,5 +1,5 @@
-//! What every command may need: folders, the config file, the user's terminal, and the
-//! model load with its chat template override.
+//! What every command and benchmark may need: folders, the config file, the user's
+//! terminal, and the model load with its chat template override.
 
 use std::time::Instant;
 
@@ -14,7 +14,7 @@ use crate::ui::Ui;
 
 /// Validates the chosen model file and loads it, returning the load time in ms.
 /// The chat template to use instead of the model's own: the flag, else the config file's.
-pub(super) fn chat_template_override<'a>(
+pub(crate) fn chat_template_override<'a>(
     arg: &'a crate::cli::ModelArg,
     env: &'a Env,
 ) -> Option<&'a str> {
@@ -24,7 +24,7 @@ pub(super) fn chat_template_override<'a>(
 }
 
 /// Applies `--chat-template` (or the config key) to a loaded model.
-pub(super) fn apply_chat_template(
+pub(crate) fn apply_chat_template(
     model: &mut Model,
     arg: &crate::cli::ModelArg,
     env: &Env,
@@ -54,7 +54,7 @@ pub struct Env {
 }
 
 impl Env {
-    pub(super) fn load(quiet: bool) -> Result<Self> {
+    pub(crate) fn load(quiet: bool) -> Result<Self> {
         let paths = Paths::resolve()?;
         let config = FileConfig::load(&paths.config_file).map_err(|e| usage(e.to_string()))?;
         Ok(Self {
