@@ -150,6 +150,10 @@ mod tests {
         }
     }
 
+    /// Seats as (charge, turn begun seconds ago, oldest waiter seconds ago), a budget, and
+    /// the models that close.
+    type Case<'a> = (&'a [(u64, Option<u64>, Option<u64>)], u64, &'a [usize]);
+
     fn table(seats: &[Seat], budget: u64, now: Instant) -> Table<'_> {
         Table {
             seats,
@@ -163,7 +167,7 @@ mod tests {
     fn a_busy_model_closes_once_another_has_waited_the_bound_since_its_turn_began() {
         let now = Instant::now();
         // (seats as (charge, turn, wait), budget, closed)
-        let cases: &[(&[(u64, Option<u64>, Option<u64>)], u64, &[usize])] = &[
+        let cases: &[Case] = &[
             // Nobody waits: nothing closes, however long the turn.
             (&[(60, Some(100), None), (60, None, None)], 100, &[]),
             // A waiter under the bound.
