@@ -437,6 +437,9 @@ complete -c kvrun -n "__fish_kvrun_using_subcommand bench; and __fish_seen_subco
 complete -c kvrun -n "__fish_kvrun_using_subcommand bench; and __fish_seen_subcommand_from swap" -l prompt-tokens -d 'Prompt tokens of each conversation (about: the text is tokenized by each model)' -r
 complete -c kvrun -n "__fish_kvrun_using_subcommand bench; and __fish_seen_subcommand_from swap" -l rounds -d 'Times each model is swapped back in' -r
 complete -c kvrun -n "__fish_kvrun_using_subcommand bench; and __fish_seen_subcommand_from swap" -l budget -d 'The memory budget [default: the larger model\'s measured charge, plus 5%]' -r
+complete -c kvrun -n "__fish_kvrun_using_subcommand bench; and __fish_seen_subcommand_from swap" -l clients -d 'Mixed load: clients per model looping on both models at once' -r
+complete -c kvrun -n "__fish_kvrun_using_subcommand bench; and __fish_seen_subcommand_from swap" -l mixed-secs -d 'Mixed load: seconds the clients loop' -r
+complete -c kvrun -n "__fish_kvrun_using_subcommand bench; and __fish_seen_subcommand_from swap" -l swap-wait -d 'Mixed load: the server\'s `--swap-wait` [default: serve\'s]' -r
 complete -c kvrun -n "__fish_kvrun_using_subcommand bench; and __fish_seen_subcommand_from swap" -s c -l ctx-size -d 'Context size in tokens, or `auto`: grow with the live tokens (kvrun serve up to --max-ctx-size, kvrun chat up to the model\'s training context; other commands take 8192) [default: auto for kvrun serve, else 8192; capped at the model\'s training context]' -r
 complete -c kvrun -n "__fish_kvrun_using_subcommand bench; and __fish_seen_subcommand_from swap" -s t -l threads -d 'CPU threads [default: the number of cores]' -r
 complete -c kvrun -n "__fish_kvrun_using_subcommand bench; and __fish_seen_subcommand_from swap" -l gpu-layers -d 'Layers to offload to the GPU (needs a GPU build) [default: all when built with a GPU backend, else 0]' -r

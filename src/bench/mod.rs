@@ -17,5 +17,6 @@ mod serve_compare;
 pub(crate) mod speed;
 mod streams;
 pub(crate) mod swap;
+mod swap_mixed;
 pub(crate) mod switch;
 mod synthetic;

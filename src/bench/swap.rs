@@ -10,6 +10,8 @@
 //!   back (restored from the store), against its first, cold prefill.
 //! - Memory: the server's peak resident set against the budget (the warm tier, budgeted
 //!   apart, is in it too).
+//! - Mixed load: clients on both models at once, so that the models take turns
+//!   ([`super::swap_mixed`]): time to first token per model, p50 and p99.
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -75,6 +77,7 @@ pub fn run(env: &Env, args: BenchSwapArgs) -> Result<ExitCode> {
     print_swap_cost(&ids, &served, &fresh);
     print_time_to_first_token(&ids, &served);
     print_memory(&served, budget);
+    super::swap_mixed::measure(&args, work.path(), &paths, &llama, &ids, budget)?;
     Ok(ExitCode::SUCCESS)
 }
 
@@ -283,7 +286,7 @@ fn print_memory(served: &Served, budget: u64) {
 }
 
 /// A home under `work` with links to `models` in its models folder.
-fn home(work: &Path, name: &str, models: &[PathBuf]) -> Result<PathBuf> {
+pub(super) fn home(work: &Path, name: &str, models: &[PathBuf]) -> Result<PathBuf> {
     let dir = home_of(work, name)?;
     std::fs::create_dir_all(dir.join("models"))?;
     for path in models {

@@ -89,6 +89,15 @@ pub struct BenchSwapArgs {
     /// The memory budget [default: the larger model's measured charge, plus 5%]
     #[arg(long, value_name = "SIZE")]
     pub budget: Option<String>,
+    /// Mixed load: clients per model looping on both models at once
+    #[arg(long, default_value_t = 3)]
+    pub clients: usize,
+    /// Mixed load: seconds the clients loop
+    #[arg(long, default_value_t = 60)]
+    pub mixed_secs: u64,
+    /// Mixed load: the server's `--swap-wait` [default: serve's]
+    #[arg(long, value_name = "DURATION")]
+    pub swap_wait: Option<String>,
     #[command(flatten)]
     pub llama: LlamaArgs,
 }

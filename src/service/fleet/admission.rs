@@ -12,7 +12,9 @@ use super::{lock, Fleet, FleetError, Inner, KeepAlive, Lease, State, HOLD_LIMIT,
 impl Fleet {
     /// The model `name` names, loaded (and loading it first when it is not). A request
     /// for a model that is not loaded, or whose turn is over, waits for its turn: at most
-    /// [`HOLD_LIMIT`], and not at all when its expected wait is longer.
+    /// [`HOLD_LIMIT`], and not at all when its expected wait is longer. Once its model is
+    /// next and the models in its way have closed, it waits for their replies to end
+    /// (a request that left then would reopen them, and its retry start over).
     pub async fn acquire(
         &self,
         name: Option<&str>,
@@ -53,16 +55,20 @@ impl Fleet {
                     continue;
                 }
             }
-            let expected = self.table(|t| t.expected_wait(entry));
+            let (expected, coming) = self.table(|t| {
+                let coming = t.next() == Some(entry) && !t.closed().is_empty();
+                (t.expected_wait(entry), coming)
+            });
+            let coming = coming || self.is_loading(entry);
             let waited = started.elapsed();
-            if waited >= HOLD_LIMIT || (waited < REAP_EVERY && expected > HOLD_LIMIT) {
+            let first = waited < REAP_EVERY;
+            if !coming && (waited >= HOLD_LIMIT || (first && expected > HOLD_LIMIT)) {
                 return Err(FleetError::Busy {
                     model: self.id(entry).to_string(),
                     retry_after: expected.max(Duration::from_secs(1)),
                 });
             }
-            let left = HOLD_LIMIT.saturating_sub(waited);
-            let _ = tokio::time::timeout(left.min(REAP_EVERY), changed).await;
+            let _ = tokio::time::timeout(REAP_EVERY, changed).await;
         }
     }
 
@@ -73,6 +79,10 @@ impl Fleet {
 
     fn is_unloaded(&self, entry: usize) -> bool {
         matches!(lock(&self.inner.slots[entry]).state, State::Unloaded)
+    }
+
+    fn is_loading(&self, entry: usize) -> bool {
+        matches!(lock(&self.inner.slots[entry]).state, State::Loading { .. })
     }
 
     /// `f` of the turn policy's view of the fleet now.

@@ -56,6 +56,11 @@ impl Table<'_> {
             .sum()
     }
 
+    /// The model whose turn is next: the one with the oldest waiting request.
+    pub fn next(&self) -> Option<usize> {
+        self.queue().first().map(|&(_, i)| i)
+    }
+
     /// The loaded models that stop admitting requests now: the fewest, oldest turns first,
     /// whose leaving makes room for the next waiting model, once that model has waited
     /// `bound` since each of their turns began. Empty while it fits beside them, or
@@ -145,6 +150,10 @@ mod tests {
         }
     }
 
+    /// Seats as (charge, turn begun seconds ago, oldest waiter seconds ago), a budget, and
+    /// the models that close.
+    type Case<'a> = (&'a [(u64, Option<u64>, Option<u64>)], u64, &'a [usize]);
+
     fn table(seats: &[Seat], budget: u64, now: Instant) -> Table<'_> {
         Table {
             seats,
@@ -158,7 +167,7 @@ mod tests {
     fn a_busy_model_closes_once_another_has_waited_the_bound_since_its_turn_began() {
         let now = Instant::now();
         // (seats as (charge, turn, wait), budget, closed)
-        let cases: &[(&[(u64, Option<u64>, Option<u64>)], u64, &[usize])] = &[
+        let cases: &[Case] = &[
             // Nobody waits: nothing closes, however long the turn.
             (&[(60, Some(100), None), (60, None, None)], 100, &[]),
             // A waiter under the bound.
@@ -247,6 +256,9 @@ mod tests {
             table(&seats, 100, now).expected_wait(2),
             SWAP + BOUND + SWAP
         );
+        // The oldest waiter's model is next (a loaded one never is).
+        assert_eq!(table(&seats, 100, now).next(), Some(1));
+        assert_eq!(table(&seats[..1], 100, now).next(), None);
         // A request for a loaded model that closed: behind every waiting model.
         assert_eq!(
             table(&seats, 100, now).expected_wait(0),
