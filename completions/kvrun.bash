@@ -1909,7 +1909,7 @@ _kvrun() {
             return 0
             ;;
         kvrun__subcmd__serve)
-            opts="-n -c -t -b -v -q -h -V --chat-template --host --port --api-key --parallel --alias --max-tokens --max-ctx-size --max-queue --max-body-bytes --request-timeout --header-timeout --cors-origin --durability --default-model --model-alias --memory-budget --keep-alive --swap-wait --ctx-size --threads --gpu-layers --batch-size --kv-type --flash-attn --temp --top-k --top-p --min-p --repeat-penalty --seed --hot-sessions --warm-budget --cold-budget --hot-idle --warm-idle --verbose --quiet --help --version"
+            opts="-n -c -t -b -v -q -h -V --chat-template --host --port --api-key --parallel --alias --max-tokens --max-ctx-size --max-queue --max-body-bytes --request-timeout --header-timeout --body-timeout --cors-origin --durability --default-model --model-alias --memory-budget --keep-alive --swap-wait --ctx-size --threads --gpu-layers --batch-size --kv-type --flash-attn --temp --top-k --top-p --min-p --repeat-penalty --seed --hot-sessions --warm-budget --cold-budget --hot-idle --warm-idle --verbose --quiet --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -1964,6 +1964,10 @@ _kvrun() {
                     return 0
                     ;;
                 --header-timeout)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --body-timeout)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -2265,13 +2269,17 @@ _kvrun() {
             return 0
             ;;
         kvrun__subcmd__session__subcmd__import)
-            opts="-v -q -h -V --name --verbose --quiet --help --version"
+            opts="-v -q -h -V --name --model --verbose --quiet --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
             fi
             case "${prev}" in
                 --name)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --model)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
