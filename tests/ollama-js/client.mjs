@@ -99,7 +99,7 @@ if (process.argv[2] === 'first') {
     type: 'object',
     properties: {
       colour: { type: 'string', enum: ['red', 'green', 'blue'] },
-      count: { type: 'integer', minimum: 0, maximum: 9 },
+      count: { type: 'integer', enum: [1, 2, 3] },
     },
     required: ['colour', 'count'],
   }
@@ -109,7 +109,7 @@ if (process.argv[2] === 'first') {
   })
   const value = JSON.parse(shaped.message.content)
   check(['red', 'green', 'blue'].includes(value.colour), `colour in ${shaped.message.content}`)
-  check(Number.isInteger(value.count) && value.count >= 0 && value.count <= 9, `count in ${shaped.message.content}`)
+  check([1, 2, 3].includes(value.count), `count in ${shaped.message.content}`)
 
   const raw = await client.generate({
     model: MODEL, prompt: 'The capital of France is', raw: true, options: GREEDY,

@@ -37,7 +37,7 @@ COLOUR_SCHEMA = {
     "type": "object",
     "properties": {
         "colour": {"type": "string", "enum": ["red", "green", "blue"]},
-        "count": {"type": "integer", "minimum": 0, "maximum": 9},
+        "count": {"type": "integer", "enum": [1, 2, 3]},
     },
     "required": ["colour", "count"],
 }
@@ -58,7 +58,7 @@ def check_colour(text):
     check(isinstance(value, dict), f"format reply {value!r} is not an object")
     check(value.get("colour") in ("red", "green", "blue"), f"colour in {value!r}")
     count = value.get("count")
-    check(isinstance(count, int) and 0 <= count <= 9, f"count in {value!r}")
+    check(count in (1, 2, 3), f"count in {value!r}")
 
 
 def turns(replies):
