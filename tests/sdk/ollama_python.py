@@ -84,7 +84,6 @@ if sys.argv[1] == "first":
     expect_status(400, lambda: client.chat(model=MODEL, messages=[
         {"role": "user", "content": "what is this", "images": [b"\x89PNG"]}]), "text only")
     expect_status(501, lambda: client.embed(model=MODEL, input="x"), "embeddings")
-    expect_status(400, lambda: client.generate(model=MODEL, prompt="x", format="yaml"), "format")
     print("ollama python: first ok")
 else:
     state = load_state()
