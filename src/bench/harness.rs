@@ -3,7 +3,7 @@
 //! the page cache so that a read is cold.
 
 use std::io::{BufRead, BufReader};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -465,4 +465,26 @@ pub(super) fn kv_memory(model: &Model, llama: &LlamaSettings) -> String {
         ),
         _ => "KV memory: host RAM (no layer offloaded)".to_string(),
     }
+}
+
+/// A home under `work` with links to `models` in its models folder.
+pub(super) fn home(work: &Path, name: &str, models: &[PathBuf]) -> Result<PathBuf> {
+    let dir = home_of(work, name)?;
+    std::fs::create_dir_all(dir.join("models"))?;
+    for path in models {
+        let link = dir.join("models").join(format!("{}.gguf", stem(path)));
+        std::os::unix::fs::symlink(path.canonicalize()?, link)?;
+    }
+    Ok(dir)
+}
+
+pub(super) fn home_of(work: &Path, name: &str) -> Result<PathBuf> {
+    let dir = work.join(name);
+    std::fs::create_dir_all(&dir)?;
+    Ok(dir)
+}
+
+pub(super) fn stem(path: &Path) -> String {
+    path.file_stem()
+        .map_or_else(String::new, |s| s.to_string_lossy().into_owned())
 }

@@ -22,7 +22,9 @@ use std::time::{Duration, Instant};
 use anyhow::{anyhow, bail, Result};
 use serde_json::{json, Value};
 
-use super::harness::{bench_text, drop_page_cache, median, post_ok, sse_events, ChildServer};
+use super::harness::{
+    bench_text, drop_page_cache, home, home_of, median, post_ok, sse_events, stem, ChildServer,
+};
 use crate::cli::BenchSwapArgs;
 use crate::env::Env;
 use crate::format::human_bytes;
@@ -283,28 +285,6 @@ fn print_memory(served: &Served, budget: u64) {
     ] {
         println!("{what:<44} {:>12}", human_bytes(bytes));
     }
-}
-
-/// A home under `work` with links to `models` in its models folder.
-pub(super) fn home(work: &Path, name: &str, models: &[PathBuf]) -> Result<PathBuf> {
-    let dir = home_of(work, name)?;
-    std::fs::create_dir_all(dir.join("models"))?;
-    for path in models {
-        let link = dir.join("models").join(format!("{}.gguf", stem(path)));
-        std::os::unix::fs::symlink(path.canonicalize()?, link)?;
-    }
-    Ok(dir)
-}
-
-fn home_of(work: &Path, name: &str) -> Result<PathBuf> {
-    let dir = work.join(name);
-    std::fs::create_dir_all(&dir)?;
-    Ok(dir)
-}
-
-fn stem(path: &Path) -> String {
-    path.file_stem()
-        .map_or_else(String::new, |s| s.to_string_lossy().into_owned())
 }
 
 /// Each model's charge once loaded, from a server with the default budget.

@@ -25,7 +25,7 @@ pub(super) fn measure(
     if let Some(wait) = &args.swap_wait {
         server_args.extend(["--swap-wait", wait.as_str()]);
     }
-    let home = super::swap::home(work, "mixed", paths)?;
+    let home = super::harness::home(work, "mixed", paths)?;
     let server = ChildServer::spawn_serving(&home, None, llama, &server_args)?;
     let window = Duration::from_secs(args.mixed_secs);
     let opening = bench_text(256 * 4);
