@@ -33,7 +33,8 @@ def llm(*args):
 def evaluated(*args):
     """Runs a prompt and returns its reply and the prompt tokens the server evaluated
     (llm's input tokens are Ollama's `prompt_eval_count`)."""
-    response = json.loads(llm(*args, *GREEDY, "--no-stream", "--json"))
+    # `--json` prints rows as `llm logs --json` does: a list, one row per response.
+    response = json.loads(llm(*args, *GREEDY, "--no-stream", "--json"))[-1]
     return response["response"], response["input_tokens"]
 
 
