@@ -31,24 +31,14 @@ fn client(name: &str) -> (PathBuf, PathBuf) {
 /// Runs `script`'s `phase` against `server`; returns its stdout.
 fn run_phase(server: &Server, home: &Home, script: &str, phase: &str) -> String {
     let (program, path) = client(script);
-    let out = Command::new(program)
+    let mut command = Command::new(program);
+    command
         .arg(&path)
         .arg(phase)
         .current_dir(path.parent().unwrap())
         .env("OLLAMA_HOST", &server.url)
-        .env("KVRUN_STATE", home.path().join("client-state.json"))
-        .env("PYTHONDONTWRITEBYTECODE", "1")
-        .output()
-        .unwrap();
-    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
-    assert!(
-        out.status.success(),
-        "{script} {phase} failed ({}):\n{stdout}\n{}\n--- server log ---\n{}",
-        out.status,
-        String::from_utf8_lossy(&out.stderr),
-        server.log_text()
-    );
-    stdout
+        .env("KVRUN_STATE", home.path().join("client-state.json"));
+    server.run_client(command, &format!("{script} {phase}"))
 }
 
 /// A home whose models folder holds SmolLM2 under its own file name.

@@ -14,23 +14,13 @@ const KEY: &str = "sdk-suite-key";
 
 /// Runs one script against `server`; returns its stdout, failing with everything it said.
 fn script(server: &Server, name: &str, args: &[&str]) -> String {
-    let out = Command::new(test_python("openai anthropic"))
+    let mut command = Command::new(test_python("openai anthropic"));
+    command
         .arg(project_root().join("tests/sdk").join(name))
         .args(args)
         .env("KVRUN_URL", &server.url)
-        .env("KVRUN_KEY", KEY)
-        .env("PYTHONDONTWRITEBYTECODE", "1")
-        .output()
-        .unwrap();
-    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
-    assert!(
-        out.status.success(),
-        "{name} {args:?} failed ({}):\n{stdout}\n{}\n--- server log ---\n{}",
-        out.status,
-        String::from_utf8_lossy(&out.stderr),
-        server.log_text()
-    );
-    stdout
+        .env("KVRUN_KEY", KEY);
+    server.run_client(command, &format!("{name} {args:?}"))
 }
 
 fn start(home: &Home) -> Server {

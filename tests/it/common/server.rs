@@ -118,6 +118,24 @@ impl Server {
         self.log.lock().unwrap().join("\n")
     }
 
+    /// Runs a client program against this server; returns its stdout, failing with
+    /// everything it and the server said when it exits non-zero.
+    pub fn run_client(&self, mut command: std::process::Command, what: &str) -> String {
+        let out = command
+            .env("PYTHONDONTWRITEBYTECODE", "1")
+            .output()
+            .unwrap();
+        let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+        assert!(
+            out.status.success(),
+            "{what} failed ({}):\n{stdout}\n{}\n--- server log ---\n{}",
+            out.status,
+            String::from_utf8_lossy(&out.stderr),
+            self.log_text()
+        );
+        stdout
+    }
+
     pub fn get(&self, path: &str, headers: &[(&str, &str)]) -> Reply {
         let mut request = self.agent.get(format!("{}{path}", self.url));
         for (k, v) in headers {
